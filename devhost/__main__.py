@@ -1,0 +1,73 @@
+"""``python -m devhost start`` runs the app; ``python -m devhost token`` mints a bearer token."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from devhost.tokens import DEFAULT_AUDIENCE, DEFAULT_ISSUER, mint_token
+
+
+def _local_values(app_dir: Path) -> dict[str, str]:
+    path = app_dir / "local.settings.json"
+    values = json.loads(path.read_text()).get("Values", {}) if path.exists() else {}
+    return {**values, **os.environ}
+
+
+def _start(args: argparse.Namespace) -> int:
+    from devhost.extensions import default_extensions
+    from devhost.host import LocalHost, serve
+
+    logging.basicConfig(level=os.environ.get("DEVHOST_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("azure").setLevel(logging.WARNING)
+    host = LocalHost(Path(args.app_dir), port=args.port, bind=args.bind, extensions=default_extensions())
+    return asyncio.run(serve(host))
+
+
+def _token(args: argparse.Namespace) -> int:
+    values = _local_values(Path(args.app_dir))
+    directory = args.key_dir or values.get("RuntimeCloud__Auth__LocalSigningKeyDirectory") or ".data/auth"
+    token = mint_token(
+        Path(args.app_dir) / directory if not os.path.isabs(directory) else Path(directory),
+        tenant=args.tenant,
+        scopes=args.scope,
+        roles=args.role,
+        client_id=args.client_id,
+        issuer=values.get("RuntimeCloud__Auth__Issuer", DEFAULT_ISSUER),
+        audience=values.get("RuntimeCloud__Auth__Audience", DEFAULT_AUDIENCE),
+        tenant_claim=values.get("RuntimeCloud__Auth__TenantClaim", "tid"),
+        lifetime_seconds=args.lifetime,
+    )
+    print(token)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devhost", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    start = commands.add_parser("start", help="run the function app locally")
+    start.add_argument("--app-dir", default=".")
+    start.add_argument("--port", type=int, default=int(os.environ.get("DEVHOST_PORT", 8130)))
+    start.add_argument("--bind", default="127.0.0.1")
+    start.set_defaults(run=_start)
+    token = commands.add_parser("token", help="print a bearer token the local host accepts")
+    token.add_argument("--tenant", required=True)
+    token.add_argument("--scope", action="append", default=[])
+    token.add_argument("--role", action="append", default=[])
+    token.add_argument("--client-id", default="local-developer")
+    token.add_argument("--lifetime", type=int, default=3600, help="seconds")
+    token.add_argument("--app-dir", default=".")
+    token.add_argument("--key-dir", default=None)
+    token.set_defaults(run=_token)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

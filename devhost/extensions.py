@@ -1,0 +1,9 @@
+"""The extensions a started host loads (trigger kinds beyond HTTP, queue and timer)."""
+
+from __future__ import annotations
+
+from devhost.host import HostExtension
+
+
+def default_extensions() -> list[HostExtension]:
+    return []

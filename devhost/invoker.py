@@ -1,0 +1,73 @@
+"""Calling a function the way the Python worker does.
+
+Arguments are passed by binding name: the trigger's value, then each input
+binding that a provider supplies (the Durable client, in the Durable engine).
+Async functions run on the host's event loop; sync ones in a thread pool
+(``PYTHON_THREADPOOL_THREAD_COUNT``, as in the worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import os
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from devhost.catalog import FunctionInfo
+
+# binding type (lower case) -> value for an input binding of that type
+BindingProvider = Callable[[dict[str, Any], FunctionInfo], Any]
+
+
+class UnsupportedBinding(Exception):
+    pass
+
+
+class InvocationContext:
+    """The ``context`` argument of a function (``azure.functions.Context``)."""
+
+    def __init__(self, function_name: str) -> None:
+        self.invocation_id = str(uuid.uuid4())
+        self.function_name = function_name
+        self.function_directory = os.getcwd()
+        self.trace_context = None
+        self.retry_context = None
+        self.thread_local_storage = None
+
+
+class Invoker:
+    def __init__(self, providers: dict[str, BindingProvider] | None = None, max_threads: int | None = None) -> None:
+        threads = max_threads or int(os.environ.get("PYTHON_THREADPOOL_THREAD_COUNT") or 32)
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="function")
+        self._providers = dict(providers or {})
+
+    def add_provider(self, binding_type: str, provider: BindingProvider) -> None:
+        self._providers[binding_type.lower()] = provider
+
+    def check_supported(self, function: FunctionInfo) -> None:
+        for binding in function.bindings:
+            kind = binding["type"].lower()
+            if binding is function.trigger or binding.get("name") == "$return":
+                continue
+            if kind not in self._providers:
+                raise UnsupportedBinding(f"{function.name}: the local host does not support '{binding['type']}' bindings")
+
+    async def invoke(self, function: FunctionInfo, trigger_value: Any) -> Any:
+        kwargs = {function.trigger["name"]: trigger_value}
+        for binding in function.bindings:
+            kind = binding["type"].lower()
+            if binding is not function.trigger and kind in self._providers:
+                kwargs[binding["name"]] = self._providers[kind](binding, function)
+        user_function = function.user_function
+        if "context" in inspect.signature(user_function).parameters:
+            kwargs["context"] = InvocationContext(function.name)
+        if inspect.iscoroutinefunction(user_function):
+            return await user_function(**kwargs)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(user_function, **kwargs))
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)

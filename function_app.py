@@ -1,0 +1,18 @@
+"""The Runtime Cloud host's function app: build it, register the enabled modules."""
+
+from __future__ import annotations
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from functions import blueprints_for
+from shared.settings import get_settings
+from shared.storage.bootstrap import prepare_store
+
+settings = get_settings()  # invalid settings stop the host here, naming the setting
+prepare_store()
+
+app = df.DFApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+for blueprint in blueprints_for(settings.runtime_cloud.host.enabled_modules):
+    app.register_functions(blueprint)

@@ -1,0 +1,43 @@
+"""Small named errors of the domain and its adapters.
+
+HTTP triggers map them to problem documents (see ``shared.http.problems``); the
+names say what happened so that callers can react without parsing messages.
+"""
+
+from __future__ import annotations
+
+
+class RuntimeCloudError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class InvalidSettings(RuntimeCloudError):
+    """A setting is missing or malformed; the host must not start."""
+
+
+class StoreError(RuntimeCloudError):
+    """Base of storage errors that the domain can act on."""
+
+
+class AlreadyExists(StoreError):
+    """An insert-if-absent found the row already there."""
+
+
+class ConcurrencyConflict(StoreError):
+    """A replace-if-unchanged lost a race: the row's ETag moved on."""
+
+
+class NotFound(StoreError):
+    """The row, blob or queue does not exist."""
+
+
+class StoreUnavailable(StoreError):
+    """The store did not answer (network error or time-out)."""
+
+
+class AuthenticationFailed(RuntimeCloudError):
+    """The bearer token is missing or not acceptable."""
+
+
+class PermissionDenied(RuntimeCloudError):
+    """The caller is authenticated but lacks a scope or role."""

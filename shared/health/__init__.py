@@ -1,0 +1,174 @@
+"""Liveness and readiness: every dependency's status and latency.
+
+Readiness hangs on the runtime-cloud store alone: without it nothing can be
+recorded, so the host answers 503. The IaC runner, targets and the Config
+Platform degrade the host (200, ``degraded``) because reads, leases and queued
+work still proceed without them (the source page's failure modes: targets
+fail-fast per run, Config Platform degrade).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+import requests
+
+import shared
+from shared.iac.runner_info import describe_runner
+from shared.modules import KNOWN_MODULES
+from shared.settings import Settings
+from shared.storage.clients import StorageClients, fail_fast_options, host_storage
+from shared.target_access import probe_target
+
+HEALTHY, DEGRADED, UNHEALTHY = "healthy", "degraded", "unhealthy"
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    latency_ms: float
+    detail: str
+    required: bool = False
+
+
+@dataclass
+class InboxLag:
+    module: str
+    queue: str
+    lag_seconds: float | None
+    status: str
+    detail: str = ""
+
+
+@dataclass
+class HealthReport:
+    service: str
+    version: str
+    status: str
+    ready: bool
+    checks: list[Check] = field(default_factory=list)
+    inbox_lag: list[InboxLag] = field(default_factory=list)
+    checked_at: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"live": True}
+
+
+def _timed(name: str, probe: Callable[[], str], required: bool, failed_status: str) -> Check:
+    started = time.perf_counter()
+    try:
+        detail, status = probe(), HEALTHY
+    except Exception as error:  # a probe's failure is the finding, never an exception
+        detail, status = f"{type(error).__name__}: {_first_line(error)}", failed_status
+    return Check(name, status, round((time.perf_counter() - started) * 1000, 1), detail, required)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _store_checks(clients: StorageClients) -> list[Callable[[], Check]]:
+    def tables() -> str:
+        next(iter(clients.tables.list_tables(results_per_page=1)), None)
+        return "tables answered"
+
+    def blobs() -> str:
+        clients.blobs.get_service_properties()
+        return "blobs answered"
+
+    def queues() -> str:
+        clients.queues.get_service_properties()
+        return "queues answered"
+
+    return [
+        lambda: _timed("store.tables", tables, True, UNHEALTHY),
+        lambda: _timed("store.blobs", blobs, True, UNHEALTHY),
+        lambda: _timed("store.queues", queues, True, UNHEALTHY),
+    ]
+
+
+def _runner_check(settings: Settings) -> Check:
+    info = describe_runner(settings.runtime_cloud.iac.runner)
+    status = HEALTHY if info.available else DEGRADED
+    version = f" {info.version}" if info.version else ""
+    return Check(f"iac-runner.{info.name}", status, 0.0, f"{info.name}{version}: {info.detail}")
+
+
+def _target_check(settings: Settings, target_id: str) -> Check:
+    target = settings.target(target_id)
+    assert target is not None
+    result = probe_target(target, settings.runtime_cloud.health.probe_timeout_seconds)
+    return Check(f"target.{target.id}", HEALTHY if result.reachable else DEGRADED, result.latency_ms, result.detail)
+
+
+def _config_platform_check(settings: Settings) -> Check:
+    url = settings.runtime_cloud.config_platform.url
+    if not url:
+        return Check("config-platform", HEALTHY, 0.0, "not configured: configuration references stay unresolved")
+
+    def probe() -> str:
+        response = requests.get(url, timeout=settings.runtime_cloud.health.probe_timeout_seconds)
+        return f"answered HTTP {response.status_code}"
+
+    return _timed("config-platform", probe, False, DEGRADED)
+
+
+def _inbox_lag(clients: StorageClients, module: str, queue: str) -> InboxLag:
+    try:
+        peeked = clients.queues.get_queue_client(queue).peek_messages(max_messages=1)
+    except Exception as error:
+        return InboxLag(module, queue, None, DEGRADED, f"{type(error).__name__}: {_first_line(error)}")
+    if not peeked:
+        return InboxLag(module, queue, 0.0, HEALTHY, "empty")
+    inserted = peeked[0].inserted_on
+    lag = max(0.0, (datetime.now(timezone.utc) - inserted).total_seconds()) if inserted else None
+    return InboxLag(module, queue, lag, HEALTHY)
+
+
+def check_health(settings: Settings) -> HealthReport:
+    timeout = settings.runtime_cloud.health.probe_timeout_seconds
+    clients = host_storage(**fail_fast_options(timeout))
+    checks: list[Callable[[], Check]] = [
+        *_store_checks(clients),
+        lambda: _runner_check(settings),
+        *[lambda tid=t.id: _target_check(settings, tid) for t in settings.runtime_cloud.targets],
+        lambda: _config_platform_check(settings),
+    ]
+    lags = [
+        (module, queue)
+        for module in settings.runtime_cloud.host.enabled_modules
+        for queue in KNOWN_MODULES[module].inbound_queues
+    ]
+    # Probes run side by side so the answer takes as long as the slowest one.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        check_futures = [pool.submit(check) for check in checks]
+        lag_futures = [pool.submit(_inbox_lag, clients, module, queue) for module, queue in lags]
+        results = [future.result() for future in check_futures]
+        inbox = [future.result() for future in lag_futures]
+    clients.close()
+    return _report(settings, results, inbox)
+
+
+def _report(settings: Settings, checks: list[Check], inbox: list[InboxLag]) -> HealthReport:
+    ready = all(check.status == HEALTHY for check in checks if check.required)
+    if not ready:
+        status = UNHEALTHY
+    elif any(check.status != HEALTHY for check in checks) or any(lag.status != HEALTHY for lag in inbox):
+        status = DEGRADED
+    else:
+        status = HEALTHY
+    return HealthReport(
+        service=settings.messaging.service_name,
+        version=shared.__version__,
+        status=status,
+        ready=ready,
+        checks=checks,
+        inbox_lag=inbox,
+        checked_at=datetime.now(timezone.utc).isoformat(),
+    )

@@ -1,0 +1,1 @@
+"""The HTTP pipeline shared by every trigger: auth, bodies, problem documents."""

@@ -1,0 +1,164 @@
+"""The pipeline every HTTP function goes through.
+
+``@endpoint(scopes=..., roles=...)`` sits under the Functions route decorator:
+
+    @bp.route(route="runtime-cloud/health", methods=["GET"], auth_level=func.AuthLevel.ANONYMOUS)
+    @endpoint(scopes=[Scope.HEALTH_READ])
+    def health(req: func.HttpRequest, caller: Caller) -> func.HttpResponse: ...
+
+It authenticates the bearer token, checks the declared scopes and roles, hands
+the handler the :class:`Caller`, and turns every failure into a problem
+document. Handlers may be sync (run in a worker thread, as the Functions worker
+does) or async. The wrapper exposes the handler's signature without ``caller``
+so the Functions indexer sees only real bindings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import uuid
+from typing import Any, Awaitable, Callable, Iterable
+
+import azure.functions as func
+from pydantic import ValidationError
+
+from shared.auth.caller import Caller, Role, Scope
+from shared.auth.signing_keys import key_source_for
+from shared.auth.tokens import TokenValidator
+from shared.errors import (
+    AlreadyExists,
+    AuthenticationFailed,
+    ConcurrencyConflict,
+    NotFound,
+    PermissionDenied,
+    StoreUnavailable,
+)
+from shared.http import problems
+from shared.http.responses import to_http_response
+from shared.http.validation import validation_problem
+from shared.settings import get_settings
+
+log = logging.getLogger("runtime_cloud.http")
+
+Handler = Callable[..., Any]
+
+
+@functools.lru_cache(maxsize=1)
+def token_validator() -> TokenValidator:
+    auth = get_settings().runtime_cloud.auth
+    return TokenValidator(auth, key_source_for(auth))
+
+
+def authenticate(req: func.HttpRequest) -> Caller:
+    header = req.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if not header:
+        raise problems.missing_token()
+    if scheme.lower() != "bearer" or not token.strip():
+        raise problems.unauthorized("expected 'Authorization: Bearer <token>'")
+    try:
+        return token_validator().validate(token.strip())
+    except AuthenticationFailed as error:
+        raise problems.unauthorized(str(error)) from None
+
+
+def authorize(caller: Caller, scopes: Iterable[Scope | str], roles: Iterable[Role | str]) -> None:
+    missing = [s for s in scopes if not caller.has_scope(s)]
+    if missing:
+        names = ", ".join(s.value if isinstance(s, Scope) else s for s in missing)
+        raise problems.forbidden(f"missing scope: {names}")
+    wanted = list(roles)
+    if wanted and not any(caller.has_role(r) for r in wanted):
+        names = " or ".join(r.value if isinstance(r, Role) else r for r in wanted)
+        raise problems.forbidden(f"requires role {names}")
+
+
+def endpoint(*, scopes: Iterable[Scope | str] = (), roles: Iterable[Role | str] = ()) -> Callable[[Handler], Handler]:
+    required_scopes = tuple(scopes)
+    required_roles = tuple(roles)
+
+    def decorate(handler: Handler) -> Handler:
+        signature = inspect.signature(handler)
+        request_param = _request_parameter(signature)
+        run = _runner_for(handler)
+
+        async def pipeline(*args: Any, **kwargs: Any) -> func.HttpResponse:
+            bound = dict(zip(signature.parameters, args), **kwargs)
+            request: func.HttpRequest = bound[request_param]
+            try:
+                caller = authenticate(request)
+                authorize(caller, required_scopes, required_roles)
+                if "caller" in signature.parameters:
+                    bound["caller"] = caller
+                return to_http_response(await run(**bound))
+            except Exception as error:  # every failure becomes a problem document
+                return _error_response(error, request, handler.__name__)
+
+        _present_as(pipeline, handler, signature)
+        return pipeline
+
+    return decorate
+
+
+def _request_parameter(signature: inspect.Signature) -> str:
+    for name, parameter in signature.parameters.items():
+        if parameter.annotation in (func.HttpRequest, "func.HttpRequest"):
+            return name
+    return next(iter(signature.parameters))
+
+
+def _runner_for(handler: Handler) -> Callable[..., Awaitable[Any]]:
+    if inspect.iscoroutinefunction(handler):
+        return handler
+
+    async def in_thread(**kwargs: Any) -> Any:
+        return await asyncio.to_thread(functools.partial(handler, **kwargs))
+
+    return in_thread
+
+
+def _present_as(pipeline: Handler, handler: Handler, signature: inspect.Signature) -> None:
+    """Show the Functions indexer the handler's bindings, minus ``caller``."""
+    parameters = [p for name, p in signature.parameters.items() if name != "caller"]
+    pipeline.__name__ = handler.__name__
+    pipeline.__qualname__ = handler.__qualname__
+    pipeline.__doc__ = handler.__doc__
+    pipeline.__module__ = handler.__module__
+    pipeline.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    pipeline.__annotations__ = {
+        name: annotation
+        for name, annotation in getattr(handler, "__annotations__", {}).items()
+        if name != "caller"
+    }
+
+
+def _error_response(error: Exception, request: func.HttpRequest, function_name: str) -> func.HttpResponse:
+    problem = _as_problem(error, function_name)
+    return problem.to_response(instance=_path_of(request))
+
+
+def _as_problem(error: Exception, function_name: str) -> problems.Problem:
+    if isinstance(error, problems.Problem):
+        return error
+    if isinstance(error, ValidationError):
+        return validation_problem(error)
+    if isinstance(error, NotFound):
+        return problems.not_found()
+    if isinstance(error, (AlreadyExists, ConcurrencyConflict)):
+        return problems.conflict("the resource changed concurrently; read it again and retry")
+    if isinstance(error, PermissionDenied):
+        return problems.forbidden(str(error))
+    if isinstance(error, StoreUnavailable):
+        return problems.service_unavailable("store-unavailable", "the runtime-cloud store did not answer", 5)
+    reference = uuid.uuid4().hex
+    log.exception("unhandled error in %s (reference %s)", function_name, reference)
+    return problems.internal_error(reference)
+
+
+def _path_of(request: func.HttpRequest) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(request.url).path

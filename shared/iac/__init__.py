@@ -1,0 +1,1 @@
+"""Infrastructure-as-code runners behind one interface."""

@@ -1,0 +1,204 @@
+"""Typed settings of the Runtime Cloud host.
+
+Settings come from app settings (environment variables). Locally the host reads
+them from ``local.settings.json`` ``Values``. Names follow the source page's
+options table with ``:`` written as ``__`` in app settings, for example
+``RuntimeCloud:Host:EnabledModules`` is ``RuntimeCloud__Host__EnabledModules``.
+
+Defaults (the source page's where it has one):
+
+- ``RuntimeCloud:Host:EnabledModules``: ``provisioning, inventory, capacity``
+- ``RuntimeCloud:Topology``: ``saas-default``
+- ``RuntimeCloud:IaC:Runner``: ``pulumi`` (the local sample sets ``embedded``)
+- ``RuntimeCloud:Targets``: none (a JSON array of targets)
+- ``RuntimeCloud:Auth:*``: see :class:`AuthSettings`
+- ``RuntimeCloud:ConfigPlatform:Url``: not configured
+- ``RuntimeCloud:Health:ProbeTimeoutSeconds``: ``3``
+- ``OrleansMessaging:ServiceName``: ``runtime-cloud``
+- ``AzureWebJobsStorage``: connection string (local) or
+  ``AzureWebJobsStorage__accountName`` (Azure, with a managed identity)
+
+An invalid setting stops the host at start with :class:`InvalidSettings`, whose
+message names the setting the way an operator writes it.
+"""
+
+from __future__ import annotations
+
+import functools
+from enum import Enum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from shared.errors import InvalidSettings
+from shared.modules import KNOWN_MODULES
+from shared.targets import ProvisioningTarget
+
+
+class Section(BaseModel):
+    """A settings section: fields are read by their PascalCase alias."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+
+def _split_list(value: Any) -> Any:
+    """Accept ``a, b, c`` as well as a JSON array for list settings."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            import json
+
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+class Topology(str, Enum):
+    SAAS_DEFAULT = "saas-default"
+    HYBRID = "hybrid"
+    ON_PREM = "on-prem"
+    HYBRID_COMPUTE = "hybrid-compute"
+
+
+class RunnerName(str, Enum):
+    PULUMI = "pulumi"
+    EMBEDDED = "embedded"
+
+
+class HostSettings(Section):
+    enabled_modules: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(KNOWN_MODULES), alias="EnabledModules"
+    )
+
+    @field_validator("enabled_modules", mode="before")
+    @classmethod
+    def _parse_modules(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("enabled_modules")
+    @classmethod
+    def _known_modules(cls, modules: list[str]) -> list[str]:
+        unknown = [name for name in modules if name not in KNOWN_MODULES]
+        if unknown:
+            raise ValueError(f"unknown module(s) {unknown}; known: {list(KNOWN_MODULES)}")
+        return list(dict.fromkeys(modules))
+
+
+class IaCSettings(Section):
+    runner: RunnerName = Field(default=RunnerName.PULUMI, alias="Runner")
+
+
+class AuthSettings(Section):
+    """Bearer token validation.
+
+    In Azure set ``Authority`` (Entra ID, e.g. ``https://login.microsoftonline.com/{tenant}/v2.0``)
+    or ``JwksUri``; locally ``LocalSigningKeyDirectory`` points at the folder where the
+    development issuer keeps its key (``.data/auth``).
+    """
+
+    issuer: str = Field(default="runtime-cloud-local-issuer", alias="Issuer")
+    audience: str = Field(default="api://runtime-cloud", alias="Audience")
+    authority: str | None = Field(default=None, alias="Authority")
+    jwks_uri: str | None = Field(default=None, alias="JwksUri")
+    local_signing_key_directory: str | None = Field(default=None, alias="LocalSigningKeyDirectory")
+    tenant_claim: str = Field(default="tid", alias="TenantClaim")
+    clock_skew_seconds: int = Field(default=60, ge=0, le=600, alias="ClockSkewSeconds")
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> AuthSettings:
+        if not (self.authority or self.jwks_uri or self.local_signing_key_directory):
+            raise ValueError(
+                "one of Authority, JwksUri or LocalSigningKeyDirectory must be set "
+                "so that bearer tokens can be verified"
+            )
+        return self
+
+
+class ConfigPlatformSettings(Section):
+    url: str | None = Field(default=None, alias="Url")
+
+
+class HealthSettings(Section):
+    probe_timeout_seconds: float = Field(default=3.0, gt=0, le=30, alias="ProbeTimeoutSeconds")
+
+
+class RuntimeCloudSection(Section):
+    host: HostSettings = Field(default_factory=HostSettings, alias="Host")
+    topology: Topology = Field(default=Topology.SAAS_DEFAULT, alias="Topology")
+    iac: IaCSettings = Field(default_factory=IaCSettings, alias="IaC")
+    targets: list[ProvisioningTarget] = Field(default_factory=list, alias="Targets")
+    auth: AuthSettings = Field(alias="Auth")
+    config_platform: ConfigPlatformSettings = Field(
+        default_factory=ConfigPlatformSettings, alias="ConfigPlatform"
+    )
+    health: HealthSettings = Field(default_factory=HealthSettings, alias="Health")
+
+    @field_validator("targets")
+    @classmethod
+    def _unique_target_ids(cls, targets: list[ProvisioningTarget]) -> list[ProvisioningTarget]:
+        ids = [target.id for target in targets]
+        duplicates = sorted({target_id for target_id in ids if ids.count(target_id) > 1})
+        if duplicates:
+            raise ValueError(f"target ids must be unique; repeated: {duplicates}")
+        return targets
+
+
+class MessagingSection(Section):
+    service_name: str = Field(default="runtime-cloud", alias="ServiceName", min_length=1)
+
+
+class Settings(BaseSettings):
+    """All settings of the host, read from the environment."""
+
+    model_config = SettingsConfigDict(
+        env_nested_delimiter="__",
+        case_sensitive=False,
+        populate_by_name=True,
+        extra="ignore",
+        frozen=True,
+    )
+
+    runtime_cloud: RuntimeCloudSection = Field(alias="RuntimeCloud")
+    messaging: MessagingSection = Field(default_factory=MessagingSection, alias="OrleansMessaging")
+    storage_connection_string: str | None = Field(default=None, alias="AzureWebJobsStorage")
+
+    def target(self, target_id: str) -> ProvisioningTarget | None:
+        return next((t for t in self.runtime_cloud.targets if t.id == target_id), None)
+
+
+def _setting_name(location: tuple[Any, ...]) -> str:
+    """Turn a validation error location into the name an operator writes."""
+    parts = [str(part) for part in location]
+    return ":".join(parts)
+
+
+def load_settings() -> Settings:
+    """Read and validate settings; raise :class:`InvalidSettings` naming what is wrong."""
+    try:
+        settings = Settings()  # type: ignore[call-arg]
+    except ValidationError as error:
+        problems = [
+            f"{_setting_name(issue['loc'])} (app setting "
+            f"{_setting_name(issue['loc']).replace(':', '__')}): {issue['msg']}"
+            for issue in error.errors()
+        ]
+        raise InvalidSettings("invalid settings: " + "; ".join(problems)) from None
+    _check_storage(settings)
+    return settings
+
+
+def _check_storage(settings: Settings) -> None:
+    import os
+
+    if not settings.storage_connection_string and not os.environ.get("AzureWebJobsStorage__accountName"):
+        raise InvalidSettings(
+            "invalid settings: AzureWebJobsStorage: set a connection string, or "
+            "AzureWebJobsStorage__accountName to use the managed identity"
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, read once (none of them is reloadable)."""
+    return load_settings()

@@ -1,0 +1,1 @@
+"""Azure Storage adapters: clients, resource bootstrap and conditional writes."""

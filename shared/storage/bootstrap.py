@@ -1,0 +1,25 @@
+"""Creating the host's storage resources when the app starts."""
+
+from __future__ import annotations
+
+import logging
+
+from shared.storage.clients import host_storage
+from shared.storage.resources import ensure_resources
+
+log = logging.getLogger("runtime_cloud.storage")
+
+
+def prepare_store() -> bool:
+    """Create tables, containers and queues if missing. A store that is down is
+    reported, not fatal: readiness says so and the next start tries again."""
+    try:
+        clients = host_storage(retry_total=1, connection_timeout=5, read_timeout=10)
+        try:
+            ensure_resources(clients)
+        finally:
+            clients.close()
+    except Exception as error:
+        log.warning("could not prepare the runtime-cloud store: %s", str(error).splitlines()[0] if str(error) else error)
+        return False
+    return True

@@ -1,0 +1,84 @@
+"""The one place that creates Table, Blob and Queue clients.
+
+Locally (and in tests) the ``AzureWebJobsStorage`` connection string points at
+Azurite; in Azure, ``AzureWebJobsStorage__accountName`` plus the host's managed
+identity (``DefaultAzureCredential``) is used, so no key is ever configured.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from azure.data.tables import TableServiceClient
+from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueServiceClient, TextBase64DecodePolicy, TextBase64EncodePolicy
+
+from shared.errors import InvalidSettings
+
+
+@dataclass(frozen=True)
+class StorageClients:
+    tables: TableServiceClient
+    blobs: BlobServiceClient
+    queues: QueueServiceClient
+
+    @property
+    def account_name(self) -> str:
+        return self.blobs.account_name or ""
+
+    def close(self) -> None:
+        for client in (self.tables, self.blobs, self.queues):
+            client.close()
+
+
+# Queue-triggered functions read base64 by default (host.json messageEncoding),
+# so everything this package sends to a queue is encoded the same way.
+QUEUE_CODEC: dict[str, Any] = {
+    "message_encode_policy": TextBase64EncodePolicy(),
+    "message_decode_policy": TextBase64DecodePolicy(),
+}
+
+
+def clients_from_connection_string(connection_string: str, **options: Any) -> StorageClients:
+    return StorageClients(
+        tables=TableServiceClient.from_connection_string(connection_string, **options),
+        blobs=BlobServiceClient.from_connection_string(connection_string, **options),
+        queues=QueueServiceClient.from_connection_string(connection_string, **QUEUE_CODEC, **options),
+    )
+
+
+def clients_from_account_name(account_name: str, **options: Any) -> StorageClients:
+    from azure.identity import DefaultAzureCredential
+
+    credential = DefaultAzureCredential()
+    return StorageClients(
+        tables=TableServiceClient(f"https://{account_name}.table.core.windows.net", credential=credential, **options),
+        blobs=BlobServiceClient(f"https://{account_name}.blob.core.windows.net", credential=credential, **options),
+        queues=QueueServiceClient(
+            f"https://{account_name}.queue.core.windows.net", credential=credential, **QUEUE_CODEC, **options
+        ),
+    )
+
+
+def host_storage(connection_setting: str = "AzureWebJobsStorage", **options: Any) -> StorageClients:
+    """Clients for the host's own store, named like a Functions connection setting."""
+    connection_string = os.environ.get(connection_setting)
+    if connection_string:
+        return clients_from_connection_string(connection_string, **options)
+    account_name = os.environ.get(f"{connection_setting}__accountName")
+    if account_name:
+        return clients_from_account_name(account_name, **options)
+    raise InvalidSettings(
+        f"{connection_setting}: set a connection string, or {connection_setting}__accountName"
+    )
+
+
+def fail_fast_options(timeout_seconds: float) -> dict[str, Any]:
+    """Client options for probes: no retries, short time-outs, so a dead store answers quickly."""
+    return {
+        "retry_total": 0,
+        "connection_timeout": timeout_seconds,
+        "read_timeout": timeout_seconds,
+    }

@@ -1,0 +1,37 @@
+"""Tables, containers and queues the host needs, created idempotently at start.
+
+Modules add their own names here as they grow; creating an existing resource is
+a no-op, so every instance can run this at start without coordination.
+"""
+
+from __future__ import annotations
+
+from azure.core.exceptions import ResourceExistsError
+
+from shared.storage.clients import StorageClients
+
+TABLES: tuple[str, ...] = ("RuntimeCloudOutbox",)
+CONTAINERS: tuple[str, ...] = ("receipts",)
+QUEUES: tuple[str, ...] = (
+    "promotions",
+    "promotions-poison",
+    "approvals",
+    "approvals-poison",
+    "inventory-inbox",
+    "runtime-cloud-events",
+)
+
+
+def ensure_resources(clients: StorageClients) -> None:
+    for table in TABLES:
+        clients.tables.create_table_if_not_exists(table)
+    for container in CONTAINERS:
+        try:
+            clients.blobs.create_container(container)
+        except ResourceExistsError:
+            pass
+    for queue in QUEUES:
+        try:
+            clients.queues.create_queue(queue)
+        except ResourceExistsError:
+            pass

@@ -1,0 +1,70 @@
+"""Reaching a provisioning target: credentials resolved from their references.
+
+The reference is resolved at the moment of use, so rotating a secret needs no
+restart. Key Vault references are resolved by the host platform (app settings
+with ``@Microsoft.KeyVault(...)``), so here they read like app settings.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import requests
+from azure.core.exceptions import AzureError
+from azure.storage.blob import BlobServiceClient
+
+from shared.errors import InvalidSettings
+from shared.storage.clients import fail_fast_options
+from shared.targets import CredentialKind, ProvisioningTarget, TargetKind
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    reachable: bool
+    latency_ms: float
+    detail: str
+
+
+def storage_connection_string(target: ProvisioningTarget) -> str | None:
+    """The connection string an app-setting credential points at, if that is the kind."""
+    if target.credential.kind is not CredentialKind.APP_SETTING:
+        return None
+    name = target.credential.name or ""
+    value = os.environ.get(name)
+    if not value:
+        raise InvalidSettings(f"target {target.id}: app setting {name} (its credential) is not set")
+    return value
+
+
+def target_blob_service(target: ProvisioningTarget, **options: object) -> BlobServiceClient:
+    connection_string = storage_connection_string(target)
+    if connection_string:
+        return BlobServiceClient.from_connection_string(connection_string, **options)
+    from azure.identity import DefaultAzureCredential
+
+    credential = DefaultAzureCredential(managed_identity_client_id=target.credential.client_id)
+    return BlobServiceClient(target.endpoint or "", credential=credential, **options)
+
+
+def probe_target(target: ProvisioningTarget, timeout_seconds: float) -> ProbeResult:
+    started = time.perf_counter()
+    try:
+        detail = _probe(target, timeout_seconds)
+        reachable = True
+    except (AzureError, requests.RequestException, InvalidSettings, OSError) as error:
+        detail = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        reachable = False
+    return ProbeResult(reachable, round((time.perf_counter() - started) * 1000, 1), detail)
+
+
+def _probe(target: ProvisioningTarget, timeout_seconds: float) -> str:
+    if target.kind is TargetKind.STORAGE_ACCOUNT:
+        with target_blob_service(target, **fail_fast_options(timeout_seconds)) as service:
+            service.get_service_properties(timeout=int(max(1, timeout_seconds)))
+        return "storage account answered"
+    url = target.endpoint or "https://management.azure.com"
+    response = requests.get(url, timeout=timeout_seconds)
+    # Any HTTP answer (even 401 without credentials) proves the API is reachable.
+    return f"API answered HTTP {response.status_code}"
