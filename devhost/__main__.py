@@ -1,4 +1,9 @@
-"""``python -m devhost start`` runs the app; ``python -m devhost token`` mints a bearer token."""
+"""The local host's commands.
+
+- ``python -m devhost up``: Azurite and the host together (``make run``).
+- ``python -m devhost start``: the host alone, against the storage in the settings.
+- ``python -m devhost token``: a bearer token the local host accepts.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +35,25 @@ def _start(args: argparse.Namespace) -> int:
     return asyncio.run(serve(host))
 
 
+def _up(args: argparse.Namespace) -> int:
+    """Azurite on its standard ports with data under .data/azurite, then the host; Ctrl-C stops both."""
+    from devhost.azurite import Azurite
+
+    app_dir = Path(args.app_dir).resolve()
+    azurite = Azurite(app_dir / ".data" / "azurite", ports=(10000, 10001, 10002))
+    try:
+        azurite.start()
+    except (TimeoutError, FileNotFoundError) as error:
+        print(f"Azurite did not start: {error}", file=sys.stderr)
+        azurite.stop()
+        return 2
+    print("Azurite: blob 10000, queue 10001, table 10002 (data in .data/azurite)", flush=True)
+    try:
+        return _start(args)
+    finally:
+        azurite.stop()
+
+
 def _token(args: argparse.Namespace) -> int:
     values = _local_values(Path(args.app_dir))
     directory = args.key_dir or values.get("RuntimeCloud__Auth__LocalSigningKeyDirectory") or ".data/auth"
@@ -56,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--port", type=int, default=int(os.environ.get("DEVHOST_PORT", 8130)))
     start.add_argument("--bind", default="127.0.0.1")
     start.set_defaults(run=_start)
+    up = commands.add_parser("up", help="start Azurite, then the host (what 'make run' does)")
+    up.add_argument("--app-dir", default=".")
+    up.add_argument("--port", type=int, default=int(os.environ.get("DEVHOST_PORT", 8130)))
+    up.add_argument("--bind", default="127.0.0.1")
+    up.set_defaults(run=_up)
     token = commands.add_parser("token", help="print a bearer token the local host accepts")
     token.add_argument("--tenant", required=True)
     token.add_argument("--scope", action="append", default=[])

@@ -20,7 +20,7 @@ import os
 import random
 from typing import Any
 
-import azure.functions as func
+from azure.functions.queue import QueueMessage as FunctionsQueueMessage
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueMessage as StorageMessage
 from azure.storage.queue.aio import QueueClient
@@ -137,7 +137,7 @@ class QueueListener:
             return None
 
     def _binding_value(self, message: StorageMessage, body: bytes) -> Any:
-        return func.QueueMessage(
+        return FunctionsQueueMessage(
             id=message.id,
             body=body,
             dequeue_count=message.dequeue_count,
@@ -170,9 +170,9 @@ async def _ensure_queue(queue: QueueClient) -> None:
         pass
 
 
-def admin_message(text: str) -> func.QueueMessage:
+def admin_message(text: str) -> FunctionsQueueMessage:
     """The message an admin run of a queue function receives, as in the Functions host."""
-    return func.QueueMessage(id="admin", body=text.encode("utf-8"), dequeue_count=1)
+    return FunctionsQueueMessage(id="admin", body=text.encode("utf-8"), dequeue_count=1)
 
 
 async def _stop(task: asyncio.Task[None]) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import azure.functions as func
+from azure.functions.timer import TimerRequest
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob.aio import BlobServiceClient
 from croniter import croniter
@@ -83,7 +83,7 @@ class TimerRunner:
             await self._fire(status, past_due=False)
 
     async def _fire(self, status: ScheduleStatus, past_due: bool) -> None:
-        request = func.TimerRequest(
+        request = TimerRequest(
             past_due=past_due,
             schedule_status=status.as_dict(_now()),
             schedule={"AdjustForDST": True},
@@ -117,8 +117,8 @@ class TimerRunner:
             log.warning("could not record schedule status of %s: %s", self.function.name, error)
 
 
-def admin_timer_request() -> func.TimerRequest:
-    return func.TimerRequest(past_due=False, schedule_status={}, schedule={"AdjustForDST": True})
+def admin_timer_request() -> TimerRequest:
+    return TimerRequest(past_due=False, schedule_status={}, schedule={"AdjustForDST": True})
 
 
 def _blob_service() -> BlobServiceClient:

@@ -25,10 +25,12 @@ message names the setting the way an operator writes it.
 from __future__ import annotations
 
 import functools
+import json
+import os
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.errors import InvalidSettings
@@ -47,8 +49,6 @@ def _split_list(value: Any) -> Any:
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("["):
-            import json
-
             return json.loads(text)
         return [part.strip() for part in text.split(",") if part.strip()]
     return value
@@ -105,15 +105,6 @@ class AuthSettings(Section):
     tenant_claim: str = Field(default="tid", alias="TenantClaim")
     clock_skew_seconds: int = Field(default=60, ge=0, le=600, alias="ClockSkewSeconds")
 
-    @model_validator(mode="after")
-    def _one_key_source(self) -> AuthSettings:
-        if not (self.authority or self.jwks_uri or self.local_signing_key_directory):
-            raise ValueError(
-                "one of Authority, JwksUri or LocalSigningKeyDirectory must be set "
-                "so that bearer tokens can be verified"
-            )
-        return self
-
 
 class ConfigPlatformSettings(Section):
     url: str | None = Field(default=None, alias="Url")
@@ -128,7 +119,7 @@ class RuntimeCloudSection(Section):
     topology: Topology = Field(default=Topology.SAAS_DEFAULT, alias="Topology")
     iac: IaCSettings = Field(default_factory=IaCSettings, alias="IaC")
     targets: list[ProvisioningTarget] = Field(default_factory=list, alias="Targets")
-    auth: AuthSettings = Field(alias="Auth")
+    auth: AuthSettings = Field(default_factory=AuthSettings, alias="Auth")
     config_platform: ConfigPlatformSettings = Field(
         default_factory=ConfigPlatformSettings, alias="ConfigPlatform"
     )
@@ -159,7 +150,7 @@ class Settings(BaseSettings):
         frozen=True,
     )
 
-    runtime_cloud: RuntimeCloudSection = Field(alias="RuntimeCloud")
+    runtime_cloud: RuntimeCloudSection = Field(default_factory=RuntimeCloudSection, alias="RuntimeCloud")
     messaging: MessagingSection = Field(default_factory=MessagingSection, alias="OrleansMessaging")
     storage_connection_string: str | None = Field(default=None, alias="AzureWebJobsStorage")
 
@@ -170,6 +161,8 @@ class Settings(BaseSettings):
 def _setting_name(location: tuple[Any, ...]) -> str:
     """Turn a validation error location into the name an operator writes."""
     parts = [str(part) for part in location]
+    if parts and parts[0] in Settings.model_fields:
+        parts[0] = Settings.model_fields[parts[0]].alias or parts[0]
     return ":".join(parts)
 
 
@@ -184,13 +177,20 @@ def load_settings() -> Settings:
             for issue in error.errors()
         ]
         raise InvalidSettings("invalid settings: " + "; ".join(problems)) from None
+    _check_key_source(settings.runtime_cloud.auth)
     _check_storage(settings)
     return settings
 
 
-def _check_storage(settings: Settings) -> None:
-    import os
+def _check_key_source(auth: AuthSettings) -> None:
+    if not (auth.authority or auth.jwks_uri or auth.local_signing_key_directory):
+        raise InvalidSettings(
+            "invalid settings: RuntimeCloud:Auth: set Authority, JwksUri or LocalSigningKeyDirectory "
+            "(app settings RuntimeCloud__Auth__...) so that bearer tokens can be verified"
+        )
 
+
+def _check_storage(settings: Settings) -> None:
     if not settings.storage_connection_string and not os.environ.get("AzureWebJobsStorage__accountName"):
         raise InvalidSettings(
             "invalid settings: AzureWebJobsStorage: set a connection string, or "

@@ -1,0 +1,83 @@
+"""Azurite, the Azure Storage emulator (npm package), with the two local accounts.
+
+``devstoreaccount1`` is the host's own store (``AzureWebJobsStorage``);
+``targetaccount1`` is the storage account the embedded IaC runner manages as
+the local provisioning target. Both keys are development-only constants, like
+Azurite's well-known key.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+AZURITE_BIN = REPO / "node_modules" / ".bin" / "azurite"
+
+HOST_ACCOUNT = "devstoreaccount1"
+HOST_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+TARGET_ACCOUNT = "targetaccount1"
+TARGET_KEY = "dGFyZ2V0YWNjb3VudDFrZXl0YXJnZXRhY2NvdW50MWtleQ=="
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
+
+
+class Azurite:
+    def __init__(self, data_dir: Path, ports: tuple[int, int, int] | None = None) -> None:
+        self.data_dir = data_dir
+        self.blob_port, self.queue_port, self.table_port = ports or (free_port(), free_port(), free_port())
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Azurite:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not AZURITE_BIN.exists():
+            raise FileNotFoundError(f"{AZURITE_BIN} is missing: run 'npm ci' (make does it)")
+        env = dict(os.environ, AZURITE_ACCOUNTS=f"{HOST_ACCOUNT}:{HOST_KEY};{TARGET_ACCOUNT}:{TARGET_KEY}")
+        self._process = subprocess.Popen(
+            [str(AZURITE_BIN), "--location", str(self.data_dir), "--skipApiVersionCheck", "--loose",
+             "--blobPort", str(self.blob_port), "--queuePort", str(self.queue_port),
+             "--tablePort", str(self.table_port)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        for port in (self.blob_port, self.queue_port, self.table_port):
+            wait_for_port(port)
+        return self
+
+    def stop(self) -> None:
+        if self._process and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+    def connection_string(self, account: str = HOST_ACCOUNT) -> str:
+        key = HOST_KEY if account == HOST_ACCOUNT else TARGET_KEY
+        base = "http://127.0.0.1"
+        return (
+            f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};"
+            f"BlobEndpoint={base}:{self.blob_port}/{account};"
+            f"QueueEndpoint={base}:{self.queue_port}/{account};"
+            f"TableEndpoint={base}:{self.table_port}/{account};"
+        )
+
+    def blob_endpoint(self, account: str) -> str:
+        return f"http://127.0.0.1:{self.blob_port}/{account}"

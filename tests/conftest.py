@@ -1,0 +1,92 @@
+"""Session fixtures: one Azurite of the tests' own and local hosts against it.
+
+Nothing here fakes storage: every test talks to Azurite over its real protocol
+and drives the app through a local host process over HTTP and queues.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from devhost.tokens import mint_token
+from devhost.azurite import TARGET_ACCOUNT, Azurite
+from tests.support.host import HostProcess
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE_APP = Path(__file__).resolve().parent / "fixture_app"
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
+    instance = Azurite(tmp_path_factory.mktemp("azurite")).start()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture(scope="session")
+def key_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("auth")
+
+
+def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str, str]:
+    """The app's settings for a test host: the sample's shape, pointed at the test Azurite."""
+    target = {
+        "Id": "local-storage",
+        "Kind": "storage-account",
+        "Region": "local",
+        "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
+        "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__local_storage__Connection"},
+    }
+    settings = {
+        "AzureWebJobsStorage": azurite.connection_string(),
+        "RuntimeCloud__Host__EnabledModules": "provisioning, inventory, capacity",
+        "RuntimeCloud__Topology": "saas-default",
+        "RuntimeCloud__IaC__Runner": "embedded",
+        "RuntimeCloud__Targets": json.dumps([target]),
+        "RuntimeCloudTarget__local_storage__Connection": azurite.connection_string(TARGET_ACCOUNT),
+        "RuntimeCloud__Auth__Issuer": "runtime-cloud-local-issuer",
+        "RuntimeCloud__Auth__Audience": "api://runtime-cloud",
+        "RuntimeCloud__Auth__LocalSigningKeyDirectory": str(key_dir),
+        "RuntimeCloud__ConfigPlatform__Url": "",
+        "RuntimeCloud__Health__ProbeTimeoutSeconds": "2",
+        "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
+    }
+    settings.update(overrides)
+    return settings
+
+
+@pytest.fixture(scope="session")
+def runtime_host(azurite: Azurite, key_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
+    """The product itself, on a local host of the session."""
+    log = tmp_path_factory.mktemp("logs") / "runtime-host.log"
+    host = HostProcess(REPO, app_settings(azurite, key_dir), log).start()
+    yield host
+    host.stop()
+
+
+@pytest.fixture(scope="session")
+def fixture_host(azurite: Azurite, key_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
+    """A small app of the tests' own, for the local host's own behaviour."""
+    log = tmp_path_factory.mktemp("logs") / "fixture-host.log"
+    host = HostProcess(FIXTURE_APP, app_settings(azurite, key_dir, FIXTURE_WORK_QUEUE="fixture-work"), log).start()
+    yield host
+    host.stop()
+
+
+Mint = Callable[..., str]
+
+
+@pytest.fixture(scope="session")
+def mint(key_dir: Path) -> Mint:
+    """Mint a token of the local issuer: ``mint("tenant-a", scopes=[...], roles=[...])``."""
+
+    def _mint(tenant: str = "tenant-a", scopes: tuple[str, ...] | list[str] = (), roles: tuple[str, ...] | list[str] = (),
+              **claims: object) -> str:
+        return mint_token(key_dir, tenant=tenant, scopes=scopes, roles=roles, **claims)  # type: ignore[arg-type]
+
+    return _mint

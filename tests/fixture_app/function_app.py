@@ -1,0 +1,75 @@
+"""A small function app of the tests' own, for the local host's behaviour.
+
+Functions record what happened in the table ``FixtureEffects`` of the host's
+storage account so that tests observe effects through Azurite, not through
+the host's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from datetime import datetime, timezone
+
+import azure.functions as func
+from azure.data.tables import TableServiceClient
+
+app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+
+def record(kind: str, **fields: object) -> None:
+    service = TableServiceClient.from_connection_string(os.environ["AzureWebJobsStorage"])
+    table = service.create_table_if_not_exists("FixtureEffects")
+    table.create_entity({
+        "PartitionKey": kind,
+        "RowKey": f"{datetime.now(timezone.utc).isoformat()}-{uuid.uuid4().hex[:6]}",
+        **{key: value if isinstance(value, (str, int, bool, float)) else json.dumps(value) for key, value in fields.items()},
+    })
+
+
+@app.route(route="echo/{name}/{count:int?}", methods=["GET", "POST"])
+def echo(req: func.HttpRequest) -> func.HttpResponse:
+    document = {
+        "method": req.method,
+        "route_params": dict(req.route_params),
+        "query": dict(req.params),
+        "body": req.get_body().decode("utf-8"),
+        "header": req.headers.get("x-fixture"),
+    }
+    return func.HttpResponse(json.dumps(document), mimetype="application/json", headers={"x-echo": "yes"})
+
+
+@app.route(route="async-echo", methods=["GET"])
+async def async_echo(req: func.HttpRequest) -> func.HttpResponse:
+    return func.HttpResponse(json.dumps({"async": True}), status_code=201, mimetype="application/json")
+
+
+@app.route(route="explodes", methods=["GET"])
+def explodes(req: func.HttpRequest) -> func.HttpResponse:
+    raise RuntimeError("secret internals that must not leak")
+
+
+@app.queue_trigger(arg_name="msg", queue_name="fixture-fails", connection="AzureWebJobsStorage")
+def always_fails(msg: func.QueueMessage) -> None:
+    record("always-fails", body=msg.get_body().decode("utf-8"), dequeue_count=msg.dequeue_count)
+    raise ValueError("this message can never be processed")
+
+
+@app.queue_trigger(arg_name="msg", queue_name="%FIXTURE_WORK_QUEUE%", connection="AzureWebJobsStorage")
+def flaky_worker(msg: func.QueueMessage) -> None:
+    """Fails on the first delivery, succeeds on the second."""
+    record("flaky", body=msg.get_body().decode("utf-8"), dequeue_count=msg.dequeue_count)
+    if msg.dequeue_count < 2:
+        raise RuntimeError("first delivery fails")
+    record("flaky-done", body=msg.get_body().decode("utf-8"), dequeue_count=msg.dequeue_count)
+
+
+@app.timer_trigger(arg_name="timer", schedule="*/2 * * * * *")
+def every_two_seconds(timer: func.TimerRequest) -> None:
+    record("every-two-seconds", past_due=timer.past_due)
+
+
+@app.timer_trigger(arg_name="timer", schedule="0 0 3 1 1 *")
+def yearly_report(timer: func.TimerRequest) -> None:
+    record("yearly-report", past_due=timer.past_due)

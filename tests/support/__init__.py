@@ -1,0 +1,1 @@
+"""Test support: real Azurite and real local host processes, started per test session."""

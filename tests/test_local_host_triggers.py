@@ -1,0 +1,102 @@
+"""Queue and timer triggers on the local host, observed through Azurite."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from datetime import datetime, timedelta, timezone
+
+from azure.data.tables import TableServiceClient
+from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueClient
+
+from tests.conftest import FIXTURE_APP, app_settings
+from tests.support.host import HostProcess, wait_until
+
+
+def effects(azurite, kind: str) -> list[dict]:
+    service = TableServiceClient.from_connection_string(azurite.connection_string())
+    table = service.create_table_if_not_exists("FixtureEffects")
+    return list(table.query_entities("PartitionKey eq @kind", parameters={"kind": kind}))
+
+
+def queue(azurite, name: str) -> QueueClient:
+    client = QueueClient.from_connection_string(azurite.connection_string(), name)
+    try:
+        client.create_queue()
+    except Exception:
+        pass
+    return client
+
+
+def send_base64(azurite, queue_name: str, text: str) -> None:
+    queue(azurite, queue_name).send_message(base64.b64encode(text.encode()).decode())
+
+
+def test_an_always_failing_message_ends_in_the_poison_queue_with_its_body_intact(fixture_host, azurite):
+    body = json.dumps({"order": str(uuid.uuid4()), "note": "ünïcode survives"})
+    send_base64(azurite, "fixture-fails", body)
+
+    poison = queue(azurite, "fixture-fails-poison")
+    poisoned = wait_until(lambda: list(poison.peek_messages(max_messages=32)), timeout=60, message="a poison message")
+
+    contents = [base64.b64decode(m.content).decode() for m in poisoned]
+    assert body in contents
+    attempts = [e for e in effects(azurite, "always-fails") if e["body"] == body]
+    assert sorted(e["dequeue_count"] for e in attempts) == [1, 2, 3]  # maxDequeueCount in the fixture's host.json
+    assert queue(azurite, "fixture-fails").get_queue_properties().approximate_message_count == 0
+
+
+def test_a_message_that_is_not_base64_moves_to_poison_at_once(fixture_host, azurite):
+    queue(azurite, "fixture-fails").send_message("not base64 at all!")
+
+    poison = queue(azurite, "fixture-fails-poison")
+    wait_until(lambda: any(m.content == "not base64 at all!" for m in poison.peek_messages(max_messages=32)),
+               timeout=30, message="the undecodable message in poison")
+
+
+def test_a_failed_message_is_retried_with_its_dequeue_count_and_then_succeeds(fixture_host, azurite):
+    body = f"work-{uuid.uuid4()}"
+    send_base64(azurite, "fixture-work", body)  # the queue name comes from the app setting %FIXTURE_WORK_QUEUE%
+
+    done = wait_until(lambda: [e for e in effects(azurite, "flaky-done") if e["body"] == body], timeout=60,
+                      message="the retried message to succeed")
+    assert done[0]["dequeue_count"] == 2
+    assert sorted(e["dequeue_count"] for e in effects(azurite, "flaky") if e["body"] == body) == [1, 2]
+
+
+def test_a_timer_function_runs_on_its_schedule(fixture_host, azurite):
+    runs = wait_until(lambda: len(effects(azurite, "every-two-seconds")) >= 2 and effects(azurite, "every-two-seconds"),
+                      timeout=30, message="two scheduled runs")
+    assert all(run["past_due"] is False for run in runs)
+
+
+def test_a_timer_function_runs_through_the_admin_endpoint(fixture_host, azurite):
+    before = len(effects(azurite, "yearly-report"))
+
+    answer = fixture_host.request("POST", "admin/functions/yearly_report", json={"input": ""})
+
+    assert answer.status_code == 202
+    wait_until(lambda: len(effects(azurite, "yearly-report")) > before, timeout=20, message="the admin run")
+
+
+def test_a_missed_occurrence_runs_once_at_start_as_past_due(azurite, key_dir, tmp_path):
+    host_id = f"past-due-{uuid.uuid4().hex[:8]}"
+    blobs = BlobServiceClient.from_connection_string(azurite.connection_string())
+    try:
+        blobs.create_container("azure-webjobs-hosts")
+    except Exception:
+        pass
+    missed = datetime.now(timezone.utc) - timedelta(hours=1)
+    blobs.get_blob_client("azure-webjobs-hosts", f"timers/{host_id}/yearly_report/status").upload_blob(
+        json.dumps({"Last": None, "Next": missed.isoformat(), "LastUpdated": missed.isoformat()}), overwrite=True)
+    before = [e for e in effects(azurite, "yearly-report") if e["past_due"]]
+
+    env = app_settings(azurite, key_dir, FIXTURE_WORK_QUEUE=f"unused-{host_id}", AzureFunctionsWebHost__hostid=host_id)
+    host = HostProcess(FIXTURE_APP, env, tmp_path / "host.log").start()
+    try:
+        wait_until(lambda: len([e for e in effects(azurite, "yearly-report") if e["past_due"]]) > len(before),
+                   timeout=30, message="a past-due run")
+    finally:
+        assert host.stop() == 0  # Ctrl-C stops the host cleanly
