@@ -11,7 +11,7 @@ from typing import Iterable
 
 import azure.durable_functions as df
 
-HOST_BLUEPRINTS: tuple[str, ...] = ("functions.host_api",)
+HOST_BLUEPRINTS: tuple[str, ...] = ("functions.host_api", "functions.outbox")
 
 # Module name -> the functions.* modules that carry its triggers. A module
 # listed with no blueprints is known to the settings but has no triggers yet.

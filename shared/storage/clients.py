@@ -82,3 +82,14 @@ def fail_fast_options(timeout_seconds: float) -> dict[str, Any]:
         "connection_timeout": timeout_seconds,
         "read_timeout": timeout_seconds,
     }
+
+
+_shared: StorageClients | None = None
+
+
+def shared_host_storage() -> StorageClients:
+    """Process-wide clients for the host's store (clients are thread-safe and pool connections)."""
+    global _shared
+    if _shared is None:
+        _shared = host_storage()
+    return _shared

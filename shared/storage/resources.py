@@ -10,7 +10,11 @@ from azure.core.exceptions import ResourceExistsError
 
 from shared.storage.clients import StorageClients
 
-TABLES: tuple[str, ...] = ("RuntimeCloudOutbox",)
+TABLES: tuple[str, ...] = ()
+
+# Tables whose partitions carry outbox rows (see shared.events.outbox); the
+# dispatcher timer sweeps these for events a crash left unsent.
+OUTBOX_TABLES: tuple[str, ...] = ()
 CONTAINERS: tuple[str, ...] = ("receipts",)
 QUEUES: tuple[str, ...] = (
     "promotions",

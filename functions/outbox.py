@@ -1,0 +1,39 @@
+"""Sends events that a crash left in the outbox, and purges old dispatched rows."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from shared.events.outbox import EVENTS_QUEUE, Outbox
+from shared.settings import get_settings
+from shared.storage.clients import shared_host_storage
+from shared.storage.resources import OUTBOX_TABLES
+
+bp = df.Blueprint()
+log = logging.getLogger("runtime_cloud.outbox")
+
+DISPATCHED_RETENTION = timedelta(days=7)  # events live on in the consumers; the outbox only needs to dedupe sends
+
+
+def outboxes() -> list[Outbox]:
+    storage = shared_host_storage()
+    queue = storage.queues.get_queue_client(EVENTS_QUEUE)
+    source = f"/{get_settings().messaging.service_name}"
+    return [Outbox(storage.tables.get_table_client(table), queue, source) for table in OUTBOX_TABLES]
+
+
+@bp.timer_trigger(arg_name="timer", schedule="*/15 * * * * *")
+def outbox_dispatcher(timer: func.TimerRequest) -> None:
+    sent = sum(outbox.dispatch_pending() for outbox in outboxes())
+    if sent:
+        log.info("outbox dispatcher sent %d pending event(s)", sent)
+
+
+@bp.timer_trigger(arg_name="timer", schedule="0 30 3 * * *")
+def outbox_purge(timer: func.TimerRequest) -> None:
+    purged = sum(outbox.purge_dispatched(DISPATCHED_RETENTION) for outbox in outboxes())
+    log.info("outbox purge removed %d dispatched row(s)", purged)

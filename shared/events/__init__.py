@@ -1,0 +1,1 @@
+"""Events out: CloudEvents 1.0 written through a transactional outbox."""

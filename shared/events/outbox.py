@@ -1,0 +1,143 @@
+"""The transactional outbox: events are written with the state change, then sent.
+
+Why: a state change and the event announcing it must not part ways. Azure
+Table Storage commits a batch atomically only within one partition, so the
+outbox rows live in the same table and partition as the state they announce
+(a *stream*: one environment, one pool). A batch holds, atomically:
+
+- the caller's own operations (the state change),
+- one outbox row per event (RowKey ``~outbox|{sequence:012d}``), and
+- the stream's sequence row (``~outbox-sequence``), replaced under its ETag.
+
+The sequence row's ETag serialises writers of one stream, so sequence numbers
+are gap-free and ordered; a writer that loses the race gets
+:class:`ConcurrencyConflict` and retries with fresh state.
+
+Dispatch is at-least-once: right after the commit the writer sends its events
+to the ``runtime-cloud-events`` queue and marks them dispatched; the
+``outbox_dispatcher`` timer sends whatever a crash left pending. Consumers
+dedupe by event id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Sequence
+
+from azure.core import MatchConditions
+from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.storage.queue import QueueClient
+
+from shared.errors import AlreadyExists, ConcurrencyConflict
+from shared.events.cloudevents import CloudEvent, NewEvent
+from shared.storage.conditional import read_row
+
+log = logging.getLogger("runtime_cloud.outbox")
+
+EVENTS_QUEUE = "runtime-cloud-events"
+SEQUENCE_ROW = "~outbox-sequence"
+OUTBOX_PREFIX = "~outbox|"
+_OUTBOX_END = "~outbox}"  # the character after "|": an exclusive upper bound for the prefix
+
+TransactionOperation = tuple[Any, ...]
+
+
+def outbox_row_key(sequence: int) -> str:
+    return f"{OUTBOX_PREFIX}{sequence:012d}"
+
+
+class Outbox:
+    def __init__(self, table: TableClient, queue: QueueClient, source: str) -> None:
+        self._table = table
+        self._queue = queue
+        self._source = source
+
+    def commit(self, stream: str, operations: Sequence[TransactionOperation],
+               events: Iterable[NewEvent]) -> list[CloudEvent]:
+        """Apply ``operations`` and record ``events`` atomically in partition ``stream``."""
+        pending = list(events)
+        sequence_row = read_row(self._table, stream, SEQUENCE_ROW) if pending else None
+        last = int(sequence_row["Last"]) if sequence_row else 0
+        now = datetime.now(timezone.utc).isoformat()
+        cloud_events = [self._envelope(stream, event, last + offset, now) for offset, event in enumerate(pending, 1)]
+        batch = list(operations) + [("create", self._outbox_entity(stream, e)) for e in cloud_events]
+        if pending:
+            batch.append(self._sequence_operation(stream, sequence_row, last + len(pending)))
+        if batch:
+            self._submit(batch)
+        return cloud_events
+
+    def dispatch(self, events: Iterable[CloudEvent]) -> None:
+        """Send events now; failures are left for the dispatcher timer, never raised."""
+        for event in events:
+            try:
+                self._send(event.stream, outbox_row_key(event.sequence), event.to_json())
+            except Exception as error:  # the timer retries; the state change already committed
+                log.warning("event %s left pending: %s", event.id, error)
+                return
+
+    def dispatch_pending(self, limit: int = 500) -> int:
+        """Send events a crash left behind, oldest first per stream. Returns how many were sent."""
+        query = "RowKey ge @start and RowKey lt @end and Dispatched eq false"
+        rows = self._table.query_entities(query, parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END},
+                                          results_per_page=limit)
+        sent = 0
+        for row in rows:
+            self._send(row["PartitionKey"], row["RowKey"], row["Event"])
+            sent += 1
+            if sent >= limit:
+                break
+        return sent
+
+    def purge_dispatched(self, older_than: timedelta) -> int:
+        cutoff = (datetime.now(timezone.utc) - older_than).isoformat()
+        query = "RowKey ge @start and RowKey lt @end and Dispatched eq true and DispatchedAt lt @cutoff"
+        purged = 0
+        for row in self._table.query_entities(
+                query, parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END, "cutoff": cutoff}):
+            self._table.delete_entity(row["PartitionKey"], row["RowKey"])
+            purged += 1
+        return purged
+
+    def _send(self, stream: str, row_key: str, event_json: str) -> None:
+        self._queue.send_message(event_json)
+        self._table.update_entity(
+            {"PartitionKey": stream, "RowKey": row_key, "Dispatched": True,
+             "DispatchedAt": datetime.now(timezone.utc).isoformat()},
+            mode=UpdateMode.MERGE,
+        )
+
+    def _envelope(self, stream: str, event: NewEvent, sequence: int, now: str) -> CloudEvent:
+        return CloudEvent(id=str(uuid.uuid4()), source=self._source, type=event.type, subject=event.subject,
+                          time=now, tenant=event.tenant, stream=stream, sequence=sequence, data=event.data)
+
+    @staticmethod
+    def _outbox_entity(stream: str, event: CloudEvent) -> dict[str, Any]:
+        return {"PartitionKey": stream, "RowKey": outbox_row_key(event.sequence), "EventId": event.id,
+                "EventType": event.type, "Event": event.to_json(), "Dispatched": False, "CreatedAt": event.time}
+
+    @staticmethod
+    def _sequence_operation(stream: str, current: dict[str, Any] | None, last: int) -> TransactionOperation:
+        entity = {"PartitionKey": stream, "RowKey": SEQUENCE_ROW, "Last": last}
+        if current is None:
+            return ("create", entity)
+        return ("update", entity, {"mode": UpdateMode.REPLACE, "etag": current["etag"],
+                                   "match_condition": MatchConditions.IfNotModified})
+
+    def _submit(self, batch: list[TransactionOperation]) -> None:
+        try:
+            self._table.submit_transaction(batch)
+        except TableTransactionError as error:
+            if error.status_code == 409:
+                raise AlreadyExists(f"{self._table.table_name}: {error.error_code}") from error
+            if error.status_code in (412, 404):
+                raise ConcurrencyConflict(f"{self._table.table_name}: {error.error_code}") from error
+            raise
+
+
+def read_events(queue: QueueClient, max_messages: int = 32) -> list[dict[str, Any]]:
+    """Peek at published events (for tests and diagnostics)."""
+    return [json.loads(m.content) for m in queue.peek_messages(max_messages=max_messages)]

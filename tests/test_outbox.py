@@ -1,0 +1,88 @@
+"""The outbox against Azurite: atomic with the state change, gap-free sequences, at-least-once."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from azure.data.tables import TableServiceClient
+from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
+
+from shared.errors import AlreadyExists, ConcurrencyConflict
+from shared.events.cloudevents import NewEvent
+from shared.events.outbox import Outbox
+
+
+@pytest.fixture
+def outbox_parts(azurite):
+    name = f"outboxtest{uuid.uuid4().hex[:8]}"
+    table = TableServiceClient.from_connection_string(azurite.connection_string()).create_table(name)
+    queue = QueueClient.from_connection_string(azurite.connection_string(), name,
+                                               message_encode_policy=TextBase64EncodePolicy(),
+                                               message_decode_policy=TextBase64DecodePolicy())
+    queue.create_queue()
+    return table, queue, Outbox(table, queue, "/runtime-cloud")
+
+
+def state_row(stream: str, key: str) -> tuple:
+    return ("create", {"PartitionKey": stream, "RowKey": key, "State": "applied"})
+
+
+def test_events_commit_with_the_state_change_and_are_sent_as_cloudevents(outbox_parts):
+    table, queue, outbox = outbox_parts
+    events = outbox.commit("tenant-a|prod", [state_row("tenant-a|prod", "run-1")],
+                           [NewEvent("ProvisioningApplied", "runs/run-1", "tenant-a", {"run": "run-1"}),
+                            NewEvent("SpecificationDeclared", "environments/prod", "tenant-a")])
+    outbox.dispatch(events)
+
+    assert table.get_entity("tenant-a|prod", "run-1")["State"] == "applied"
+    sent = [json.loads(m.content) for m in queue.peek_messages(max_messages=10)]
+    assert [e["sequence"] for e in sent] == [1, 2]
+    assert sent[0]["specversion"] == "1.0"
+    assert sent[0]["type"] == "factory.runtime-cloud.ProvisioningApplied"
+    assert sent[0]["tenant"] == "tenant-a" and sent[0]["data"] == {"run": "run-1"}
+    assert outbox.dispatch_pending() == 0  # both were marked dispatched
+
+
+def test_a_failed_state_change_records_no_event(outbox_parts):
+    table, queue, outbox = outbox_parts
+    outbox.commit("s", [state_row("s", "run-1")], [])
+
+    with pytest.raises(AlreadyExists):
+        outbox.commit("s", [state_row("s", "run-1")], [NewEvent("ProvisioningApplied", "runs/run-1", "t")])
+
+    assert outbox.dispatch_pending() == 0
+    assert queue.peek_messages() == []
+
+
+def test_events_a_crash_left_behind_are_sent_by_the_dispatcher(outbox_parts):
+    _, queue, outbox = outbox_parts
+    outbox.commit("s", [], [NewEvent("LeaseGranted", "leases/1", "t"), NewEvent("LeaseReleased", "leases/1", "t")])
+
+    assert outbox.dispatch_pending() == 2  # nobody called dispatch: as if the writer died after the commit
+
+    assert [json.loads(m.content)["type"] for m in queue.peek_messages(max_messages=10)] == [
+        "factory.runtime-cloud.LeaseGranted", "factory.runtime-cloud.LeaseReleased"]
+
+
+def test_racing_writers_of_one_stream_get_gap_free_sequences(outbox_parts):
+    table, _, outbox = outbox_parts
+
+    def write(index: int) -> None:
+        while True:
+            try:
+                outbox.commit("race", [], [NewEvent("PoolResized", f"pools/{index}", "t")])
+                return
+            except ConcurrencyConflict:
+                continue  # lost the race for the sequence row: retry with fresh state
+            except AlreadyExists:
+                continue  # both created the first sequence row: retry
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(write, range(24)))
+
+    rows = table.query_entities("PartitionKey eq 'race' and RowKey ge '~outbox|' and RowKey lt '~outbox}'")
+    sequences = sorted(json.loads(row["Event"])["sequence"] for row in rows)
+    assert sequences == list(range(1, 25))
