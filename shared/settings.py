@@ -10,6 +10,7 @@ Defaults (the source page's where it has one):
 - ``RuntimeCloud:Host:EnabledModules``: ``provisioning, inventory, capacity``
 - ``RuntimeCloud:Topology``: ``saas-default``
 - ``RuntimeCloud:IaC:Runner``: ``pulumi`` (the local sample sets ``embedded``)
+- ``RuntimeCloud:IaC:StepIntervalSeconds``: ``0``; ``PulumiBackendUrl``: Pulumi's default
 - ``RuntimeCloud:Targets``: none (a JSON array of targets)
 - ``RuntimeCloud:Auth:*``: see :class:`AuthSettings`
 - ``RuntimeCloud:ConfigPlatform:Url``: not configured
@@ -87,6 +88,10 @@ class HostSettings(Section):
 
 class IaCSettings(Section):
     runner: RunnerName = Field(default=RunnerName.PULUMI, alias="Runner")
+    # Pause between resource changes of one apply, to stay under a target API's rate limits.
+    step_interval_seconds: float = Field(default=0.0, ge=0, le=60, alias="StepIntervalSeconds")
+    pulumi_backend_url: str | None = Field(default=None, alias="PulumiBackendUrl")
+    pulumi_work_root: str | None = Field(default=None, alias="PulumiWorkRoot")
 
 
 class AuthSettings(Section):

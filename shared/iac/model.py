@@ -1,0 +1,131 @@
+"""The one interface every IaC runner implements, and what it produces.
+
+A runner *plans* (compares desired state with the target's actual state and
+lists per-resource changes with field-level before/after) and *applies* exactly
+a plan it produced. Apply must be idempotent per run and step: the provisioning
+module hands the runner a :class:`StepJournal` (durable, per run) so that a
+retried apply skips what is already done and never creates anything twice.
+
+If the target changed since the plan so that it no longer holds, apply raises
+:class:`PlanNoLongerHolds` before touching that resource: nothing that nobody
+reviewed is ever applied.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.provisioning.specification import EnvironmentSpecification
+from shared.targets import ProvisioningTarget
+
+
+class Action(str, Enum):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    NO_CHANGE = "no-change"
+
+
+class FieldChange(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str  # e.g. "metadata.owner"
+    before: Any = None
+    after: Any = None
+
+
+class ResourceChange(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    address: str  # "<type>/<name>", e.g. "queue/orders", or a Pulumi URN
+    type: str
+    name: str
+    action: Action
+    before: dict[str, Any] | None = None  # the target's state when planned (None: absent)
+    after: dict[str, Any] | None = None  # the desired state (None: to be deleted)
+    fields: list[FieldChange] = Field(default_factory=list)
+
+
+class PlanResult(BaseModel):
+    runner: str
+    runner_version: str
+    changes: list[ResourceChange]
+    diagnostics: list[str] = Field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = {action.value: 0 for action in Action}
+        for change in self.changes:
+            counts[change.action.value] += 1
+        return counts
+
+
+class StepStatus(str, Enum):
+    APPLIED = "applied"
+    UNCHANGED = "unchanged"
+    FAILED = "failed"
+
+
+class StepResult(BaseModel):
+    address: str
+    action: Action
+    status: StepStatus
+    started_at: str
+    finished_at: str
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    message: str = ""
+
+
+class ApplyResult(BaseModel):
+    runner: str
+    runner_version: str
+    steps: list[StepResult]
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    logs: list[str] = Field(default_factory=list)
+
+
+class RunnerError(Exception):
+    """Base of the failures a runner reports; the run records the message."""
+
+
+class TargetUnreachable(RunnerError):
+    """The target's API did not answer: nothing was read or changed."""
+
+
+class PlanNoLongerHolds(RunnerError):
+    """The target changed since the plan was made; a new plan must be reviewed."""
+
+
+class ApplyFailed(RunnerError):
+    """A step failed; ``result`` holds what was done before it."""
+
+    def __init__(self, message: str, result: ApplyResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class StepJournal(Protocol):
+    """Durable record of finished steps of one run (idempotency per run and step)."""
+
+    def finished(self, address: str) -> StepResult | None: ...
+
+    def record(self, result: StepResult) -> None: ...
+
+
+class IaCRunner(Protocol):
+    name: str
+    version: str
+
+    def plan(self, specification: EnvironmentSpecification, target: ProvisioningTarget) -> PlanResult: ...
+
+    def apply(
+        self,
+        specification: EnvironmentSpecification,
+        target: ProvisioningTarget,
+        plan: PlanResult,
+        journal: StepJournal,
+        resolved_configuration: dict[str, str],
+    ) -> ApplyResult: ...

@@ -1,0 +1,1 @@
+"""Provisioning: desired state, plan -> approve -> apply runs, receipts (IaCProvisioningService)."""

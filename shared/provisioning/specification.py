@@ -1,0 +1,143 @@
+"""Environment specifications: the desired state of one environment.
+
+A specification names its tenant, environment, class, target and runner, and
+what to provision: for the ``embedded`` runner a list of Azure Storage
+data-plane resources, for ``pulumi`` a Pulumi project and stack. It carries
+configuration and secret *references* only (Config Platform keys, Key Vault
+secret URIs), never values.
+
+Its digest is the SHA-256 of its canonical JSON (sorted keys, no white space,
+resources in a fixed order), so the same desired state has the same digest
+however it was written (JSON, YAML, field order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from shared.settings import RunnerName
+
+NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+METADATA_KEY = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+RESERVED_METADATA_PREFIX = "rc_"  # the product's management tags (see shared.iac.tags)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EnvironmentClass(str, Enum):
+    PRODUCTION = "production"
+    NON_PRODUCTION = "non-production"
+
+
+class ResourceType(str, Enum):
+    BLOB_CONTAINER = "blob-container"
+    QUEUE = "queue"
+    TABLE = "table"
+
+
+class EmbeddedResource(Strict):
+    """A data-plane resource in the target storage account."""
+
+    type: ResourceType
+    name: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def address(self) -> str:
+        return f"{self.type.value}/{self.name}"
+
+    @model_validator(mode="after")
+    def _valid_for_type(self) -> EmbeddedResource:
+        if self.type is ResourceType.TABLE:
+            if not re.fullmatch(r"^[A-Za-z][A-Za-z0-9]{2,62}$", self.name):
+                raise ValueError("a table name is 3-63 letters and digits, starting with a letter")
+            if self.metadata:
+                raise ValueError("tables carry no metadata in Azure Storage")
+        elif not (3 <= len(self.name) <= 63 and re.fullmatch(NAME_PATTERN, self.name) and "--" not in self.name):
+            raise ValueError(f"a {self.type.value} name is 3-63 lower-case letters, digits and single hyphens")
+        for key in self.metadata:
+            if not METADATA_KEY.match(key):
+                raise ValueError(f"metadata key {key!r}: lower-case letters, digits and underscores")
+            if key.startswith(RESERVED_METADATA_PREFIX):
+                raise ValueError(f"metadata key {key!r}: the prefix rc_ is reserved for management tags")
+        return self
+
+
+class PulumiProgram(Strict):
+    project: str = Field(min_length=1)
+    stack: str = Field(min_length=1)
+    work_dir: str | None = Field(default=None, description="program folder, relative to the repository")
+    config: dict[str, str] = Field(default_factory=dict)
+
+
+class ConfigReference(Strict):
+    name: str = Field(min_length=1, description="the name the value is known by at apply time")
+    key: str = Field(min_length=1, description="Config Platform key")
+
+
+class SecretReference(Strict):
+    name: str = Field(min_length=1)
+    uri: str = Field(pattern=r"^https://[a-z0-9-]+\.vault\.azure\.net/secrets/[A-Za-z0-9-]+(/[A-Za-z0-9]+)?$")
+
+
+class EnvironmentSpecification(Strict):
+    tenant: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    environment: str = Field(pattern=NAME_PATTERN)
+    environment_class: EnvironmentClass
+    target: str = Field(min_length=1)
+    runner: RunnerName
+    resources: list[EmbeddedResource] = Field(default_factory=list)
+    pulumi: PulumiProgram | None = None
+    configuration: list[ConfigReference] = Field(default_factory=list)
+    secrets: list[SecretReference] = Field(default_factory=list)
+
+    @field_validator("resources")
+    @classmethod
+    def _unique_resources(cls, resources: list[EmbeddedResource]) -> list[EmbeddedResource]:
+        addresses = [r.address for r in resources]
+        repeated = sorted({a for a in addresses if addresses.count(a) > 1})
+        if repeated:
+            raise ValueError(f"resources repeat: {repeated}")
+        return sorted(resources, key=lambda r: r.address)
+
+    @model_validator(mode="after")
+    def _runner_has_its_program(self) -> EnvironmentSpecification:
+        if self.runner is RunnerName.EMBEDDED and (not self.resources or self.pulumi):
+            raise ValueError("the embedded runner needs resources (and no pulumi program)")
+        if self.runner is RunnerName.PULUMI and (not self.pulumi or self.resources):
+            raise ValueError("the pulumi runner needs a pulumi program (and no resources)")
+        names = [ref.name for ref in self.configuration] + [ref.name for ref in self.secrets]
+        if len(names) != len(set(names)):
+            raise ValueError("configuration and secret reference names must be unique")
+        return self
+
+    def canonical_json(self) -> bytes:
+        document = self.model_dump(mode="json", exclude_none=True)
+        return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.canonical_json()).hexdigest()
+
+    def with_resources(self, resources: list[EmbeddedResource]) -> EnvironmentSpecification:
+        return self.model_copy(update={"resources": sorted(resources, key=lambda r: r.address)})
+
+
+def parse_specification_text(text: str, media_type: Literal["json", "yaml"] = "json") -> dict[str, Any]:
+    """JSON or YAML text to a plain document (validation is the model's job)."""
+    if media_type == "yaml":
+        import yaml
+
+        document = yaml.safe_load(text)
+    else:
+        document = json.loads(text)
+    if not isinstance(document, dict):
+        raise ValueError("a specification is a mapping")
+    return document
