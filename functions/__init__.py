@@ -16,9 +16,9 @@ HOST_BLUEPRINTS: tuple[str, ...] = ("functions.host_api", "functions.outbox")
 # Module name -> the functions.* modules that carry its triggers. A module
 # listed with no blueprints is known to the settings but has no triggers yet.
 MODULE_BLUEPRINTS: dict[str, tuple[str, ...]] = {
-    "provisioning": (),
+    "provisioning": ("functions.provisioning", "orchestrations.provisioning"),
     "inventory": (),
-    "capacity": (),
+    "capacity": ("functions.capacity", "orchestrations.capacity"),
 }
 
 

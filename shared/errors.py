@@ -41,3 +41,19 @@ class AuthenticationFailed(RuntimeCloudError):
 
 class PermissionDenied(RuntimeCloudError):
     """The caller is authenticated but lacks a scope or role."""
+
+
+class InvalidInput(RuntimeCloudError):
+    """A request or message is not valid; ``errors`` lists each field (JSON pointer) and why."""
+
+    def __init__(self, errors: list[dict[str, str]]) -> None:
+        super().__init__("; ".join(f"{e['path']}: {e['message']}" for e in errors))
+        self.errors = errors
+
+
+class Conflict(RuntimeCloudError):
+    """The request contradicts the resource's current state; ``kind`` names the problem type."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind

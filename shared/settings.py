@@ -15,6 +15,8 @@ Defaults (the source page's where it has one):
 - ``RuntimeCloud:Auth:*``: see :class:`AuthSettings`
 - ``RuntimeCloud:ConfigPlatform:Url``: not configured
 - ``RuntimeCloud:Health:ProbeTimeoutSeconds``: ``3``
+- ``RuntimeCloud:Capacity:*``: see :class:`shared.capacity.settings.CapacitySettings`
+- ``RuntimeCloud:Provisioning:*``: see :class:`ProvisioningSettings`
 - ``OrleansMessaging:ServiceName``: ``runtime-cloud``
 - ``AzureWebJobsStorage``: connection string (local) or
   ``AzureWebJobsStorage__accountName`` (Azure, with a managed identity)
@@ -34,6 +36,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from shared.capacity.settings import CapacitySettings
 from shared.errors import InvalidSettings
 from shared.modules import KNOWN_MODULES
 from shared.targets import ProvisioningTarget
@@ -94,6 +97,21 @@ class IaCSettings(Section):
     pulumi_work_root: str | None = Field(default=None, alias="PulumiWorkRoot")
 
 
+class ProvisioningSettings(Section):
+    """Run policy. Approval is required per environment class; the wait has a deadline."""
+
+    production_requires_approval: bool = Field(default=True, alias="ProductionRequiresApproval")
+    non_production_requires_approval: bool = Field(default=False, alias="NonProductionRequiresApproval")
+    approval_timeout_seconds: float = Field(default=24 * 3600, gt=0, alias="ApprovalTimeoutSeconds")
+    # A waiting run is woken by an event when its environment frees up; this is the fallback check.
+    queue_recheck_seconds: float = Field(default=60, gt=0, le=3600, alias="QueueRecheckSeconds")
+
+    def requires_approval(self, environment_class: str) -> bool:
+        if environment_class == "production":
+            return self.production_requires_approval
+        return self.non_production_requires_approval
+
+
 class AuthSettings(Section):
     """Bearer token validation.
 
@@ -129,6 +147,8 @@ class RuntimeCloudSection(Section):
         default_factory=ConfigPlatformSettings, alias="ConfigPlatform"
     )
     health: HealthSettings = Field(default_factory=HealthSettings, alias="Health")
+    capacity: CapacitySettings = Field(default_factory=CapacitySettings, alias="Capacity")
+    provisioning: ProvisioningSettings = Field(default_factory=ProvisioningSettings, alias="Provisioning")
 
     @field_validator("targets")
     @classmethod

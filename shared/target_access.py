@@ -8,12 +8,15 @@ with ``@Microsoft.KeyVault(...)``), so here they read like app settings.
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 
 import requests
 from azure.core.exceptions import AzureError
+from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueServiceClient
 
 from shared.errors import InvalidSettings
 from shared.storage.clients import fail_fast_options
@@ -46,6 +49,43 @@ def target_blob_service(target: ProvisioningTarget, **options: object) -> BlobSe
 
     credential = DefaultAzureCredential(managed_identity_client_id=target.credential.client_id)
     return BlobServiceClient(target.endpoint or "", credential=credential, **options)
+
+
+def target_queue_service(target: ProvisioningTarget, **options: object) -> QueueServiceClient:
+    connection_string = storage_connection_string(target)
+    if connection_string:
+        return QueueServiceClient.from_connection_string(connection_string, **options)
+    return QueueServiceClient(_sibling_endpoint(target, "queue"), credential=_identity(target), **options)
+
+
+def target_table_service(target: ProvisioningTarget, **options: object) -> TableServiceClient:
+    connection_string = storage_connection_string(target)
+    if connection_string:
+        return TableServiceClient.from_connection_string(connection_string, **options)
+    return TableServiceClient(_sibling_endpoint(target, "table"), credential=_identity(target), **options)
+
+
+def _identity(target: ProvisioningTarget) -> object:
+    from azure.identity import DefaultAzureCredential
+
+    return DefaultAzureCredential(managed_identity_client_id=target.credential.client_id)
+
+
+def _sibling_endpoint(target: ProvisioningTarget, service: str) -> str:
+    """The queue or table endpoint of the account whose blob endpoint the target names.
+
+    Targets reached by identity name only the blob endpoint
+    (``https://<account>.blob.core.windows.net``); the account's other services
+    live on sibling host names.
+    """
+    endpoint = target.endpoint or ""
+    sibling = re.sub(r"^(https?://[^./]+)\.blob\.", rf"\1.{service}.", endpoint, count=1)
+    if sibling == endpoint:
+        raise InvalidSettings(
+            f"target {target.id}: cannot derive the {service} endpoint from Endpoint {endpoint!r}; "
+            "use a connection string by app setting"
+        )
+    return sibling
 
 
 def probe_target(target: ProvisioningTarget, timeout_seconds: float) -> ProbeResult:

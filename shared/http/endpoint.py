@@ -32,6 +32,8 @@ from shared.errors import (
     AlreadyExists,
     AuthenticationFailed,
     ConcurrencyConflict,
+    Conflict,
+    InvalidInput,
     NotFound,
     PermissionDenied,
     StoreUnavailable,
@@ -145,6 +147,10 @@ def _as_problem(error: Exception, function_name: str) -> problems.Problem:
         return error
     if isinstance(error, ValidationError):
         return validation_problem(error)
+    if isinstance(error, InvalidInput):
+        return problems.validation_failed(error.errors)
+    if isinstance(error, Conflict):
+        return problems.conflict(str(error), kind=error.kind)
     if isinstance(error, NotFound):
         return problems.not_found()
     if isinstance(error, (AlreadyExists, ConcurrencyConflict)):

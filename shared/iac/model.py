@@ -27,6 +27,11 @@ class Action(str, Enum):
     UPDATE = "update"
     DELETE = "delete"
     NO_CHANGE = "no-change"
+    # Delete-then-create (or create-then-delete) of one resource: Pulumi plans it when
+    # a property cannot be changed in place. Kept apart from UPDATE because a reviewer
+    # must see that the resource (and its data) is destroyed. The embedded runner never
+    # plans it.
+    REPLACE = "replace"
 
 
 class FieldChange(BaseModel):
@@ -54,6 +59,10 @@ class PlanResult(BaseModel):
     runner_version: str
     changes: list[ResourceChange]
     diagnostics: list[str] = Field(default_factory=list)
+    # What the runner's apply is bound to besides ``changes``, recorded in the receipt so
+    # that the approval's digest covers it; e.g. the Pulumi runner's saved update plan
+    # (``pulumi_plan_sha256``). Empty for the embedded runner, whose changes are the plan.
+    binding: dict[str, str] = Field(default_factory=dict)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -88,11 +97,24 @@ class ApplyResult(BaseModel):
 
 
 class RunnerError(Exception):
-    """Base of the failures a runner reports; the run records the message."""
+    """Base of the failures a runner reports; the run records the message.
+
+    An apply that fails part-way carries ``result``: the steps finished before
+    the failure (also in the journal), so the apply receipt can list them.
+    """
+
+    def __init__(self, message: str, result: ApplyResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class TargetUnreachable(RunnerError):
-    """The target's API did not answer: nothing was read or changed."""
+    """The target's API did not answer (or refused the credential).
+
+    From ``plan`` (or a read): nothing was read, which is never "the target is
+    empty". From ``apply``: ``result`` lists the steps finished before it stopped
+    answering; a retry with the same journal continues from there.
+    """
 
 
 class PlanNoLongerHolds(RunnerError):
@@ -102,9 +124,10 @@ class PlanNoLongerHolds(RunnerError):
 class ApplyFailed(RunnerError):
     """A step failed; ``result`` holds what was done before it."""
 
+    result: ApplyResult
+
     def __init__(self, message: str, result: ApplyResult) -> None:
-        super().__init__(message)
-        self.result = result
+        super().__init__(message, result)
 
 
 class StepJournal(Protocol):

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from shared.settings import RunnerName
 
 NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 METADATA_KEY = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 RESERVED_METADATA_PREFIX = "rc_"  # the product's management tags (see shared.iac.tags)
 
@@ -89,7 +90,7 @@ class SecretReference(Strict):
 
 
 class EnvironmentSpecification(Strict):
-    tenant: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    tenant: str = Field(pattern=TENANT_PATTERN)
     environment: str = Field(pattern=NAME_PATTERN)
     environment_class: EnvironmentClass
     target: str = Field(min_length=1)

@@ -10,12 +10,27 @@ from azure.core.exceptions import ResourceExistsError
 
 from shared.storage.clients import StorageClients
 
-TABLES: tuple[str, ...] = ()
+TABLES: tuple[str, ...] = (
+    "ProvisioningRuns",
+    "ProvisioningSteps",
+    "CapacityPools",
+    "CapacitySlots",
+    "CapacityQuotas",
+    "CapacityLeases",
+)
 
 # Tables whose partitions carry outbox rows (see shared.events.outbox); the
 # dispatcher timer sweeps these for events a crash left unsent.
-OUTBOX_TABLES: tuple[str, ...] = ()
-CONTAINERS: tuple[str, ...] = ("receipts",)
+OUTBOX_TABLES: tuple[str, ...] = (
+    "ProvisioningRuns",
+    "CapacityPools",
+    "CapacitySlots",
+)
+CONTAINERS: tuple[str, ...] = (
+    "receipts",
+    "specifications",
+    "rejections",
+)
 QUEUES: tuple[str, ...] = (
     "promotions",
     "promotions-poison",

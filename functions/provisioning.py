@@ -1,0 +1,236 @@
+"""Provisioning triggers: declarations (HTTP and the promotions queue), approvals, reads."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import azure.durable_functions as df
+import azure.functions as func
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrations.provisioning_client import ensure_started, notify_decision, wake
+from shared.auth import Caller, Role, Scope
+from shared.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from shared.http.endpoint import endpoint
+from shared.http.responses import JsonResult
+from shared.http.validation import parse_json_body
+from shared.provisioning import wiring
+from shared.provisioning.decisions import decide
+from shared.provisioning.lifecycle import RunRef
+from shared.provisioning.rejections import record_rejection
+from shared.provisioning.runs import RunState
+from shared.provisioning.service import field_errors
+from shared.provisioning.sources import Declaration
+from shared.provisioning.specification import NAME_PATTERN, TENANT_PATTERN
+from shared.storage.clients import shared_host_storage
+
+bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+log = logging.getLogger("runtime_cloud.provisioning")
+
+
+# -- declaring desired state ------------------------------------------------------------------
+
+@bp.route(route="runtime-cloud/specifications", methods=["POST"])
+@bp.durable_client_input(client_name="client")
+@endpoint(scopes=[Scope.RUNTIME_WRITE])
+async def declare_specification(req: func.HttpRequest, client: df.DurableOrchestrationClient,
+                                caller: Caller) -> JsonResult:
+    """Declare desired state; 202 with the run. ``Idempotency-Key`` makes retries name the same run."""
+    declaration = _model(Declaration, parse_json_body(req))
+    key = req.headers.get("Idempotency-Key") or f"request-{uuid.uuid4()}"
+    service = wiring.service()
+    specification, source = service.specification_from(caller.tenant, declaration)
+    run, created = service.declare(specification, source, key, caller.client_id)
+    await ensure_started(client, run)
+    if created:
+        await wake(client, wiring.steps().waiting_runs(RunRef(run.tenant, run.environment, run.id)))
+    status_url = _absolute(req, f"/runtime-cloud/runs/{run.id}")
+    return JsonResult({"run_id": run.id, "state": run.state.value, "status_url": status_url,
+                       "specification_digest": run.specification_digest}, status=202,
+                      headers={"Location": status_url})
+
+
+class Promotion(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    promotion_id: str = Field(min_length=1, max_length=200)
+    tenant: str = Field(max_length=64, pattern=TENANT_PATTERN)
+    environment: str = Field(pattern=NAME_PATTERN)
+    requested_by: str = Field(min_length=1)
+
+
+@bp.queue_trigger(arg_name="message", queue_name="promotions", connection="AzureWebJobsStorage")
+@bp.durable_client_input(client_name="client")
+async def promotion_received(message: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
+    """A promotion from delivery. Bad messages are kept with the reason, never retried in vain."""
+    body = message.get_body().decode("utf-8", errors="replace")
+    try:
+        document = json.loads(body)
+        promotion = Promotion.model_validate(document)
+        declaration = Declaration.model_validate({k: v for k, v in document.items() if k in Declaration.model_fields})
+    except (json.JSONDecodeError, ValidationError, AttributeError) as error:
+        errors = field_errors(error) if isinstance(error, ValidationError) else [{"path": "/", "message": str(error)}]
+        kept = record_rejection(shared_host_storage(), "promotions", message.id, body, "not a promotion", errors)
+        if isinstance(document := _safe_json(body), dict) and _has_identity(document):
+            wiring.service().record_invalid_promotion(
+                document["tenant"], document["environment"], document["promotion_id"],
+                str(document.get("requested_by", "unknown")), body, "the promotion is malformed", kept)
+        log.warning("promotion message %s rejected: %s", message.id, errors)
+        return
+    service = wiring.service()
+    try:
+        specification, source = service.specification_from(promotion.tenant, declaration)
+        if specification.environment != promotion.environment:
+            raise InvalidInput([{"path": "/specification/environment",
+                                 "message": f"the promotion is for {promotion.environment}"}])
+    except InvalidInput as error:
+        kept = record_rejection(shared_host_storage(), "promotions", message.id, body, "invalid specification",
+                                error.errors)
+        service.record_invalid_promotion(promotion.tenant, promotion.environment, promotion.promotion_id,
+                                         promotion.requested_by, body, str(error), kept)
+        return
+    try:
+        run, created = service.declare(specification, source, promotion.promotion_id, promotion.requested_by)
+    except Conflict as error:
+        record_rejection(shared_host_storage(), "promotions", message.id, body, str(error))
+        return
+    await ensure_started(client, run)
+    if created:
+        await wake(client, wiring.steps().waiting_runs(RunRef(run.tenant, run.environment, run.id)))
+
+
+# -- approvals ------------------------------------------------------------------------------------
+
+class DecisionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    plan_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    reason: str = Field(default="", max_length=2000)
+
+
+@bp.route(route="runtime-cloud/runs/{id}/approve", methods=["POST"])
+@bp.durable_client_input(client_name="client")
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+async def approve_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
+    return await _decide(req, client, caller, "approved")
+
+
+@bp.route(route="runtime-cloud/runs/{id}/reject", methods=["POST"])
+@bp.durable_client_input(client_name="client")
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+async def reject_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
+    return await _decide(req, client, caller, "rejected")
+
+
+async def _decide(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller,
+                  decision: Literal["approved", "rejected"]) -> dict:
+    body = _model(DecisionBody, parse_json_body(req))
+    run = decide(wiring.store(), caller.tenant, req.route_params["id"], caller.client_id, decision,
+                 body.plan_digest, body.reason, channel="http")
+    await notify_decision(client, run.id)
+    return run.public_view()
+
+
+class ApprovalMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tenant: str
+    run_id: str
+    decision: Literal["approve", "reject"]
+    plan_digest: str
+    approver: str = Field(min_length=1)
+    reason: str = ""
+
+
+@bp.queue_trigger(arg_name="message", queue_name="approvals", connection="AzureWebJobsStorage")
+@bp.durable_client_input(client_name="client")
+async def approval_received(message: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
+    """Approvals from the control plane: the same rules as over HTTP; refusals are kept."""
+    body = message.get_body().decode("utf-8", errors="replace")
+    try:
+        approval = ApprovalMessage.model_validate_json(body)
+        run = decide(wiring.store(), approval.tenant, approval.run_id, approval.approver,
+                     "approved" if approval.decision == "approve" else "rejected",
+                     approval.plan_digest, approval.reason, channel="queue")
+    except ValidationError as error:
+        record_rejection(shared_host_storage(), "approvals", message.id, body, "not an approval", field_errors(error))
+        return
+    except (Conflict, PermissionDenied, NotFound) as error:
+        record_rejection(shared_host_storage(), "approvals", message.id, body, str(error))
+        return
+    await notify_decision(client, run.id)
+
+
+# -- reads ------------------------------------------------------------------------------------------
+
+@bp.route(route="runtime-cloud/runs", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def list_runs(req: func.HttpRequest, caller: Caller) -> dict:
+    state = req.params.get("state")
+    try:
+        wanted = RunState(state) if state else None
+    except ValueError:
+        raise InvalidInput([{"path": "/state", "message": f"one of {[s.value for s in RunState]}"}]) from None
+    runs = wiring.service().runs(caller.tenant, req.params.get("environment"), wanted)
+    return {"runs": [run.public_view() for run in runs]}
+
+
+@bp.route(route="runtime-cloud/runs/{id}", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def get_run(req: func.HttpRequest, caller: Caller) -> dict:
+    return wiring.service().run(caller.tenant, req.route_params["id"]).public_view()
+
+
+@bp.route(route="runtime-cloud/runs/{id}/receipts/{kind}", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def get_receipt(req: func.HttpRequest, caller: Caller) -> dict:
+    kind = req.route_params["kind"]
+    if kind not in ("plan", "apply"):
+        raise NotFound(f"no {kind} receipt")
+    run = wiring.service().run(caller.tenant, req.route_params["id"])
+    expected = run.plan_digest if kind == "plan" else run.apply_receipt_digest
+    if not expected:
+        raise NotFound(f"run {run.id} has no {kind} receipt yet")
+    document, digest = wiring.receipts().read(run.tenant, run.environment, run.id, kind)  # type: ignore[arg-type]
+    return {"run_id": run.id, "kind": kind, "digest": digest, "expected_digest": expected,
+            "verified": digest == expected, "receipt": document}
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/specification", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def get_environment_specification(req: func.HttpRequest, caller: Caller) -> dict:
+    return wiring.service().environment_specification(caller.tenant, req.route_params["environment"])
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+
+def _model(model: type[BaseModel], document: Any) -> Any:
+    try:
+        return model.model_validate(document)
+    except ValidationError as error:
+        raise InvalidInput(field_errors(error)) from None
+
+
+def _absolute(req: func.HttpRequest, path: str) -> str:
+    parts = urlsplit(req.url)
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def _safe_json(body: str) -> Any:
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError:
+        return None
+
+
+def _has_identity(document: dict[str, Any]) -> bool:
+    """Enough to name a run: a well-formed tenant, environment and promotion id."""
+    try:
+        Promotion.model_validate({"requested_by": "unknown", **document})
+    except ValidationError:
+        return False
+    return True

@@ -1,0 +1,135 @@
+"""The provisioning run: wait for the environment, plan, approve, apply, finish.
+
+The orchestrator is deterministic: it decides only from its input and from
+activity results (which the history replays); every side effect is an
+activity in ``shared.provisioning.lifecycle``, each idempotent. The instance
+id is the run id, so a run has at most one orchestration.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Generator
+
+import azure.durable_functions as df
+
+from orchestrations.provisioning_client import APPROVAL_DECIDED, ENVIRONMENT_CHANGED, ORCHESTRATOR, wake
+from shared.provisioning.lifecycle import RunRef
+from shared.provisioning.wiring import steps
+
+bp = df.Blueprint()
+
+RETRY = df.RetryOptions(first_retry_interval_in_milliseconds=2000, max_number_of_attempts=6)
+WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW = 40  # keeps a long wait's history short
+
+Steps = Generator[Any, Any, Any]
+
+
+@bp.orchestration_trigger(context_name="context", orchestration=ORCHESTRATOR)
+def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
+    run: dict[str, Any] = context.get_input()
+    claim = yield from _wait_for_environment(context, run)
+    if claim == "continued":
+        return None
+    if claim == "finished":
+        return {"outcome": "finished"}
+    if claim == "superseded":
+        return (yield from _finish(context, run, "superseded", None, "a newer run of this environment was declared"))
+
+    context.set_custom_status("planning")
+    plan = yield context.call_activity_with_retry("provisioning_plan", RETRY, run)
+    if plan["outcome"] == "failed":
+        return (yield from _finish(context, run, "failed", plan["reason"], plan["detail"]))
+
+    if plan["requires_approval"]:
+        decision = yield from _wait_for_approval(context, run)
+        if decision != "approved":
+            detail = "the approval deadline passed" if decision == "expired" else "an operator rejected the plan"
+            return (yield from _finish(context, run, decision, None, detail))
+
+    context.set_custom_status("applying")
+    result = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
+    return (yield from _finish(context, run, result["outcome"], result.get("reason"), result.get("detail", "")))
+
+
+def _wait_for_environment(context: df.DurableOrchestrationContext, run: dict[str, Any]) -> Steps:
+    rounds = int(run.get("wait_rounds", 0))
+    while True:
+        claim = yield context.call_activity_with_retry("provisioning_claim_environment", RETRY, run)
+        if claim != "wait":
+            return claim
+        context.set_custom_status("queued")
+        rounds += 1
+        if rounds >= WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW:
+            context.continue_as_new({**run, "wait_rounds": 0})
+            return "continued"
+        recheck = context.current_utc_datetime + timedelta(seconds=float(run["recheck_seconds"]))
+        timer = context.create_timer(recheck)
+        changed = context.wait_for_external_event(ENVIRONMENT_CHANGED)
+        winner = yield context.task_any([changed, timer])
+        if winner == changed:
+            timer.cancel()
+
+
+def _wait_for_approval(context: df.DurableOrchestrationContext, run: dict[str, Any]) -> Steps:
+    deadline_text = yield context.call_activity_with_retry("provisioning_await_approval", RETRY, run)
+    deadline = datetime.fromisoformat(deadline_text)
+    context.set_custom_status("awaiting-approval")
+    while True:
+        timer = context.create_timer(deadline)
+        decided = context.wait_for_external_event(APPROVAL_DECIDED)
+        winner = yield context.task_any([decided, timer])
+        if winner == decided:
+            timer.cancel()
+        # The run row is the source of truth; the event only wakes us.
+        decision = yield context.call_activity_with_retry("provisioning_decision", RETRY, run)
+        if decision is not None:
+            return decision
+        if winner == timer:
+            return "expired"
+
+
+def _finish(context: df.DurableOrchestrationContext, run: dict[str, Any], outcome: str,
+            reason: str | None, detail: str) -> Steps:
+    waiting = yield context.call_activity_with_retry(
+        "provisioning_finish", RETRY, {**run, "outcome": outcome, "reason": reason, "detail": detail})
+    if waiting:
+        yield context.call_activity_with_retry("provisioning_wake_runs", RETRY, {"run_ids": waiting})
+    context.set_custom_status(outcome)
+    return {"outcome": outcome, "reason": reason, "detail": detail}
+
+
+@bp.activity_trigger(input_name="run", activity="provisioning_claim_environment")
+def provisioning_claim_environment(run: dict[str, Any]) -> str:
+    return steps().claim_environment(RunRef.of(run))
+
+
+@bp.activity_trigger(input_name="run", activity="provisioning_plan")
+def provisioning_plan(run: dict[str, Any]) -> dict[str, Any]:
+    return steps().plan(RunRef.of(run))
+
+
+@bp.activity_trigger(input_name="run", activity="provisioning_await_approval")
+def provisioning_await_approval(run: dict[str, Any]) -> str:
+    return steps().await_approval(RunRef.of(run))
+
+
+@bp.activity_trigger(input_name="run", activity="provisioning_decision")
+def provisioning_decision(run: dict[str, Any]) -> str | None:
+    return steps().decision(RunRef.of(run))
+
+
+@bp.activity_trigger(input_name="run", activity="provisioning_apply")
+def provisioning_apply(run: dict[str, Any]) -> dict[str, Any]:
+    return steps().apply(RunRef.of(run))
+
+
+@bp.activity_trigger(input_name="request", activity="provisioning_finish")
+def provisioning_finish(request: dict[str, Any]) -> list[str]:
+    return steps().finish(RunRef.of(request), request["outcome"], request.get("reason"), request.get("detail", ""))
+
+
+@bp.activity_trigger(input_name="request", activity="provisioning_wake_runs")
+@bp.durable_client_input(client_name="client")
+async def provisioning_wake_runs(request: dict[str, Any], client: df.DurableOrchestrationClient) -> int:
+    return await wake(client, request["run_ids"])

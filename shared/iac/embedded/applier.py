@@ -1,0 +1,213 @@
+"""Applying exactly a reviewed plan, idempotently per step.
+
+For each change, in plan order:
+
+1. the journal says the step is finished -> skip it (its recorded result stands);
+2. read that one resource now;
+3. it already has the planned ``after`` -> record it without touching it (an
+   earlier attempt of this run applied it and stopped before recording);
+4. it still has the planned ``before`` -> perform the change, then record it;
+5. anything else -> :class:`PlanNoLongerHolds` naming the resource: the target
+   changed since the plan was reviewed, and nothing unreviewed is applied.
+
+So a retried or restarted apply never creates anything twice. A ``no-change``
+step is checked the same way: if its resource changed since the plan, the
+reviewed outcome is no longer what apply would produce.
+
+Between changes the applier pauses ``step_interval_seconds`` (to stay under a
+target's rate limits; the crash test uses it to stop the host mid-apply). The
+check in step 2 and the write in step 4 are not atomic (the data plane offers
+no condition on metadata writes); the window is one round trip.
+
+Resolved configuration values are never written or logged: the log records
+only which names were supplied.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
+
+from shared.iac.embedded.access import TargetClients, unreachable_on_failure
+from shared.iac.embedded.observed import ObservedResource
+from shared.iac.embedded.reader import read_resource
+from shared.iac.model import (
+    Action,
+    ApplyFailed,
+    ApplyResult,
+    PlanNoLongerHolds,
+    ResourceChange,
+    RunnerError,
+    StepJournal,
+    StepResult,
+    StepStatus,
+)
+from shared.provisioning.specification import ResourceType
+
+logger = logging.getLogger(__name__)
+
+# A deleted container or queue keeps its name for a while; creating it again is refused meanwhile.
+BEING_DELETED = {"ContainerBeingDeleted", "QueueBeingDeleted"}
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+@dataclass
+class ApplyProgress:
+    """What one apply call has done so far: the receipt's steps, outputs and log lines."""
+
+    runner: str
+    runner_version: str
+    steps: list[StepResult] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    logs: list[str] = field(default_factory=list)
+
+    def log(self, line: str) -> None:
+        self.logs.append(line)
+        logger.info(line)
+
+    def add(self, step: StepResult) -> None:
+        self.steps.append(step)
+        if step.outputs:
+            self.outputs[step.address] = step.outputs
+
+    def result(self) -> ApplyResult:
+        return ApplyResult(runner=self.runner, runner_version=self.runner_version, steps=list(self.steps),
+                           outputs=dict(self.outputs), logs=list(self.logs))
+
+
+@dataclass(frozen=True)
+class Applier:
+    clients: TargetClients
+    journal: StepJournal
+    step_interval_seconds: float = 0.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def apply(self, changes: list[ResourceChange], progress: ApplyProgress) -> ApplyResult:
+        """Apply ``changes`` in order; raise with ``result`` set to what was done when a step cannot be."""
+        acted = False
+        for change in changes:
+            done = self.journal.finished(change.address)
+            if done is not None:
+                progress.add(done)
+                progress.log(f"{change.address}: already recorded as {done.status.value} by an earlier attempt")
+                continue
+            if acted and change.action is not Action.NO_CHANGE and self.step_interval_seconds > 0:
+                self.sleep(self.step_interval_seconds)
+            try:
+                step = self._step(change, progress)
+            except RunnerError as error:
+                error.result = progress.result()
+                raise
+            self.journal.record(step)
+            progress.add(step)
+            acted = acted or change.action is not Action.NO_CHANGE
+        return progress.result()
+
+    def _step(self, change: ResourceChange, progress: ApplyProgress) -> StepResult:
+        started = utc_now()
+        resource_type = ResourceType(change.type)
+        current = read_resource(self.clients, resource_type, change.name)
+        state = current.state() if current is not None else None
+        if change.action is Action.NO_CHANGE:
+            if state != change.after:
+                raise _no_longer_holds(change, state)
+            return self._result(change, StepStatus.UNCHANGED, started, current, "unchanged, as planned")
+        if state == change.after:
+            message = "found already in the planned state (an earlier attempt applied it before recording)"
+            progress.log(f"{change.address}: {message}")
+            return self._result(change, StepStatus.APPLIED, started, current, message)
+        if state != change.before:
+            raise _no_longer_holds(change, state)
+        try:
+            with unreachable_on_failure(self.clients.target, f"applying {change.action.value} of {change.address}"):
+                after = self._perform(change, resource_type)
+        except HttpResponseError as error:
+            failed = StepResult(address=change.address, action=change.action, status=StepStatus.FAILED,
+                                started_at=started, finished_at=utc_now(), message=_reason(error))
+            progress.add(failed)
+            progress.log(f"{change.address}: {change.action.value} failed: {failed.message}")
+            raise ApplyFailed(f"{change.address}: {change.action.value} failed: {failed.message}",
+                              progress.result()) from error
+        progress.log(f"{change.address}: {_done_word(change.action)}")
+        return self._result(change, StepStatus.APPLIED, started, after, _done_word(change.action))
+
+    def _perform(self, change: ResourceChange, resource_type: ResourceType) -> ObservedResource | None:
+        """Make the change; returns the resource as it is afterwards (None when deleted)."""
+        try:
+            _write(self.clients, change, resource_type)
+        except (ResourceExistsError, ResourceNotFoundError) as error:
+            if getattr(error, "error_code", None) in BEING_DELETED:
+                raise  # transient: the step fails and a later run may retry it
+            # Someone (or a racing attempt) got there between our read and our write:
+            # accept it only if the outcome is exactly the planned one.
+            now = read_resource(self.clients, resource_type, change.name)
+            if (now.state() if now is not None else None) != change.after:
+                raise _no_longer_holds(change, now.state() if now is not None else None) from None
+            return now
+        if change.action is Action.DELETE:
+            return None
+        return read_resource(self.clients, resource_type, change.name)
+
+    def _result(self, change: ResourceChange, status: StepStatus, started: str,
+                resource: ObservedResource | None, message: str) -> StepResult:
+        facts = {"name": resource.name, **resource.properties} if resource is not None else {}
+        # last_modified changes on every write; nobody consumes it as an output.
+        outputs = {key: value for key, value in facts.items() if value is not None and key != "last_modified"}
+        return StepResult(address=change.address, action=change.action, status=status, started_at=started,
+                          finished_at=utc_now(), outputs=outputs, message=message)
+
+
+def _write(clients: TargetClients, change: ResourceChange, resource_type: ResourceType) -> None:
+    metadata = dict((change.after or {}).get("metadata", {}))
+    name = change.name
+    if change.action is Action.CREATE:
+        if resource_type is ResourceType.BLOB_CONTAINER:
+            clients.blobs.create_container(name, metadata=metadata)
+        elif resource_type is ResourceType.QUEUE:
+            clients.queues.create_queue(name, metadata=metadata)
+        else:
+            clients.tables.create_table(name)
+    elif change.action is Action.UPDATE:
+        # Both calls replace the whole metadata set, so removed keys disappear too.
+        if resource_type is ResourceType.BLOB_CONTAINER:
+            clients.blobs.get_container_client(name).set_container_metadata(metadata)
+        elif resource_type is ResourceType.QUEUE:
+            clients.queues.get_queue_client(name).set_queue_metadata(metadata)
+        else:
+            raise RunnerError(f"{change.address}: a table has nothing to update")
+    elif change.action is Action.DELETE:
+        if resource_type is ResourceType.BLOB_CONTAINER:
+            clients.blobs.delete_container(name)
+        elif resource_type is ResourceType.QUEUE:
+            clients.queues.delete_queue(name)
+        else:
+            clients.tables.delete_table(name)
+    else:
+        raise RunnerError(f"{change.address}: the embedded runner cannot {change.action.value}")
+
+
+def _no_longer_holds(change: ResourceChange, found: dict[str, Any] | None) -> PlanNoLongerHolds:
+    seen = "absent" if found is None else f"now {found}"
+    planned = "absent" if change.before is None else f"{change.before}"
+    return PlanNoLongerHolds(
+        f"{change.address} changed since the plan (planned from {planned}, {seen}); "
+        "nothing further was applied: make a new plan and review it"
+    )
+
+
+def _reason(error: HttpResponseError) -> str:
+    code = getattr(error, "error_code", None) or ""
+    first_line = (str(error.message or error).splitlines() or [""])[0][:300]
+    return f"HTTP {error.status_code} {code}: {first_line}".strip()
+
+
+def _done_word(action: Action) -> str:
+    return {Action.CREATE: "created", Action.UPDATE: "updated", Action.DELETE: "deleted"}.get(action, action.value)

@@ -1,0 +1,129 @@
+"""Reading a target account's actual state: every container, queue and table.
+
+:func:`read_target_state` is the one public entry for "what is there": the
+planner calls it, and so does the inventory's drift scan. It lists each
+service once (the SDK pages through large accounts), so its cost grows with
+the number of resources, not with the number of declared ones.
+
+:func:`read_resource` reads one resource; the applier uses it to check a
+single step's precondition just before acting on it.
+
+Both raise :class:`~shared.iac.model.TargetUnreachable` when the target cannot
+be read: an empty answer always means an empty account, never a failed read.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from azure.core.exceptions import ResourceNotFoundError
+
+from shared.iac.embedded.access import AccessPolicy, TargetClients, open_target, unreachable_on_failure
+from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
+from shared.iac.tags import split_metadata
+from shared.provisioning.specification import ResourceType
+from shared.targets import ProvisioningTarget
+
+PAGE_SIZE = 5000  # the services' largest page: fewest round trips for large accounts
+
+
+def read_target_state(target: ProvisioningTarget, policy: AccessPolicy | None = None) -> ObservedState:
+    """Every container, queue and table of the target's account, with metadata and tags.
+
+    Raises :class:`~shared.iac.model.TargetUnreachable` (within seconds, see
+    :class:`AccessPolicy`) when the account does not answer or refuses the credential.
+    """
+    with open_target(target, policy) as clients:
+        return read_state(clients)
+
+
+def read_state(clients: TargetClients) -> ObservedState:
+    """:func:`read_target_state` with clients the caller already holds."""
+    observed_at = datetime.now(timezone.utc).isoformat()
+    resources = [*_containers(clients), *_queues(clients), *_tables(clients)]
+    resources.sort(key=lambda resource: resource.address)
+    return ObservedState(
+        target=clients.target.id, account=clients.account_name, observed_at=observed_at, resources=resources
+    )
+
+
+def read_resource(clients: TargetClients, resource_type: ResourceType, name: str) -> ObservedResource | None:
+    """One resource as it is now, or None when it does not exist."""
+    with unreachable_on_failure(clients.target, f"reading {resource_type.value}/{name}"):
+        if resource_type is ResourceType.BLOB_CONTAINER:
+            return _one_container(clients, name)
+        if resource_type is ResourceType.QUEUE:
+            return _one_queue(clients, name)
+        return _one_table(clients, name)
+
+
+def _containers(clients: TargetClients) -> list[ObservedResource]:
+    with unreachable_on_failure(clients.target, "listing blob containers"):
+        return [
+            _container(clients, item.name, item.metadata, item.last_modified, item.public_access)
+            for item in clients.blobs.list_containers(include_metadata=True, results_per_page=PAGE_SIZE)
+        ]
+
+
+def _queues(clients: TargetClients) -> list[ObservedResource]:
+    with unreachable_on_failure(clients.target, "listing queues"):
+        return [
+            _queue(clients, item.name, item.metadata)
+            for item in clients.queues.list_queues(include_metadata=True, results_per_page=PAGE_SIZE)
+        ]
+
+
+def _tables(clients: TargetClients) -> list[ObservedResource]:
+    with unreachable_on_failure(clients.target, "listing tables"):
+        return [_table(clients, item.name) for item in clients.tables.list_tables(results_per_page=1000)]
+
+
+def _one_container(clients: TargetClients, name: str) -> ObservedResource | None:
+    try:
+        found = clients.blobs.get_container_client(name).get_container_properties()
+    except ResourceNotFoundError:
+        return None
+    return _container(clients, name, found.metadata, found.last_modified, found.public_access)
+
+
+def _one_queue(clients: TargetClients, name: str) -> ObservedResource | None:
+    try:
+        found = clients.queues.get_queue_client(name).get_queue_properties()
+    except ResourceNotFoundError:
+        return None
+    return _queue(clients, name, found.metadata)
+
+
+def _one_table(clients: TargetClients, name: str) -> ObservedResource | None:
+    exact = list(clients.tables.query_tables("TableName eq @name", parameters={"name": name}))
+    if exact:
+        return _table(clients, exact[0].name)
+    # Table names are case-insensitive in Azure Storage but a filter compares exactly:
+    # only when the exact name is absent, look for the same table under other casing.
+    key = lookup_key(ResourceType.TABLE, name)
+    other = next((item for item in clients.tables.list_tables() if lookup_key(ResourceType.TABLE, item.name) == key),
+                 None)
+    return _table(clients, other.name) if other else None
+
+
+def _container(clients: TargetClients, name: str, metadata: Mapping[str, str] | None, last_modified: Any,
+               public_access: Any) -> ObservedResource:
+    user, tags = split_metadata(metadata or {})
+    properties = {
+        "url": clients.container_url(name),
+        "last_modified": last_modified.isoformat() if last_modified else None,
+        "public_access": str(public_access) if public_access else None,
+    }
+    return ObservedResource(type=ResourceType.BLOB_CONTAINER, name=name, metadata=user, tags=tags,
+                            properties=properties)
+
+
+def _queue(clients: TargetClients, name: str, metadata: Mapping[str, str] | None) -> ObservedResource:
+    user, tags = split_metadata(metadata or {})
+    return ObservedResource(type=ResourceType.QUEUE, name=name, metadata=user, tags=tags,
+                            properties={"url": clients.queue_url(name)})
+
+
+def _table(clients: TargetClients, name: str) -> ObservedResource:
+    return ObservedResource(type=ResourceType.TABLE, name=name, properties={"url": clients.table_url(name)})

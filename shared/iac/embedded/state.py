@@ -1,0 +1,49 @@
+"""A resource's comparable state, and field-level differences between two states.
+
+A state is a small JSON document: ``{"metadata": {...}}`` for containers and
+queues (the user's metadata plus the management tags), ``{}`` for tables,
+which carry nothing a specification controls. ``None`` means "absent".
+
+Differences are listed per leaf field as dotted paths (``metadata.owner``) so
+that a reviewer, a drift finding or an ignore rule can name one field. The
+same function serves the planner (actual -> desired) and the inventory
+(applied -> observed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from shared.iac.model import FieldChange
+from shared.iac.tags import ManagementTags
+from shared.provisioning.specification import EmbeddedResource, ResourceType
+
+
+def desired_state(resource: EmbeddedResource, tags: ManagementTags) -> dict[str, Any]:
+    """The state a declared resource should have in the target, management tags included."""
+    if resource.type is ResourceType.TABLE:
+        return {}
+    return {"metadata": {**resource.metadata, **tags.as_metadata()}}
+
+
+def field_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[FieldChange]:
+    """Every leaf field whose value differs, sorted by path (absent on one side: ``None``)."""
+    old = flatten(before or {})
+    new = flatten(after or {})
+    return [
+        FieldChange(path=path, before=old.get(path), after=new.get(path))
+        for path in sorted(old.keys() | new.keys())
+        if old.get(path) != new.get(path) or (path in old) != (path in new)
+    ]
+
+
+def flatten(document: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"metadata": {"owner": "x"}}`` -> ``{"metadata.owner": "x"}``; empty mappings vanish."""
+    flat: dict[str, Any] = {}
+    for key, value in document.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{path}."))
+        else:
+            flat[path] = value
+    return flat

@@ -1,0 +1,281 @@
+"""The steps of a run, as its orchestration's activities perform them.
+
+Each step reads the run, acts, and records the outcome on the run, so a step
+that runs again (activities are at-least-once) finds its own earlier outcome
+and returns it instead of acting twice. Only the steps here move a run's
+state; HTTP and queue triggers only record declarations and decisions.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from shared.iac.model import ApplyResult, PlanNoLongerHolds, PlanResult, RunnerError, TargetUnreachable
+from shared.iac.registry import runner_for
+from shared.provisioning import events
+from shared.provisioning.configuration import (
+    ConfigPlatformClient,
+    ResolvedConfiguration,
+    SecretUnresolvable,
+    resolve_configuration,
+    resolve_secrets,
+)
+from shared.provisioning.journal import TableStepJournal
+from shared.provisioning.receipts import ApplyReceipt, ConfigurationRecord, PlanReceipt, ReceiptStore
+from shared.provisioning.runs import FINAL_STATES, FailureReason, Run, RunState, utc_now
+from shared.provisioning.store import ProvisioningStore, optimistic
+from shared.settings import Settings
+from shared.storage.clients import StorageClients
+
+log = logging.getLogger("runtime_cloud.provisioning")
+
+# What a run ends as, by the outcome its orchestration reports.
+FINAL_STATE_BY_OUTCOME = {
+    "applied": RunState.APPLIED, "failed": RunState.FAILED, "rejected": RunState.REJECTED,
+    "expired": RunState.EXPIRED, "superseded": RunState.SUPERSEDED, "cancelled": RunState.CANCELLED,
+}
+REASON_BY_OUTCOME = {
+    "rejected": FailureReason.APPROVAL_REJECTED, "expired": FailureReason.APPROVAL_EXPIRED,
+    "superseded": FailureReason.SUPERSEDED,
+}
+
+
+@dataclass(frozen=True)
+class RunRef:
+    tenant: str
+    environment: str
+    run_id: str
+
+    @classmethod
+    def of(cls, document: dict[str, Any]) -> RunRef:
+        return cls(document["tenant"], document["environment"], document["run_id"])
+
+    def as_dict(self) -> dict[str, str]:
+        return {"tenant": self.tenant, "environment": self.environment, "run_id": self.run_id}
+
+
+class RunSteps:
+    def __init__(self, storage: StorageClients, settings: Settings, source: str) -> None:
+        self._storage = storage
+        self._settings = settings
+        self._store = ProvisioningStore(storage, source)
+        self._receipts = ReceiptStore(storage)
+
+    # -- waiting for the environment ------------------------------------------------------
+
+    def claim_environment(self, ref: RunRef) -> str:
+        """``proceed``, ``wait`` (another run is active) or ``superseded`` (a newer run is waiting)."""
+        for attempt in optimistic():
+            with attempt:
+                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+                if run.state in FINAL_STATES:
+                    return "finished"
+                if run.state is not RunState.QUEUED:
+                    return "proceed"  # claimed by an earlier attempt of this step
+                if self._newer_run_exists(run):
+                    return "superseded"
+                env = self._store.environment(ref.tenant, ref.environment)
+                active = env.get("ActiveRunId")
+                if active and active != run.id and not self._is_finished(ref, active):
+                    return "wait"
+                self._store.save_run(run.moved_to(RunState.PLANNING), etag,
+                                     env_changes={"ActiveRunId": run.id}, env=env)
+                return "proceed"
+        raise AssertionError("unreachable")
+
+    def _newer_run_exists(self, run: Run) -> bool:
+        return any(
+            other.ordinal > run.ordinal and other.failure_reason is not FailureReason.INVALID_SPECIFICATION
+            for other in self._store.runs(run.tenant, run.environment)
+        )
+
+    def _is_finished(self, ref: RunRef, run_id: str) -> bool:
+        # A lock held by a run that already ended is orphaned (a crash between steps): take it over.
+        active = self._store.find_run(ref.tenant, ref.environment, run_id)
+        return active is None or active.state in FINAL_STATES
+
+    def waiting_runs(self, ref: RunRef) -> list[str]:
+        return [r.id for r in self._store.runs(ref.tenant, ref.environment, RunState.QUEUED) if r.id != ref.run_id]
+
+    # -- plan ---------------------------------------------------------------------------------
+
+    def plan(self, ref: RunRef) -> dict[str, Any]:
+        run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        if run.plan_digest:
+            return self._planned(run)
+        if run.state is not RunState.PLANNING:
+            return {"outcome": "failed", "reason": FailureReason.PLAN_FAILED.value,
+                    "detail": f"run is {run.state.value}, not planning"}
+        specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
+        target = self._settings.target(run.target)
+        if target is None:
+            return _failed(FailureReason.PLAN_FAILED, f"target {run.target} is no longer configured")
+        runner = runner_for(specification.runner, self._settings.runtime_cloud.iac)
+        try:
+            plan = runner.plan(specification, target)
+        except TargetUnreachable as error:
+            return _failed(FailureReason.TARGET_UNREACHABLE, str(error))
+        except RunnerError as error:
+            return _failed(FailureReason.PLAN_FAILED, str(error))
+        digest = self._receipts.write(PlanReceipt(
+            run_id=run.id, tenant=run.tenant, environment=run.environment, target=run.target,
+            runner=plan.runner, runner_version=plan.runner_version, specification_digest=run.specification_digest,
+            source=run.source, changes=plan.changes, counts=plan.counts, diagnostics=plan.diagnostics,
+            binding=plan.binding, planned_at=utc_now()))
+        requires = self._settings.runtime_cloud.provisioning.requires_approval(run.environment_class)
+        return self._planned(self._update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=requires))
+
+    @staticmethod
+    def _planned(run: Run) -> dict[str, Any]:
+        return {"outcome": "planned", "plan_digest": run.plan_digest, "requires_approval": bool(run.requires_approval)}
+
+    # -- approval ---------------------------------------------------------------------------
+
+    def await_approval(self, ref: RunRef) -> str:
+        """Move to awaiting-approval with a deadline; returns the deadline (ISO 8601)."""
+        for attempt in optimistic():
+            with attempt:
+                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+                if run.approval_deadline:
+                    return run.approval_deadline
+                timeout = self._settings.runtime_cloud.provisioning.approval_timeout_seconds
+                deadline = (datetime.now(timezone.utc) + timedelta(seconds=timeout)).isoformat()
+                self._store.save_run(run.moved_to(RunState.AWAITING_APPROVAL, approval_deadline=deadline), etag)
+                return deadline
+        raise AssertionError("unreachable")
+
+    def decision(self, ref: RunRef) -> str | None:
+        run = self._store.find_run(ref.tenant, ref.environment, ref.run_id)
+        return run.decision.decision if run and run.decision else None
+
+    # -- apply --------------------------------------------------------------------------------
+
+    def apply(self, ref: RunRef) -> dict[str, Any]:
+        run = self._start_applying(ref)
+        if run.apply_receipt_digest:  # an earlier attempt finished and recorded its receipt
+            return _outcome_of(run)
+        specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
+        target = self._settings.target(run.target)
+        plan = self._reviewed_plan(run)
+        configuration = resolve_configuration(specification.configuration, run.environment, ConfigPlatformClient(
+            self._settings.runtime_cloud.config_platform.url, self._settings.runtime_cloud.health.probe_timeout_seconds))
+        started = utc_now()
+        result: ApplyResult | None = None
+        failure: tuple[FailureReason, str] | None = None
+        try:
+            if target is None or plan is None:
+                raise RunnerError("the reviewed plan or its target is gone")
+            secrets = resolve_secrets(specification.secrets)
+            runner = runner_for(specification.runner, self._settings.runtime_cloud.iac)
+            result = runner.apply(specification, target, plan, TableStepJournal(self._storage, run.id),
+                                  {**configuration.values, **secrets})
+        except SecretUnresolvable as error:
+            failure = (FailureReason.APPLY_FAILED, str(error))
+        except PlanNoLongerHolds as error:
+            failure = (FailureReason.APPLY_FAILED, f"the plan no longer holds ({error}); declare again for a new plan")
+        except TargetUnreachable as error:
+            result, failure = error.result, (FailureReason.TARGET_UNREACHABLE, str(error))
+        except RunnerError as error:  # ApplyFailed and the rest: what finished is in error.result
+            result, failure = error.result, (FailureReason.APPLY_FAILED, str(error))
+        digest = self._write_apply_receipt(run, started, result, failure, configuration)
+        updated = self._update(ref, apply_receipt_digest=digest,
+                               failure_reason=failure[0] if failure else None,
+                               failure_detail=failure[1] if failure else None)
+        return _outcome_of(updated, result.outputs if result else {})
+
+    def _start_applying(self, ref: RunRef) -> Run:
+        for attempt in optimistic():
+            with attempt:
+                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+                if run.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
+                    run = run.moved_to(RunState.APPLYING)
+                    self._store.save_run(run, etag)
+                return run
+        raise AssertionError("unreachable")
+
+    def _reviewed_plan(self, run: Run) -> PlanResult | None:
+        """The plan exactly as reviewed: its receipt must still hash to the digest on the run."""
+        document, digest = self._receipts.read(run.tenant, run.environment, run.id, "plan")
+        if digest != run.plan_digest:
+            raise PlanNoLongerHolds(f"the plan receipt no longer verifies ({digest} != {run.plan_digest})")
+        return PlanResult(runner=document["runner"], runner_version=document["runner_version"],
+                          changes=document["changes"], diagnostics=document.get("diagnostics", []),
+                          binding=document.get("binding", {}))
+
+    def _write_apply_receipt(self, run: Run, started: str, result: ApplyResult | None,
+                             failure: tuple[FailureReason, str] | None,
+                             configuration: ResolvedConfiguration | None = None) -> str:
+        env = self._store.environment(run.tenant, run.environment)
+        return self._receipts.write(ApplyReceipt(
+            run_id=run.id, tenant=run.tenant, environment=run.environment, target=run.target,
+            runner=result.runner if result else run.runner,
+            runner_version=result.runner_version if result else "",
+            specification_digest=run.specification_digest, plan_digest=run.plan_digest,
+            outcome="failed" if failure else "applied",
+            failure_reason=failure[0].value if failure else None, failure_detail=failure[1] if failure else None,
+            steps=result.steps if result else [], outputs=result.outputs if result else {},
+            logs=result.logs if result else [], approvals=[run.decision] if run.decision else [],
+            configuration=ConfigurationRecord(resolved=configuration.resolved, unresolved=configuration.unresolved,
+                                              note=configuration.note) if configuration else ConfigurationRecord(),
+            started_at=started, finished_at=utc_now(), previous_receipt_digest=env.get("LastReceiptDigest")))
+
+    # -- finish -------------------------------------------------------------------------------
+
+    def finish(self, ref: RunRef, outcome: str, reason: str | None, detail: str) -> list[str]:
+        """End the run, free its environment, tell delivery; returns the runs to wake."""
+        for attempt in optimistic():
+            with attempt:
+                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+                if run.state not in FINAL_STATES:
+                    self._end(run, etag, outcome, reason, detail)
+                return self.waiting_runs(ref)
+        raise AssertionError("unreachable")
+
+    def _end(self, run: Run, etag: str, outcome: str, reason: str | None, detail: str) -> None:
+        failure = FailureReason(reason) if reason else REASON_BY_OUTCOME.get(outcome)
+        if failure in (FailureReason.PLAN_FAILED, FailureReason.TARGET_UNREACHABLE) and not run.apply_receipt_digest:
+            # Nothing was applied, but the receipt chain records that the run failed and why.
+            run = run.model_copy(update={"apply_receipt_digest": self._write_apply_receipt(
+                run, utc_now(), None, (failure, detail))})
+        final = run.moved_to(FINAL_STATE_BY_OUTCOME[outcome], note=detail,
+                             failure_reason=failure if outcome != "applied" else None,
+                             failure_detail=detail if outcome != "applied" else None)
+        env = self._store.environment(run.tenant, run.environment)
+        env_changes: dict[str, Any] = {}
+        if env.get("ActiveRunId") == run.id:
+            env_changes["ActiveRunId"] = ""
+        if final.apply_receipt_digest:
+            env_changes["LastReceiptDigest"] = final.apply_receipt_digest
+        if outcome == "applied":
+            env_changes.update(AppliedDigest=run.specification_digest, AppliedRunId=run.id)
+        event = (events.provisioning_applied(final, self._outputs(final)) if outcome == "applied"
+                 else events.provisioning_failed(final, failure or FailureReason.APPLY_FAILED, detail))
+        self._store.save_run(final, etag, [event], env_changes=env_changes or None, env=env)
+
+    def _outputs(self, run: Run) -> dict[str, Any]:
+        document, _ = self._receipts.read(run.tenant, run.environment, run.id, "apply")
+        return document.get("outputs", {})
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _update(self, ref: RunRef, **changes: Any) -> Run:
+        for attempt in optimistic():
+            with attempt:
+                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+                updated = run.model_copy(update=changes)
+                self._store.save_run(updated, etag)
+                return updated
+        raise AssertionError("unreachable")
+
+
+def _failed(reason: FailureReason, detail: str) -> dict[str, Any]:
+    return {"outcome": "failed", "reason": reason.value, "detail": detail}
+
+
+def _outcome_of(run: Run, outputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    if run.failure_reason:
+        return _failed(run.failure_reason, run.failure_detail or "")
+    return {"outcome": "applied", "reason": None, "detail": "", "outputs": outputs or {}}

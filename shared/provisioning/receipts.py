@@ -1,0 +1,111 @@
+"""Plan and apply receipts: the audit record of every run.
+
+Receipts are canonical JSON blobs under
+``receipts/{tenant}/{environment}/{run id}/{plan|apply}.json``, written once
+(a retried activity finds the blob and keeps it), and their SHA-256 is kept
+on the run. Each apply receipt carries the digest of the environment's
+previous apply receipt, so an environment's receipts form a hash chain: any
+edit or removal breaks it. Receipts are kept for the environment's lifetime
+plus seven years; nothing in this service deletes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from pydantic import BaseModel, Field
+
+from shared.errors import NotFound
+from shared.iac.model import ResourceChange, StepResult
+from shared.provisioning.runs import Decision, SourceInfo
+from shared.storage.clients import StorageClients
+
+RECEIPTS_CONTAINER = "receipts"
+
+ReceiptKind = Literal["plan", "apply"]
+
+
+class PlanReceipt(BaseModel):
+    kind: Literal["plan"] = "plan"
+    run_id: str
+    tenant: str
+    environment: str
+    target: str
+    runner: str
+    runner_version: str
+    specification_digest: str
+    source: SourceInfo
+    changes: list[ResourceChange]
+    counts: dict[str, int]
+    diagnostics: list[str] = Field(default_factory=list)
+    binding: dict[str, str] = Field(default_factory=dict)  # what apply is bound to besides the changes
+    planned_at: str
+
+
+class ConfigurationRecord(BaseModel):
+    resolved: list[str] = Field(default_factory=list)
+    unresolved: list[str] = Field(default_factory=list)
+    note: str = ""
+
+
+class ApplyReceipt(BaseModel):
+    kind: Literal["apply"] = "apply"
+    run_id: str
+    tenant: str
+    environment: str
+    target: str
+    runner: str
+    runner_version: str
+    specification_digest: str
+    plan_digest: str | None
+    outcome: Literal["applied", "failed"]
+    failure_reason: str | None = None
+    failure_detail: str | None = None
+    steps: list[StepResult] = Field(default_factory=list)
+    outputs: dict[str, Any] = Field(default_factory=dict)
+    logs: list[str] = Field(default_factory=list)
+    approvals: list[Decision] = Field(default_factory=list)
+    configuration: ConfigurationRecord = Field(default_factory=ConfigurationRecord)
+    started_at: str
+    finished_at: str
+    previous_receipt_digest: str | None = None
+
+
+def canonical_bytes(receipt: BaseModel) -> bytes:
+    document = receipt.model_dump(mode="json")
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class ReceiptStore:
+    def __init__(self, storage: StorageClients) -> None:
+        self._container = storage.blobs.get_container_client(RECEIPTS_CONTAINER)
+
+    @staticmethod
+    def blob_name(tenant: str, environment: str, run_id: str, kind: ReceiptKind) -> str:
+        return f"{tenant}/{environment}/{run_id}/{kind}.json"
+
+    def write(self, receipt: PlanReceipt | ApplyReceipt) -> str:
+        """Store the receipt once; return the digest of what is stored."""
+        name = self.blob_name(receipt.tenant, receipt.environment, receipt.run_id, receipt.kind)
+        data = canonical_bytes(receipt)
+        try:
+            self._container.upload_blob(name, data, overwrite=False,
+                                        metadata={"sha256": sha256(data), "kind": receipt.kind})
+        except ResourceExistsError:
+            return sha256(self._container.download_blob(name).readall())
+        return sha256(data)
+
+    def read(self, tenant: str, environment: str, run_id: str, kind: ReceiptKind) -> tuple[dict[str, Any], str]:
+        """The receipt document and the SHA-256 of its stored bytes."""
+        try:
+            data = self._container.download_blob(self.blob_name(tenant, environment, run_id, kind)).readall()
+        except ResourceNotFoundError as error:
+            raise NotFound(f"{kind} receipt of {run_id}") from error
+        return json.loads(data), sha256(data)

@@ -1,0 +1,30 @@
+"""Rejection records: a message that cannot be acted on is kept, with the reason.
+
+Written to ``rejections/{queue}/{message id}.json``; nothing is dropped
+silently, and retrying a message that can never succeed is pointless, so the
+trigger completes after recording it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from azure.core.exceptions import ResourceExistsError
+
+from shared.provisioning.runs import utc_now
+from shared.storage.clients import StorageClients
+
+REJECTIONS_CONTAINER = "rejections"
+
+
+def record_rejection(storage: StorageClients, queue: str, message_id: str, body: str, reason: str,
+                     errors: list[dict[str, str]] | None = None) -> str:
+    name = f"{queue}/{message_id}.json"
+    document = {"queue": queue, "message_id": message_id, "rejected_at": utc_now(), "reason": reason,
+                "errors": errors or [], "message": body}
+    try:
+        storage.blobs.get_container_client(REJECTIONS_CONTAINER).upload_blob(
+            name, json.dumps(document, ensure_ascii=False).encode("utf-8"), overwrite=False)
+    except ResourceExistsError:
+        pass  # the same delivery was recorded before
+    return f"{REJECTIONS_CONTAINER}/{name}"

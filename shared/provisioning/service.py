@@ -1,0 +1,133 @@
+"""Declaring desired state and reading runs: what HTTP and queue triggers call.
+
+Both entry points are idempotent: the run id is derived from the tenant and
+the idempotency key (the promotion id, or the ``Idempotency-Key`` header), so
+the same request names the same run however often it arrives; the same key
+with different desired state is a conflict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import ValidationError
+
+from shared.errors import InvalidInput, NotFound
+from shared.provisioning import events
+from shared.provisioning.runs import FailureReason, Run, RunState, SourceInfo, TimelineEntry, run_id_for, utc_now
+from shared.provisioning.sources import Declaration, SourceError, resolve
+from shared.provisioning.specification import EnvironmentSpecification
+from shared.provisioning.store import ProvisioningStore
+from shared.settings import Settings
+
+
+def field_errors(error: ValidationError, prefix: str = "") -> list[dict[str, str]]:
+    return [{"path": prefix + "/" + "/".join(str(p) for p in issue["loc"]), "message": issue["msg"]}
+            for issue in error.errors()]
+
+
+class ProvisioningService:
+    def __init__(self, store: ProvisioningStore, settings: Settings) -> None:
+        self._store = store
+        self._settings = settings
+
+    # -- declaring ---------------------------------------------------------------------------
+
+    def specification_from(self, tenant: str, declaration: Declaration) -> tuple[EnvironmentSpecification, SourceInfo]:
+        """Resolve and validate; :class:`InvalidInput` with field paths when anything is wrong."""
+        try:
+            document, source = resolve(declaration)
+        except SourceError as error:
+            raise InvalidInput([{"path": "/git" if declaration.git else "/specification", "message": str(error)}])
+        if document.setdefault("tenant", tenant) != tenant:
+            raise InvalidInput([{"path": "/specification/tenant",
+                                 "message": "must be the caller's tenant (or left out)"}])
+        try:
+            specification = EnvironmentSpecification.model_validate(document)
+        except ValidationError as error:
+            raise InvalidInput(field_errors(error, "/specification")) from None
+        self._check_installation(specification)
+        return specification, source
+
+    def _check_installation(self, specification: EnvironmentSpecification) -> None:
+        if self._settings.target(specification.target) is None:
+            known = [t.id for t in self._settings.runtime_cloud.targets]
+            raise InvalidInput([{"path": "/specification/target",
+                                 "message": f"unknown target {specification.target!r}; configured: {known}"}])
+
+    def declare(self, specification: EnvironmentSpecification, source: SourceInfo, idempotency_key: str,
+                requested_by: str) -> tuple[Run, bool]:
+        """Create the run for this declaration, or find the one an earlier delivery created."""
+        run = self._new_run(specification.tenant, specification.environment, idempotency_key, requested_by,
+                            specification.digest(), source, specification)
+        claimed = self._store.claim_idempotency_key(run.tenant, idempotency_key, run.id, run.environment,
+                                                    run.specification_digest)
+        self._store.save_specification(specification)
+        created, emitted = self._store.create_run(run, [events.specification_declared(run)])
+        return created, claimed and bool(emitted)
+
+    def record_invalid_promotion(self, tenant: str, environment: str, promotion_id: str, requested_by: str,
+                                 raw_message: str, detail: str, rejection: str) -> Run:
+        """An invalid promotion still becomes a run: failed, with the reason and the kept message."""
+        digest = hashlib.sha256(raw_message.encode()).hexdigest()
+        run = self._new_run(tenant, environment, promotion_id, requested_by, digest, SourceInfo(kind="inline"))
+        now = utc_now()
+        failed = run.model_copy(update={
+            "state": RunState.FAILED, "failure_reason": FailureReason.INVALID_SPECIFICATION,
+            "failure_detail": f"{detail} (message kept as {rejection})",
+            "timeline": [*run.timeline, TimelineEntry(state=RunState.FAILED, at=now, note=detail)],
+        })
+        self._store.claim_idempotency_key(tenant, promotion_id, run.id, environment, digest)
+        created, _ = self._store.create_run(failed, [events.provisioning_failed(
+            failed, FailureReason.INVALID_SPECIFICATION, failed.failure_detail or detail)])
+        return created
+
+    def _new_run(self, tenant: str, environment: str, key: str, requested_by: str, digest: str,
+                 source: SourceInfo, specification: EnvironmentSpecification | None = None) -> Run:
+        now = utc_now()
+        return Run(
+            id=run_id_for(tenant, key), tenant=tenant, environment=environment,
+            environment_class=specification.environment_class.value if specification else "unknown",
+            target=specification.target if specification else "unknown",
+            runner=specification.runner.value if specification else "unknown",
+            state=RunState.QUEUED, ordinal=0, requested_by=requested_by, idempotency_key=key,
+            specification_digest=digest, source=source, created_at=now,
+            timeline=[TimelineEntry(state=RunState.QUEUED, at=now)],
+        )
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def run(self, tenant: str, run_id: str) -> Run:
+        environment = self._store.environment_of_run(tenant, run_id)
+        run = self._store.find_run(tenant, environment, run_id) if environment else None
+        if run is None:
+            raise NotFound(f"run {run_id}")
+        return run
+
+    def runs(self, tenant: str, environment: str | None, state: RunState | None) -> list[Run]:
+        environments = [environment] if environment else self._store.environments(tenant)
+        found = [run for env in environments for run in self._store.runs(tenant, env, state)]
+        return sorted(found, key=lambda r: r.created_at, reverse=True)
+
+    def environment_specification(self, tenant: str, environment: str) -> dict[str, Any]:
+        record = self._store.environment(tenant, environment)
+        if record.etag is None:
+            raise NotFound(f"environment {environment}")
+        declared = record.get("DeclaredDigest")
+        applied = record.get("AppliedDigest")
+        return {
+            "environment": environment,
+            "declared": self._specification_view(tenant, environment, declared, record.get("DeclaredRunId")),
+            "last_applied": self._specification_view(tenant, environment, applied, record.get("AppliedRunId")),
+        }
+
+    def _specification_view(self, tenant: str, environment: str, digest: str | None,
+                            run_id: str | None) -> dict[str, Any] | None:
+        if not digest:
+            return None
+        try:
+            specification = self._store.load_specification(tenant, environment, digest).model_dump(mode="json")
+        except NotFound:
+            specification = None  # an invalid declaration has no stored specification
+        return {"digest": digest, "run_id": run_id, "specification": specification}

@@ -1,0 +1,207 @@
+"""Where runs and environments live (table ``ProvisioningRuns``).
+
+Partitions:
+
+- ``{tenant}|{environment}`` (one *stream*): the environment row, its runs
+  (``run|{id}``) and the outbox rows of its events. Every state change and
+  its events commit in one batch here, with a per-environment sequence.
+- ``{tenant}`` (the tenant's index): idempotency keys (``key|{key}``), where
+  each run lives (``run|{id}``) and the tenant's environments (``env|{name}``).
+
+Specification documents are content-addressed blobs
+(``specifications/{tenant}/{environment}/{digest}.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.data.tables import TableClient, UpdateMode
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from shared.errors import AlreadyExists, ConcurrencyConflict, Conflict, NotFound
+from shared.events.cloudevents import CloudEvent, NewEvent
+from shared.events.outbox import EVENTS_QUEUE, Outbox
+from shared.provisioning.runs import Run, RunState
+from shared.provisioning.specification import EnvironmentSpecification
+from shared.storage.clients import StorageClients
+from shared.storage.conditional import read_row
+
+RUNS_TABLE = "ProvisioningRuns"
+SPECIFICATIONS_CONTAINER = "specifications"
+ENVIRONMENT_ROW = "environment"
+
+
+class IdempotencyConflict(Conflict):
+    """The idempotency key (or promotion id) was used before for different desired state."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("idempotency-key-reused", detail)
+
+
+def stream_key(tenant: str, environment: str) -> str:
+    return f"{tenant}|{environment}"
+
+
+def optimistic() -> Retrying:
+    """Retry a read-modify-write that lost an ETag race, with jitter so racers fall out of step."""
+    return Retrying(retry=retry_if_exception_type(ConcurrencyConflict), stop=stop_after_attempt(25),
+                    wait=wait_random_exponential(multiplier=0.02, max=0.5), reraise=True)
+
+
+@dataclass
+class EnvironmentRecord:
+    tenant: str
+    environment: str
+    row: dict[str, Any]
+
+    @property
+    def etag(self) -> str | None:
+        return self.row.get("etag")
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.row.get(name, default)
+
+
+class ProvisioningStore:
+    def __init__(self, storage: StorageClients, source: str) -> None:
+        self._table: TableClient = storage.tables.get_table_client(RUNS_TABLE)
+        self._blobs = storage.blobs.get_container_client(SPECIFICATIONS_CONTAINER)
+        self._outbox = Outbox(self._table, storage.queues.get_queue_client(EVENTS_QUEUE), source)
+
+    # -- specifications -------------------------------------------------------------------
+
+    def save_specification(self, specification: EnvironmentSpecification) -> None:
+        name = f"{specification.tenant}/{specification.environment}/{specification.digest()}.json"
+        try:
+            self._blobs.upload_blob(name, specification.canonical_json(), overwrite=False)
+        except ResourceExistsError:
+            pass  # content-addressed: the same name holds the same bytes
+
+    def load_specification(self, tenant: str, environment: str, digest: str) -> EnvironmentSpecification:
+        name = f"{tenant}/{environment}/{digest}.json"
+        try:
+            data = self._blobs.download_blob(name).readall()
+        except ResourceNotFoundError as error:
+            raise NotFound(f"specification {digest}") from error
+        return EnvironmentSpecification.model_validate_json(data)
+
+    # -- the tenant index -------------------------------------------------------------------
+
+    def claim_idempotency_key(self, tenant: str, key: str, run_id: str, environment: str, digest: str) -> bool:
+        """Record key -> run. True if this call claimed it; False if the same request came before."""
+        rows = [
+            ("create", {"PartitionKey": tenant, "RowKey": f"key|{key}", "RunId": run_id,
+                        "Environment": environment, "Digest": digest}),
+            ("create", {"PartitionKey": tenant, "RowKey": f"run|{run_id}", "Environment": environment}),
+            ("upsert", {"PartitionKey": tenant, "RowKey": f"env|{environment}", "Environment": environment}),
+        ]
+        try:
+            self._table.submit_transaction(rows)
+            return True
+        except Exception as error:  # TableTransactionError: the key row exists
+            existing = read_row(self._table, tenant, f"key|{key}")
+            if existing is None:
+                raise error
+        if existing["Digest"] != digest or existing["Environment"] != environment:
+            raise IdempotencyConflict(
+                f"key {key!r} was used for run {existing['RunId']} with other desired state")
+        return False
+
+    def environment_of_run(self, tenant: str, run_id: str) -> str | None:
+        row = read_row(self._table, tenant, f"run|{run_id}")
+        return row["Environment"] if row else None
+
+    def environments(self, tenant: str) -> list[str]:
+        rows = self._table.query_entities("PartitionKey eq @p and RowKey ge 'env|' and RowKey lt 'env}'",
+                                          parameters={"p": tenant}, select=["Environment"])
+        return sorted(row["Environment"] for row in rows)
+
+    # -- environments and runs -------------------------------------------------------------
+
+    def environment(self, tenant: str, environment: str) -> EnvironmentRecord:
+        row = read_row(self._table, stream_key(tenant, environment), ENVIRONMENT_ROW)
+        return EnvironmentRecord(tenant, environment, row or {})
+
+    def create_run(self, run: Run, events: Iterable[NewEvent]) -> tuple[Run, list[CloudEvent]]:
+        """Insert the run with the next ordinal of its environment, declaring its specification."""
+        for attempt in optimistic():
+            with attempt:
+                existing = self.find_run(run.tenant, run.environment, run.id)
+                if existing is not None:
+                    return existing, []
+                env = self.environment(run.tenant, run.environment)
+                numbered = run.model_copy(update={"ordinal": int(env.get("RunCounter", 0)) + 1})
+                env_changes = {"RunCounter": numbered.ordinal, "DeclaredDigest": run.specification_digest,
+                               "DeclaredRunId": run.id, "EnvironmentClass": run.environment_class}
+                operations = [("create", self._run_entity(numbered)), self._env_operation(env, env_changes)]
+                try:
+                    emitted = self._outbox.commit(stream_key(run.tenant, run.environment), operations, events)
+                except AlreadyExists:
+                    raise ConcurrencyConflict("run or environment row created concurrently") from None
+                self._outbox.dispatch(emitted)
+                return numbered, emitted
+        raise AssertionError("unreachable")
+
+    def find_run(self, tenant: str, environment: str, run_id: str) -> Run | None:
+        row = read_row(self._table, stream_key(tenant, environment), f"run|{run_id}")
+        return _run_from(row) if row else None
+
+    def run_with_etag(self, tenant: str, environment: str, run_id: str) -> tuple[Run, str]:
+        row = read_row(self._table, stream_key(tenant, environment), f"run|{run_id}")
+        if row is None:
+            raise NotFound(f"run {run_id}")
+        return _run_from(row), row["etag"]
+
+    def runs(self, tenant: str, environment: str, state: RunState | None = None) -> list[Run]:
+        query = "PartitionKey eq @p and RowKey ge 'run|' and RowKey lt 'run}'"
+        parameters: dict[str, Any] = {"p": stream_key(tenant, environment)}
+        if state is not None:
+            query += " and State eq @s"
+            parameters["s"] = state.value
+        return sorted((_run_from(row) for row in self._table.query_entities(query, parameters=parameters)),
+                      key=lambda r: r.ordinal)
+
+    def save_run(self, run: Run, etag: str, events: Iterable[NewEvent] = (),
+                 env_changes: dict[str, Any] | None = None,
+                 env: EnvironmentRecord | None = None) -> list[CloudEvent]:
+        """Replace the run (under its ETag) and, optionally, the environment row, with events."""
+        operations: list[tuple[Any, ...]] = [
+            ("update", self._run_entity(run), {"mode": UpdateMode.REPLACE, "etag": etag,
+                                               "match_condition": MatchConditions.IfNotModified})]
+        if env_changes is not None:
+            operations.append(self._env_operation(env or self.environment(run.tenant, run.environment), env_changes))
+        emitted = self._outbox.commit(stream_key(run.tenant, run.environment), operations, events)
+        self._outbox.dispatch(emitted)
+        return emitted
+
+    def update_environment(self, env: EnvironmentRecord, changes: dict[str, Any]) -> None:
+        self._outbox.commit(stream_key(env.tenant, env.environment), [self._env_operation(env, changes)], [])
+
+    # -- entities -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _run_entity(run: Run) -> dict[str, Any]:
+        return {"PartitionKey": stream_key(run.tenant, run.environment), "RowKey": f"run|{run.id}",
+                "State": run.state.value, "Ordinal": run.ordinal, "CreatedAt": run.created_at,
+                "Document": run.model_dump_json()}
+
+    @staticmethod
+    def _env_operation(env: EnvironmentRecord, changes: dict[str, Any]) -> tuple[Any, ...]:
+        fields = {k: v for k, v in env.row.items() if k not in ("etag", "PartitionKey", "RowKey")}
+        fields.update(changes)
+        entity = {"PartitionKey": stream_key(env.tenant, env.environment), "RowKey": ENVIRONMENT_ROW,
+                  "Tenant": env.tenant, "Environment": env.environment, **fields}
+        if env.etag is None:
+            return ("create", entity)
+        return ("update", entity, {"mode": UpdateMode.REPLACE, "etag": env.etag,
+                                   "match_condition": MatchConditions.IfNotModified})
+
+
+def _run_from(row: dict[str, Any]) -> Run:
+    return Run.model_validate(json.loads(row["Document"]))
+

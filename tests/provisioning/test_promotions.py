@@ -1,0 +1,112 @@
+"""Promotions from delivery's queue become recorded runs, once, and bad ones are kept."""
+
+from __future__ import annotations
+
+import json
+
+from azure.storage.blob import BlobServiceClient
+
+from tests.provisioning.helpers import (
+    READ,
+    runs_of,
+    send_promotion,
+    specification,
+    target_blobs,
+    target_queue_names,
+    unique,
+    wait_for_run_state,
+)
+from tests.support.host import wait_until
+
+
+def promotion(environment: str, **spec_changes) -> dict:
+    return {"promotion_id": unique("promo"), "tenant": "tenant-a", "environment": environment,
+            "requested_by": "delivery", "specification": specification(environment, **spec_changes)}
+
+
+def only_run(host, token, environment: str) -> dict:
+    runs = wait_until(lambda: runs_of(host, token, environment), timeout=60, message=f"a run of {environment}")
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def test_a_non_production_promotion_is_applied_with_receipts_that_verify(provisioning_host, azurite, mint):
+    token = mint("tenant-a", scopes=READ)
+    environment = unique("dev")
+    message = promotion(environment)
+    send_promotion(azurite, message)
+
+    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
+                             {"applied", "failed"})
+
+    assert run["state"] == "applied", run
+    assert [entry["state"] for entry in run["timeline"]] == ["queued", "planning", "applying", "applied"]
+    suffix = environment[-8:]
+    assert f"orders-{suffix}" in target_queue_names(azurite)
+    container = target_blobs(azurite).get_container_client(f"invoices-{suffix}").get_container_properties()
+    assert container.metadata["retention"] == "short"
+    for kind in ("plan", "apply"):
+        receipt = provisioning_host.request("GET", f"runtime-cloud/runs/{run['id']}/receipts/{kind}", token=token)
+        assert receipt.status_code == 200
+        assert receipt.json()["verified"] is True
+    plan = provisioning_host.request("GET", f"runtime-cloud/runs/{run['id']}/receipts/plan", token=token).json()
+    assert plan["digest"] == run["plan_digest"]
+    assert plan["receipt"]["counts"]["create"] == 2
+
+
+def test_the_same_promotion_delivered_three_times_is_one_run(provisioning_host, azurite, mint):
+    token = mint("tenant-a", scopes=READ)
+    environment = unique("dup")
+    message = promotion(environment)
+    for _ in range(3):
+        send_promotion(azurite, message)
+
+    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
+                             {"applied", "failed"})
+
+    assert run["state"] == "applied"
+    assert len(runs_of(provisioning_host, token, environment)) == 1
+
+
+def test_an_invalid_specification_fails_its_run_and_the_message_is_kept(provisioning_host, azurite, mint):
+    token = mint("tenant-a", scopes=READ)
+    environment = unique("bad")
+    message = promotion(environment, resources=[])  # the embedded runner needs resources
+    send_promotion(azurite, message)
+
+    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
+                             {"failed"})
+
+    assert run["failure_reason"] == "invalid-specification"
+    kept = BlobServiceClient.from_connection_string(azurite.connection_string()).get_container_client("rejections")
+    bodies = [json.loads(kept.download_blob(b.name).readall()) for b in kept.list_blobs(name_starts_with="promotions/")]
+    assert any(json.loads(b["message"]).get("promotion_id") == message["promotion_id"] for b in bodies)
+
+
+def test_a_message_that_is_not_json_is_kept_as_a_rejection_not_retried(provisioning_host, azurite):
+    marker = unique("garbage")
+    send_promotion(azurite, f"this is not json {marker}")
+
+    kept = BlobServiceClient.from_connection_string(azurite.connection_string()).get_container_client("rejections")
+
+    def found() -> bool:
+        return any(marker in kept.download_blob(b.name).readall().decode()
+                   for b in kept.list_blobs(name_starts_with="promotions/"))
+
+    wait_until(found, timeout=60, message="the rejection record")
+
+
+def test_an_unreachable_target_fails_the_run_with_a_receipt(provisioning_host, azurite, mint):
+    token = mint("tenant-a", scopes=READ)
+    environment = unique("far")
+    send_promotion(azurite, promotion(environment, target="unreachable-storage"))
+
+    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
+                             {"failed", "applied"}, timeout=120)
+
+    assert run["state"] == "failed"
+    assert run["failure_reason"] == "target-unreachable"
+    receipt = provisioning_host.request("GET", f"runtime-cloud/runs/{run['id']}/receipts/apply", token=token).json()
+    assert receipt["verified"] is True
+    assert receipt["receipt"]["outcome"] == "failed"
+    assert receipt["receipt"]["failure_reason"] == "target-unreachable"
