@@ -11,7 +11,7 @@ import azure.functions as func
 from shared.events.outbox import EVENTS_QUEUE, Outbox
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
-from shared.storage.resources import OUTBOX_TABLES
+from shared.storage.resources import OUTBOX_SUBSCRIBERS, OUTBOX_TABLES
 
 bp = df.Blueprint()
 log = logging.getLogger("runtime_cloud.outbox")
@@ -23,7 +23,11 @@ def outboxes() -> list[Outbox]:
     storage = shared_host_storage()
     queue = storage.queues.get_queue_client(EVENTS_QUEUE)
     source = f"/{get_settings().messaging.service_name}"
-    return [Outbox(storage.tables.get_table_client(table), queue, source) for table in OUTBOX_TABLES]
+    return [
+        Outbox(storage.tables.get_table_client(table), queue, source,
+               [storage.queues.get_queue_client(name) for name in OUTBOX_SUBSCRIBERS.get(table, ())])
+        for table in OUTBOX_TABLES
+    ]
 
 
 @bp.timer_trigger(arg_name="timer", schedule="*/15 * * * * *")

@@ -13,6 +13,11 @@ The sequence row's ETag serialises writers of one stream, so sequence numbers
 are gap-free and ordered; a writer that loses the race gets
 :class:`ConcurrencyConflict` and retries with fresh state.
 
+Besides the public ``runtime-cloud-events`` queue, an outbox may fan events
+out to queues of other modules of this host (the inventory listens to
+provisioning's events on ``inventory-inbox``), so no module steals another's
+messages from a shared queue.
+
 Dispatch is at-least-once: right after the commit the writer sends its events
 to the ``runtime-cloud-events`` queue and marks them dispatched; the
 ``outbox_dispatcher`` timer sends whatever a crash left pending. Consumers
@@ -50,9 +55,10 @@ def outbox_row_key(sequence: int) -> str:
 
 
 class Outbox:
-    def __init__(self, table: TableClient, queue: QueueClient, source: str) -> None:
+    def __init__(self, table: TableClient, queue: QueueClient, source: str,
+                 subscribers: Sequence[QueueClient] = ()) -> None:
         self._table = table
-        self._queue = queue
+        self._queues = [queue, *subscribers]  # the public queue, then modules of this host that listen in
         self._source = source
 
     def commit(self, stream: str, operations: Sequence[TransactionOperation],
@@ -103,7 +109,8 @@ class Outbox:
         return purged
 
     def _send(self, stream: str, row_key: str, event_json: str) -> None:
-        self._queue.send_message(event_json)
+        for queue in self._queues:
+            queue.send_message(event_json)
         self._table.update_entity(
             {"PartitionKey": stream, "RowKey": row_key, "Dispatched": True,
              "DispatchedAt": datetime.now(timezone.utc).isoformat()},

@@ -30,6 +30,7 @@ from shared.provisioning.runs import Run, RunState
 from shared.provisioning.specification import EnvironmentSpecification
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import read_row
+from shared.storage.resources import OUTBOX_SUBSCRIBERS
 
 RUNS_TABLE = "ProvisioningRuns"
 SPECIFICATIONS_CONTAINER = "specifications"
@@ -71,7 +72,8 @@ class ProvisioningStore:
     def __init__(self, storage: StorageClients, source: str) -> None:
         self._table: TableClient = storage.tables.get_table_client(RUNS_TABLE)
         self._blobs = storage.blobs.get_container_client(SPECIFICATIONS_CONTAINER)
-        self._outbox = Outbox(self._table, storage.queues.get_queue_client(EVENTS_QUEUE), source)
+        subscribers = [storage.queues.get_queue_client(name) for name in OUTBOX_SUBSCRIBERS[RUNS_TABLE]]
+        self._outbox = Outbox(self._table, storage.queues.get_queue_client(EVENTS_QUEUE), source, subscribers)
 
     # -- specifications -------------------------------------------------------------------
 

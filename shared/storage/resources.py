@@ -26,6 +26,11 @@ OUTBOX_TABLES: tuple[str, ...] = (
     "CapacityPools",
     "CapacitySlots",
 )
+# Queues of this host's own modules that receive a table's events besides the
+# public events queue (see shared.events.outbox).
+OUTBOX_SUBSCRIBERS: dict[str, tuple[str, ...]] = {
+    "ProvisioningRuns": ("inventory-inbox",),
+}
 CONTAINERS: tuple[str, ...] = (
     "receipts",
     "specifications",
