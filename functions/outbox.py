@@ -21,11 +21,11 @@ DISPATCHED_RETENTION = timedelta(days=7)  # events live on in the consumers; the
 
 def outboxes() -> list[Outbox]:
     storage = shared_host_storage()
-    queue = storage.queues.get_queue_client(EVENTS_QUEUE)
+    queue = storage.queue(EVENTS_QUEUE)
     source = f"/{get_settings().messaging.service_name}"
     return [
         Outbox(storage.tables.get_table_client(table), queue, source,
-               [storage.queues.get_queue_client(name) for name in OUTBOX_SUBSCRIBERS.get(table, ())])
+               [storage.queue(name) for name in OUTBOX_SUBSCRIBERS.get(table, ())])
         for table in OUTBOX_TABLES
     ]
 

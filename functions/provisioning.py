@@ -19,7 +19,7 @@ from shared.http.endpoint import endpoint
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_json_body
 from shared.provisioning import wiring
-from shared.provisioning.decisions import decide
+from shared.provisioning.decisions import cancel, decide
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.rejections import record_rejection
 from shared.provisioning.runs import RunState
@@ -135,6 +135,24 @@ async def _decide(req: func.HttpRequest, client: df.DurableOrchestrationClient, 
     return run.public_view()
 
 
+class CancelBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(default="", max_length=2000)
+
+
+@bp.route(route="runtime-cloud/runs/{id}/cancel", methods=["POST"])
+@bp.durable_client_input(client_name="client")
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
+    """Cancel a run that has not started applying (queued, planning or awaiting approval)."""
+    body = _model(CancelBody, parse_json_body(req) if req.get_body() else {})
+    run = cancel(wiring.store(), caller.tenant, req.route_params["id"], caller.client_id, body.reason)
+    await notify_decision(client, run.id)
+    await wake(client, [run.id])
+    return run.public_view()
+
+
 class ApprovalMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -163,6 +181,33 @@ async def approval_received(message: func.QueueMessage, client: df.DurableOrches
         record_rejection(shared_host_storage(), "approvals", message.id, body, str(error))
         return
     await notify_decision(client, run.id)
+
+
+# -- recovery ---------------------------------------------------------------------------------------
+
+ENDED = {df.OrchestrationRuntimeStatus.Completed, df.OrchestrationRuntimeStatus.Failed,
+         df.OrchestrationRuntimeStatus.Terminated}
+
+
+@bp.timer_trigger(arg_name="timer", schedule="0 */5 * * * *")
+@bp.durable_client_input(client_name="client")
+async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
+    """The explicit recovery path for stuck runs: a run whose orchestration never started is
+    started; a run whose orchestration ended without finishing it is failed and its
+    environment freed, so a crash can never hold an environment forever."""
+    runs = wiring.store().unfinished_runs()
+    log.info("reconciler: %d unfinished run(s)", len(runs))
+    for run in runs:
+        status = await client.get_status(run.id)
+        if status is None or status.runtime_status is None:
+            log.warning("reconciler: starting the orchestration of run %s", run.id)
+            await ensure_started(client, run)
+        elif status.runtime_status in ENDED:
+            detail = f"its orchestration ended {status.runtime_status.value}: {status.output or ''}".strip()
+            log.warning("reconciler: run %s %s", run.id, detail)
+            ref = RunRef(run.tenant, run.environment, run.id)
+            waiting = wiring.steps().finish(ref, "failed", "apply-failed", detail)
+            await wake(client, waiting)
 
 
 # -- reads ------------------------------------------------------------------------------------------

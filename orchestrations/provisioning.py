@@ -21,6 +21,8 @@ bp = df.Blueprint()
 
 RETRY = df.RetryOptions(first_retry_interval_in_milliseconds=2000, max_number_of_attempts=6)
 WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW = 40  # keeps a long wait's history short
+DECISION_DETAILS = {"expired": "the approval deadline passed", "rejected": "an operator rejected the plan",
+                    "cancelled": "an operator cancelled the run"}
 
 Steps = Generator[Any, Any, Any]
 
@@ -35,17 +37,18 @@ def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
         return {"outcome": "finished"}
     if claim == "superseded":
         return (yield from _finish(context, run, "superseded", None, "a newer run of this environment was declared"))
+    if claim == "cancelled":
+        return (yield from _finish(context, run, "cancelled", None, "an operator cancelled the run"))
 
     context.set_custom_status("planning")
     plan = yield context.call_activity_with_retry("provisioning_plan", RETRY, run)
-    if plan["outcome"] == "failed":
-        return (yield from _finish(context, run, "failed", plan["reason"], plan["detail"]))
+    if plan["outcome"] in ("failed", "cancelled"):
+        return (yield from _finish(context, run, plan["outcome"], plan["reason"], plan["detail"]))
 
     if plan["requires_approval"]:
         decision = yield from _wait_for_approval(context, run)
         if decision != "approved":
-            detail = "the approval deadline passed" if decision == "expired" else "an operator rejected the plan"
-            return (yield from _finish(context, run, decision, None, detail))
+            return (yield from _finish(context, run, decision, None, DECISION_DETAILS[decision]))
 
     context.set_custom_status("applying")
     result = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)

@@ -35,6 +35,27 @@ def decide(store: ProvisioningStore, tenant: str, run_id: str, decided_by: str, 
     raise AssertionError("unreachable")
 
 
+def cancel(store: ProvisioningStore, tenant: str, run_id: str, cancelled_by: str, reason: str) -> Run:
+    """Ask a run that has not started applying to end ``cancelled``; its orchestration ends it."""
+    environment = store.environment_of_run(tenant, run_id)
+    if environment is None:
+        raise NotFound(f"run {run_id}")
+    for attempt in optimistic():
+        with attempt:
+            run, etag = store.run_with_etag(tenant, environment, run_id)
+            if run.state not in (RunState.QUEUED, RunState.PLANNING, RunState.AWAITING_APPROVAL):
+                raise Conflict("run-not-cancellable", f"run {run.id} is {run.state.value}; only runs that "
+                               "have not started applying can be cancelled")
+            if run.decision is not None:
+                raise Conflict("run-already-decided", f"run {run.id} was already {run.decision.decision}")
+            recorded = Decision(decision="cancelled", by=cancelled_by, at=utc_now(),
+                                plan_digest=run.plan_digest or "", reason=reason, channel="http")
+            updated = run.model_copy(update={"decision": recorded})
+            store.save_run(updated, etag)
+            return updated
+    raise AssertionError("unreachable")
+
+
 def _check(run: Run, decided_by: str, decision: DecisionKind, plan_digest: str) -> None:
     if run.state is not RunState.AWAITING_APPROVAL:
         raise Conflict("run-not-awaiting-approval", f"run {run.id} is {run.state.value}, not awaiting approval")

@@ -39,7 +39,7 @@ FINAL_STATE_BY_OUTCOME = {
 }
 REASON_BY_OUTCOME = {
     "rejected": FailureReason.APPROVAL_REJECTED, "expired": FailureReason.APPROVAL_EXPIRED,
-    "superseded": FailureReason.SUPERSEDED,
+    "superseded": FailureReason.SUPERSEDED, "cancelled": FailureReason.CANCELLED,
 }
 
 
@@ -73,6 +73,8 @@ class RunSteps:
                 run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
                 if run.state in FINAL_STATES:
                     return "finished"
+                if run.decision is not None and run.decision.decision == "cancelled":
+                    return "cancelled"
                 if run.state is not RunState.QUEUED:
                     return "proceed"  # claimed by an earlier attempt of this step
                 if self._newer_run_exists(run):
@@ -104,6 +106,8 @@ class RunSteps:
 
     def plan(self, ref: RunRef) -> dict[str, Any]:
         run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        if run.decision is not None and run.decision.decision == "cancelled":
+            return {"outcome": "cancelled", "reason": FailureReason.CANCELLED.value, "detail": "cancelled"}
         if run.plan_digest:
             return self._planned(run)
         if run.state is not RunState.PLANNING:

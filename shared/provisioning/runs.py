@@ -55,6 +55,7 @@ class FailureReason(str, Enum):
     APPLY_FAILED = "apply-failed"
     TARGET_UNREACHABLE = "target-unreachable"
     SUPERSEDED = "superseded"
+    CANCELLED = "cancelled"
 
 
 class TimelineEntry(BaseModel):
@@ -64,7 +65,7 @@ class TimelineEntry(BaseModel):
 
 
 class Decision(BaseModel):
-    decision: str  # "approved" | "rejected"
+    decision: str  # "approved" | "rejected" | "cancelled"
     by: str
     at: str
     plan_digest: str

@@ -72,8 +72,8 @@ class ProvisioningStore:
     def __init__(self, storage: StorageClients, source: str) -> None:
         self._table: TableClient = storage.tables.get_table_client(RUNS_TABLE)
         self._blobs = storage.blobs.get_container_client(SPECIFICATIONS_CONTAINER)
-        subscribers = [storage.queues.get_queue_client(name) for name in OUTBOX_SUBSCRIBERS[RUNS_TABLE]]
-        self._outbox = Outbox(self._table, storage.queues.get_queue_client(EVENTS_QUEUE), source, subscribers)
+        subscribers = [storage.queue(name) for name in OUTBOX_SUBSCRIBERS[RUNS_TABLE]]
+        self._outbox = Outbox(self._table, storage.queue(EVENTS_QUEUE), source, subscribers)
 
     # -- specifications -------------------------------------------------------------------
 
@@ -167,6 +167,12 @@ class ProvisioningStore:
             parameters["s"] = state.value
         return sorted((_run_from(row) for row in self._table.query_entities(query, parameters=parameters)),
                       key=lambda r: r.ordinal)
+
+    def unfinished_runs(self) -> list[Run]:
+        """Runs of every tenant that have not ended (for the reconciler; a cross-partition scan)."""
+        states = " or ".join(f"State eq '{state.value}'" for state in RunState if not state.is_final)
+        query = f"RowKey ge 'run|' and RowKey lt 'run}}' and ({states})"
+        return [_run_from(row) for row in self._table.query_entities(query)]
 
     def save_run(self, run: Run, etag: str, events: Iterable[NewEvent] = (),
                  env_changes: dict[str, Any] | None = None,

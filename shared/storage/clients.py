@@ -13,7 +13,7 @@ from typing import Any
 
 from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
-from azure.storage.queue import QueueServiceClient, TextBase64DecodePolicy, TextBase64EncodePolicy
+from azure.storage.queue import QueueClient, QueueServiceClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
 from shared.errors import InvalidSettings
 
@@ -23,6 +23,13 @@ class StorageClients:
     tables: TableServiceClient
     blobs: BlobServiceClient
     queues: QueueServiceClient
+
+    def queue(self, name: str) -> QueueClient:
+        """A queue client that speaks base64, like the Functions queue trigger.
+
+        (``QueueServiceClient.get_queue_client`` does not pass the service's
+        message encoding on, so every queue client is made here.)"""
+        return self.queues.get_queue_client(name, **QUEUE_CODEC)
 
     @property
     def account_name(self) -> str:

@@ -110,3 +110,30 @@ def test_an_unreachable_target_fails_the_run_with_a_receipt(provisioning_host, a
     assert receipt["verified"] is True
     assert receipt["receipt"]["outcome"] == "failed"
     assert receipt["receipt"]["failure_reason"] == "target-unreachable"
+
+
+def test_delivery_hears_declared_and_applied_as_cloudevents_in_sequence(provisioning_host, azurite, mint):
+    from azure.storage.queue import QueueClient, TextBase64DecodePolicy
+
+    token = mint("tenant-a", scopes=READ)
+    environment = unique("told")
+    message = promotion(environment)
+    send_promotion(azurite, message)
+    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
+                             {"applied", "failed"})
+    events_queue = QueueClient.from_connection_string(azurite.connection_string(), "runtime-cloud-events",
+                                                      message_decode_policy=TextBase64DecodePolicy())
+    seen: list[dict] = []
+
+    def drain() -> bool:
+        for received in events_queue.receive_messages(messages_per_page=32, visibility_timeout=300):
+            seen.append(json.loads(received.content))  # base64 CloudEvents, as a queue trigger reads them
+        return [e["type"] for e in seen if e["subject"].endswith(run["id"])] == [
+            "factory.runtime-cloud.SpecificationDeclared", "factory.runtime-cloud.ProvisioningApplied"]
+
+    wait_until(drain, timeout=60, message="both events of the run")
+    ours = [e for e in seen if e["subject"].endswith(run["id"])]
+    assert [e["sequence"] for e in ours] == [1, 2]  # a sequence per environment
+    assert ours[1]["data"]["promotion_id"] == message["promotion_id"]
+    assert ours[1]["specversion"] == "1.0" and ours[1]["tenant"] == "tenant-a"
+    assert len({e["id"] for e in ours}) == 2
