@@ -1,0 +1,131 @@
+"""Provisioning throughput and the host's overhead per run.
+
+Measured in one run, on one machine, against one Azurite:
+
+- baseline: the embedded runner's own plan + apply of a specification,
+  called in process (no host, no orchestration, no receipts, no events);
+- through the host: N promotions across M environments sent to the
+  ``promotions`` queue; every run's duration from ``queued`` to its final
+  state (from its timeline) and the wall time until all runs ended.
+
+Prints runs per minute and the per-run duration as a ratio to the baseline
+(the host's overhead: queue polling, orchestration, table and blob writes,
+outbox). With more promotions than environments, waiting runs are superseded
+by newer ones, as the product intends; they count as ended runs.
+
+Run: ``.venv/bin/python bench/provisioning.py [promotions] [environments]``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from azure.storage.queue import QueueClient  # noqa: E402
+
+from devhost.azurite import Azurite  # noqa: E402
+from devhost.tokens import mint_token  # noqa: E402
+from shared.iac.embedded.runner import EmbeddedRunner  # noqa: E402
+from shared.provisioning.specification import EnvironmentSpecification  # noqa: E402
+from shared.targets import ProvisioningTarget  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
+from tests.provisioning.conftest import provisioning_settings  # noqa: E402
+from tests.support.host import HostProcess, wait_until  # noqa: E402
+
+FINAL = {"applied", "failed", "superseded", "rejected", "expired", "cancelled"}
+
+
+class MemoryJournal:
+    def __init__(self) -> None:
+        self.steps: dict = {}
+
+    def finished(self, address: str):
+        return self.steps.get(address)
+
+    def record(self, result) -> None:
+        self.steps.setdefault(result.address, result)
+
+
+def specification(environment: str, tag: str) -> dict:
+    return {"tenant": "bench", "environment": environment, "environment_class": "non-production",
+            "target": "local-storage", "runner": "embedded", "resources": [
+                {"type": "queue", "name": f"q-{tag}", "metadata": {"n": "1"}},
+                {"type": "blob-container", "name": f"c-{tag}", "metadata": {"n": "1"}},
+                {"type": "table", "name": f"T{tag.replace('-', '')}"}]}
+
+
+def runner_baseline(settings: dict, samples: int) -> float:
+    import os
+
+    os.environ.update(settings)
+    target = ProvisioningTarget.model_validate(json.loads(settings["RuntimeCloud__Targets"])[0])
+    runner = EmbeddedRunner()
+    durations = []
+    for index in range(samples):
+        spec = EnvironmentSpecification.model_validate(specification(f"base-{index}", uuid.uuid4().hex[:10]))
+        started = time.perf_counter()
+        plan = runner.plan(spec, target)
+        runner.apply(spec, target, plan, MemoryJournal(), {})
+        durations.append(time.perf_counter() - started)
+    return statistics.median(durations)
+
+
+def main(promotions: int, environments: int) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        azurite = Azurite(root / "azurite").start()
+        settings = provisioning_settings(azurite, root / "auth")
+        host = HostProcess(REPO, settings, root / "host.log").start()
+        try:
+            baseline = runner_baseline(settings, samples=5)
+            token = mint_token(root / "auth", tenant="bench", scopes=["factory.runtime.read"])
+            queue = QueueClient.from_connection_string(azurite.connection_string(), "promotions")
+            names = [f"env-{n}-{uuid.uuid4().hex[:6]}" for n in range(environments)]
+            started = time.perf_counter()
+            for index in range(promotions):
+                environment = names[index % environments]
+                message = {"promotion_id": f"p-{index}-{uuid.uuid4().hex[:6]}", "tenant": "bench",
+                           "environment": environment, "requested_by": "bench",
+                           "specification": specification(environment, uuid.uuid4().hex[:10])}
+                queue.send_message(base64.b64encode(json.dumps(message).encode()).decode())
+
+            def ended() -> list[dict] | None:
+                runs = host.request("GET", "runtime-cloud/runs", token=token).json()["runs"]
+                return runs if len(runs) == promotions and all(r["state"] in FINAL for r in runs) else None
+
+            runs = wait_until(ended, timeout=600, interval=1.0, message="every run to end")
+            wall = time.perf_counter() - started
+        finally:
+            host.stop()
+            azurite.stop()
+    durations = [(datetime.fromisoformat(r["timeline"][-1]["at"]) - datetime.fromisoformat(r["created_at"]))
+                 .total_seconds() for r in runs if r["state"] == "applied"]
+    by_state: dict[str, int] = {}
+    for run in runs:
+        by_state[run["state"]] = by_state.get(run["state"], 0) + 1
+    per_run = statistics.median(durations)
+    phases: dict[str, list[float]] = {}
+    for run in (r for r in runs if r["state"] == "applied"):
+        moments = [(entry["state"], datetime.fromisoformat(entry["at"])) for entry in run["timeline"]]
+        for (state, at), (_, next_at) in zip(moments, moments[1:]):
+            phases.setdefault(state, []).append((next_at - at).total_seconds())
+    print(f"promotions {promotions} across {environments} environments: {by_state}")
+    print(f"baseline  runner plan+apply in process       median {baseline * 1000:8.1f} ms  (1.00x)")
+    print(f"host      queued -> applied per applied run  median {per_run * 1000:8.1f} ms  ({per_run / baseline:.1f}x)")
+    print("time in each state (median): " + ", ".join(
+        f"{state} {statistics.median(values) * 1000:.0f} ms" for state, values in phases.items()))
+    print(f"throughput {len(runs) / wall * 60:.1f} runs/minute ended ({wall:.1f} s wall for all)")
+
+
+if __name__ == "__main__":
+    arguments = [int(a) for a in sys.argv[1:3]]
+    main(*(arguments + [24, 6][len(arguments):]))
