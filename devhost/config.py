@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 
 def parse_timespan(value: str | int | float | None, default: float) -> float:
@@ -42,7 +42,7 @@ class HostJson:
     @classmethod
     def load(cls, app_dir: Path) -> HostJson:
         path = app_dir / "host.json"
-        document = json.loads(path.read_text()) if path.exists() else {}
+        document = apply_host_overrides(json.loads(path.read_text()) if path.exists() else {}, os.environ)
         extensions = document.get("extensions", {})
         queues = extensions.get("queues", {})
         return cls(
@@ -57,6 +57,24 @@ class HostJson:
             durable_task=extensions.get("durableTask", {}),
             function_timeout=parse_timespan(document.get("functionTimeout"), 300.0),
         )
+
+
+HOST_OVERRIDE_PREFIX = "AzureFunctionsJobHost__"
+
+
+def apply_host_overrides(document: dict[str, Any], environment: Mapping[str, str]) -> dict[str, Any]:
+    """App settings ``AzureFunctionsJobHost__a__b`` override host.json's ``a.b``, as in Azure."""
+    for name, value in environment.items():
+        if not name.startswith(HOST_OVERRIDE_PREFIX):
+            continue
+        *parents, leaf = name[len(HOST_OVERRIDE_PREFIX):].split("__")
+        node = document
+        for part in parents:
+            key = next((k for k in node if k.lower() == part.lower()), part)
+            node = node.setdefault(key, {})
+        key = next((k for k in node if k.lower() == leaf.lower()), leaf)
+        node[key] = value
+    return document
 
 
 def apply_local_settings(app_dir: Path) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from devhost.durable import DurableExtension
 from devhost.host import HostExtension
 
 
 def default_extensions() -> list[HostExtension]:
-    return []
+    return [DurableExtension()]

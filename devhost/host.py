@@ -67,6 +67,7 @@ class LocalHost:
 
     async def start(self) -> None:
         apply_local_settings(self.app_dir)
+        self.host_json = HostJson.load(self.app_dir)  # again: app settings may override host.json
         _prepare_local_issuer()
         try:
             self.catalog = load_catalog(self.app_dir)

@@ -67,7 +67,11 @@ class HttpFrontDoor:
         for route, handler in self._extra:
             params = route.match(path)
             if params is not None and (not route.methods or request.method in route.methods):
-                return await handler(request, params)
+                try:
+                    return await handler(request, params)
+                except Exception:
+                    log.exception("host endpoint %s failed", path)
+                    return problem(500, "Internal Server Error", "the host endpoint failed; see the host log")
         matches = [(route, params) for route in self._routes if (params := route.match(path)) is not None]
         if not matches:
             return problem(404, "Not Found", f"no function answers {path}")

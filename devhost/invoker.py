@@ -62,7 +62,8 @@ class Invoker:
             if binding is not function.trigger and kind in self._providers:
                 kwargs[binding["name"]] = self._providers[kind](binding, function)
         user_function = function.user_function
-        if "context" in inspect.signature(user_function).parameters:
+        binding_names = {binding.get("name") for binding in function.bindings}
+        if "context" in inspect.signature(user_function).parameters and "context" not in binding_names:
             kwargs["context"] = InvocationContext(function.name)
         if inspect.iscoroutinefunction(user_function):
             return await user_function(**kwargs)

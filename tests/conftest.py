@@ -55,6 +55,8 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         "RuntimeCloud__ConfigPlatform__Url": "",
         "RuntimeCloud__Health__ProbeTimeoutSeconds": "2",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
+        # Each host its own Durable task hub, so hosts sharing the test Azurite do not share work.
+        "AzureFunctionsJobHost__extensions__durableTask__hubName": f"Test{uuid.uuid4().hex[:12]}",
     }
     settings.update(overrides)
     return settings

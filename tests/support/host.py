@@ -22,6 +22,7 @@ class HostProcess:
         self.port = port or free_port()
         self.log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
+        self._log_start = 0
 
     @property
     def base_url(self) -> str:
@@ -32,6 +33,7 @@ class HostProcess:
 
     def start(self, timeout: float = 60.0) -> HostProcess:
         env = {**os.environ, **self.env, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")
         self._process = subprocess.Popen(
             [sys.executable, "-m", "devhost", "start", "--app-dir", str(self.app_dir), "--port", str(self.port)],
@@ -41,7 +43,7 @@ class HostProcess:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(f"host exited with {self._process.returncode}:\n{self.log()}")
-            if "Host started" in self.log():
+            if "Host started" in self.log()[self._log_start:]:
                 return self
             time.sleep(0.1)
         raise TimeoutError(f"host did not start in {timeout} s:\n{self.log()}")

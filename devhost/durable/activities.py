@@ -1,0 +1,124 @@
+"""Runs activity work items through the app's activity triggers.
+
+An activity is called the way the Python worker calls it: its input decoded
+by the SDK's ``ActivityTriggerConverter``, its return value encoded by the
+same converter, any input bindings supplied by the host's invoker. At most
+``maxConcurrentActivityFunctions`` run at once. The work item stays invisible
+while its activity runs and is deleted only after the result (or failure)
+has been sent to the instance, so a host killed mid-activity runs it again
+(at least once). An activity that keeps killing the host is, after
+``MAX_DEQUEUE`` attempts, reported to its orchestration as failed instead of
+being retried forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from azure.functions import meta
+from azure.functions.durable_functions import ActivityTriggerConverter
+from azure.storage.queue import QueueMessage
+
+from devhost.durable import history as h
+from devhost.durable.functions import DurableFunctions
+from devhost.durable.polling import QueuePoller
+from devhost.durable.queues import ControlMessage, HeldMessage, TaskHubQueues, WorkItem
+from devhost.durable.settings import DurableSettings
+from devhost.invoker import Invoker
+
+log = logging.getLogger("devhost.durable")
+
+MAX_DEQUEUE = 20
+
+
+class ActivityFailure(Exception):
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+
+
+class ActivityDispatcher:
+    def __init__(self, settings: DurableSettings, queues: TaskHubQueues, functions: DurableFunctions,
+                 invoker: Invoker) -> None:
+        self._settings = settings
+        self._queues = queues
+        self._functions = functions
+        self._invoker = invoker
+        self._running: set[asyncio.Task[None]] = set()
+        self._room_changed = asyncio.Event()
+
+    async def run(self) -> None:
+        poller = QueuePoller(self._queues.workitems, self._queues.work_wake, self._settings.work_item_visibility,
+                             self._settings.max_polling_interval, self._room, self._wait_for_room)
+        try:
+            await poller.run(self._received)
+        finally:
+            for task in self._running:
+                task.cancel()
+
+    def _room(self) -> int:
+        return max(0, self._settings.max_concurrent_activities - len(self._running))
+
+    async def _wait_for_room(self) -> None:
+        while self._room() == 0:
+            self._room_changed.clear()
+            await self._room_changed.wait()
+
+    async def _received(self, message: QueueMessage) -> None:
+        try:
+            body = await self._queues.decode(message)
+            item = WorkItem.from_json(body)
+        except (ValueError, KeyError) as error:
+            await self._queues.to_poison(self._queues.workitems, message, str(error))
+            return
+        held = HeldMessage(self._queues.workitems, message, self._settings.work_item_visibility, body)
+        task = asyncio.create_task(self._handle(item, held), name=f"activity {item.name}")
+        self._running.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._room_changed.set()
+
+    async def _handle(self, item: WorkItem, held: HeldMessage) -> None:
+        try:
+            if held.dequeue_count > MAX_DEQUEUE:
+                raise ActivityFailure("AbandonedException", f"the work item was picked up {held.dequeue_count} "
+                                      "times without finishing (did the activity crash the host?)")
+            result = await self._run(item)
+            event = h.task_completed(h.now(), item.task_id, result)
+        except ActivityFailure as failure:
+            event = h.task_failed(h.now(), item.task_id,
+                                  f"Activity function '{item.name}' failed: {failure.error_type}: {failure.message}",
+                                  f"{failure.error_type}: {failure.message}", failure.error_type)
+        try:
+            await self._queues.send_control(ControlMessage(item.instance_id, item.execution_id, event))
+        except Exception:
+            log.exception("could not report activity %s of %s; it will run again", item.name, item.instance_id)
+            await held.release(1.0)
+            return
+        await held.delete()
+
+    async def _run(self, item: WorkItem) -> str:
+        function = self._functions.activity(item.name)
+        if function is None:
+            raise ActivityFailure("FunctionNotFoundException",
+                                  f"the activity function '{item.name}' does not exist in this app")
+        value = ActivityTriggerConverter.decode(meta.Datum(type="json", value=item.input or "null"),
+                                                trigger_metadata=None)
+        try:
+            returned = await asyncio.wait_for(self._invoker.invoke(function, value),
+                                              timeout=self._settings.function_timeout)
+        except asyncio.TimeoutError:
+            raise ActivityFailure("FunctionTimeoutException",
+                                  f"timed out after {self._settings.function_timeout:g} s (functionTimeout)") from None
+        except Exception as error:
+            log.warning("activity %s of %s raised %s: %s", item.name, item.instance_id, type(error).__name__, error,
+                        exc_info=log.isEnabledFor(logging.DEBUG))
+            raise ActivityFailure(type(error).__name__, str(error)) from error
+        try:
+            return str(ActivityTriggerConverter.encode(returned, expected_type=None).value)
+        except ValueError as error:
+            raise ActivityFailure("SerializationException", str(error)) from error

@@ -1,0 +1,71 @@
+"""The ``durableClient`` input binding: the JSON the SDK builds ``DurableOrchestrationClient`` from.
+
+In Azure the binding carries the task hub, the public webhook URLs that
+``create_check_status_response`` hands to callers, and an RPC base URL on
+which the Python SDK calls the extension (a second, local-only port there).
+Here both point at this host's management API under
+``/runtime/webhooks/durabletask/``: the RPC paths the SDK uses are the
+webhook paths, so one set of endpoints answers both and the host claims no
+route prefix an app might use.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from devhost.catalog import FunctionInfo
+
+WEBHOOK_PREFIX = "runtime/webhooks/durabletask"
+INSTANCE_PLACEHOLDER = "INSTANCEID"
+
+
+class ClientBinding:
+    def __init__(self, base_url: str, hub_name: str) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._hub_name = hub_name
+
+    def provide(self, binding: dict[str, Any], function: FunctionInfo) -> str:
+        """The binding's value for one invocation (the invoker calls this per call)."""
+        return json.dumps(self.document(str(binding.get("taskHub") or self._hub_name)))
+
+    def document(self, hub: str) -> dict[str, Any]:
+        webhooks = f"{self._base_url}/{WEBHOOK_PREFIX}"
+        query = f"taskHub={quote(hub)}&connection=Storage"
+        instance = f"{webhooks}/instances/{INSTANCE_PLACEHOLDER}"
+        return {
+            "taskHubName": hub,
+            "creationUrls": {
+                "createNewInstancePostUri": f"{webhooks}/orchestrators/{{functionName}}[/{{instanceId}}]?{query}",
+                "createAndWaitOnNewInstancePostUri":
+                    f"{webhooks}/orchestrators/{{functionName}}[/{{instanceId}}]?timeout={{timeoutInSeconds}}"
+                    f"&pollingInterval={{intervalInSeconds}}&{query}",
+            },
+            "managementUrls": {
+                "id": INSTANCE_PLACEHOLDER,
+                "statusQueryGetUri": f"{instance}?{query}",
+                "sendEventPostUri": f"{instance}/raiseEvent/{{eventName}}?{query}",
+                "terminatePostUri": f"{instance}/terminate?reason={{text}}&{query}",
+                "rewindPostUri": f"{instance}/rewind?reason={{text}}&{query}",
+                "purgeHistoryDeleteUri": f"{instance}?{query}",
+                "restartPostUri": f"{instance}/restart?{query}",
+                "suspendPostUri": f"{instance}/suspend?reason={{text}}&{query}",
+                "resumePostUri": f"{instance}/resume?reason={{text}}&{query}",
+            },
+            "baseUrl": webhooks,
+            "requiredQueryStringParameters": query,
+            "rpcBaseUrl": f"{webhooks}/",
+            "httpBaseUrl": "",
+        }
+
+    def management_payload(self, instance_id: str, origin: str | None = None) -> dict[str, str]:
+        """The check-status payload for an instance (what the start API answers with)."""
+        urls = dict(self.document(self._hub_name)["managementUrls"])
+        encoded = quote(instance_id, safe="")
+        payload = {}
+        for key, url in urls.items():
+            if origin:
+                url = url.replace(self._base_url, origin.rstrip("/"), 1)
+            payload[key] = url.replace(INSTANCE_PLACEHOLDER, encoded) if key != "id" else instance_id
+        return payload

@@ -1,0 +1,101 @@
+"""The Durable engine as a host extension: orchestration and activity triggers, the client binding.
+
+``attach`` wires the engine into the host before it listens: the
+``durableClient`` binding provider and the management API routes. ``run``
+(supervised by the host, so restarted if the store goes away) creates the task
+hub's storage, takes the hub's lease, and runs the orchestration and activity
+dispatchers until the host stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from devhost.catalog import FunctionCatalog
+from devhost.durable.activities import ActivityDispatcher
+from devhost.durable.client_binding import ClientBinding
+from devhost.durable.functions import DurableFunctions
+from devhost.durable.hub_lease import HubLease
+from devhost.durable.management_api import ManagementApi
+from devhost.durable.orchestrations import OrchestrationDispatcher
+from devhost.durable.settings import DurableSettings, DurableSettingsError
+from devhost.durable.task_hub import TaskHub
+
+if TYPE_CHECKING:
+    from devhost.host import LocalHost
+
+log = logging.getLogger("devhost.durable")
+
+
+class DurableExtension:
+    trigger_types = frozenset({"orchestrationtrigger", "activitytrigger"})
+
+    def __init__(self) -> None:
+        self._host: LocalHost | None = None
+        self._hub: TaskHub | None = None
+        self._functions: DurableFunctions | None = None
+        self._orchestrations: OrchestrationDispatcher | None = None
+
+    def attach(self, host: LocalHost) -> None:
+        from devhost.host import StartupError
+
+        assert host.catalog is not None and host.front_door is not None
+        if not _uses_durable(host.catalog):
+            return  # nothing Durable in this app: no task hub, no storage needed
+        try:
+            settings = DurableSettings.from_host_json(host.host_json.durable_task, host.host_json.function_timeout)
+            self._hub = TaskHub(settings)
+        except (DurableSettingsError, KeyError) as error:
+            raise StartupError(str(error).strip("'\"")) from error
+        self._host = host
+        self._functions = DurableFunctions(host.catalog)
+        binding = ClientBinding(_reachable(host.bind, host.port), settings.hub_name)
+        host.invoker.add_provider("durableClient", binding.provide)
+        for template, methods, handler in ManagementApi(self._hub, self._functions, binding).routes():
+            host.front_door.add_host_route(template, methods, handler)
+
+    async def run(self) -> None:
+        if self._hub is None or self._functions is None or self._host is None or not self._functions.any:
+            return  # no orchestrations or activities here: nothing to run (a client binding still works)
+        await self._hub.ready()
+        lease = HubLease(self._hub.lease_container())
+        await lease.acquire()
+        settings = self._hub.settings
+        log.info("Durable task hub %s: up to %d orchestrations and %d activities at once",
+                 settings.hub_name, settings.max_concurrent_orchestrators, settings.max_concurrent_activities)
+        self._orchestrations = OrchestrationDispatcher(settings, self._hub.store, self._hub.queues, self._functions)
+        activities = ActivityDispatcher(settings, self._hub.queues, self._functions, self._host.invoker)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(lease.keep())
+                group.create_task(self._orchestrations.run())
+                group.create_task(activities.run())
+        finally:
+            self._orchestrations.shutdown()
+            await asyncio.shield(lease.release())
+
+    async def stop(self) -> None:
+        if self._hub is not None:
+            await self._hub.close()
+        await _close_client_session()
+
+
+async def _close_client_session() -> None:
+    """The SDK's client keeps one HTTP session per process for its calls to the host; close it with the host."""
+    try:
+        from azure.durable_functions.models.utils import http_utils
+        await http_utils._close_session()
+    except (ImportError, AttributeError):  # another SDK version: nothing to close, or its own way
+        pass
+
+
+def _uses_durable(catalog: FunctionCatalog) -> bool:
+    kinds = {"orchestrationtrigger", "activitytrigger", "durableclient"}
+    return any(binding["type"].lower() in kinds for function in catalog for binding in function.bindings)
+
+
+def _reachable(bind: str, port: int) -> str:
+    host = "127.0.0.1" if bind in ("", "0.0.0.0", "::") else bind
+    return f"http://{host}:{port}"

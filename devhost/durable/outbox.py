@@ -1,0 +1,83 @@
+"""The messages that committed history implies, derived from the history itself.
+
+Because they are derived rather than stored, sending them again after a crash
+needs nothing but the history: a ``TaskScheduled`` without a result means a
+work item, a ``TimerCreated`` without ``TimerFired`` a timer message, a
+``SubOrchestrationInstanceCreated`` without a result the child's start, and an
+``ExecutionCompleted`` of a sub-orchestration the parent's notice. Receivers
+deduplicate, so a repeat is harmless (an activity may run again: at least
+once, as in Azure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Awaitable
+
+from devhost.durable import history as h
+from devhost.durable.episode import child_execution_id
+from devhost.durable.history import EventType, Record
+from devhost.durable.instances import InstanceState, ParentRef, RuntimeStatus
+from devhost.durable.queues import ControlMessage, TaskHubQueues, WorkItem
+
+
+class Outbox:
+    def __init__(self, queues: TaskHubQueues) -> None:
+        self._queues = queues
+
+    async def send(self, state: InstanceState, records: list[Record], start: int) -> None:
+        completed = {c for r in records if (c := r.completes()) is not None}
+        sends: list[Awaitable[None]] = []
+        for record in records[start:]:
+            if record.type in h.SCHEDULING and record.event_id in completed:
+                continue
+            if record.type == EventType.TASK_SCHEDULED:
+                sends.append(self._queues.send_work_item(WorkItem(
+                    state.instance_id, state.execution_id, record.event_id, str(record.event["Name"]),
+                    record.event.get("Input"))))
+            elif record.type == EventType.TIMER_CREATED:
+                sends.append(self._timer(state, record))
+            elif record.type == EventType.SUB_ORCHESTRATION_INSTANCE_CREATED:
+                sends.append(self._start_child(state, record))
+            elif record.type == EventType.EXECUTION_COMPLETED and state.parent is not None:
+                sends.append(self._notify_parent(state, state.parent))
+        await asyncio.gather(*sends)
+
+    async def refuse_child(self, parent: ParentRef, child_id: str) -> None:
+        reason = f"an orchestration instance with ID '{child_id}' is already running"
+        await self._queues.send_control(ControlMessage(
+            parent.instance_id, parent.execution_id,
+            h.sub_orchestration_failed(h.now(), parent.task_id, reason, "InvalidOperationException: " + reason)))
+
+    async def _timer(self, state: InstanceState, record: Record) -> None:
+        fire_at = str(record.event["FireAt"])
+        delay = (h.parse_timestamp(fire_at) - h.now()).total_seconds()
+        message = ControlMessage(state.instance_id, state.execution_id,
+                                 h.timer_fired(h.parse_timestamp(fire_at), record.event_id, fire_at))
+        await self._queues.send_control(message, delay=max(0.0, delay))
+
+    async def _start_child(self, state: InstanceState, record: Record) -> None:
+        child_id = str(record.event["InstanceId"])
+        execution_id = child_execution_id(state.execution_id, record.event_id)
+        parent = ParentRef(state.instance_id, state.execution_id, record.event_id, state.name)
+        event = h.execution_started(h.now(), child_id, execution_id, str(record.event["Name"]),
+                                    record.event.get("Input"), parent.to_event())
+        await self._queues.send_control(ControlMessage(child_id, execution_id, event))
+
+    async def _notify_parent(self, state: InstanceState, parent: ParentRef) -> None:
+        at = h.now()
+        if state.status == RuntimeStatus.COMPLETED:
+            event = h.sub_orchestration_completed(at, parent.task_id, state.output)
+        else:
+            failure = state.failure or {}
+            if state.status == RuntimeStatus.TERMINATED:
+                reason = f"sub-orchestration '{state.name}' ({state.instance_id}) was terminated: " \
+                         f"{json.loads(state.output or 'null')}"
+                details = "TerminatedException"
+            else:
+                reason = (f"sub-orchestration '{state.name}' ({state.instance_id}) failed: "
+                          f"{failure.get('ErrorType', 'Exception')}: {failure.get('ErrorMessage', '')}")
+                details = failure.get("ErrorType", "Exception")
+            event = h.sub_orchestration_failed(at, parent.task_id, reason, details)
+        await self._queues.send_control(ControlMessage(parent.instance_id, parent.execution_id, event))

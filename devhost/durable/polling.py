@@ -1,0 +1,62 @@
+"""Receiving from a queue: at once when the host itself sent something, with back-off otherwise.
+
+The engine sends most messages itself (work items, results, timers), so it
+wakes its own pollers instead of waiting for the next poll; polling with
+back-off up to ``maxQueuePollingInterval`` only picks up messages written by
+other processes and messages that became visible (due timers, messages a
+crashed host was holding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import Awaitable, Callable
+
+from azure.core.exceptions import AzureError
+from azure.storage.queue import QueueMessage
+from azure.storage.queue.aio import QueueClient
+
+log = logging.getLogger("devhost.durable")
+
+MIN_INTERVAL = 0.05
+
+
+class QueuePoller:
+    def __init__(self, queue: QueueClient, wake: asyncio.Event, visibility: float, max_interval: float,
+                 room: Callable[[], int], has_room: Callable[[], Awaitable[None]]) -> None:
+        self._queue = queue
+        self._wake = wake
+        self._visibility = visibility
+        self._max_interval = max(MIN_INTERVAL, max_interval)
+        self._room = room
+        self._has_room = has_room
+
+    async def run(self, handle: Callable[[QueueMessage], Awaitable[None]]) -> None:
+        interval = MIN_INTERVAL
+        while True:
+            await self._has_room()
+            self._wake.clear()
+            received = await self._receive(min(32, self._room()))
+            for message in received:
+                await handle(message)
+            if received:
+                interval = MIN_INTERVAL
+                continue
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=interval * random.uniform(0.8, 1.0))
+                interval = MIN_INTERVAL
+            except asyncio.TimeoutError:
+                interval = min(self._max_interval, interval * 2)
+
+    async def _receive(self, count: int) -> list[QueueMessage]:
+        if count <= 0:
+            return []
+        try:
+            pager = self._queue.receive_messages(max_messages=count, visibility_timeout=int(self._visibility))
+            return [message async for message in pager]
+        except AzureError as error:  # the store may be down: say so, keep polling
+            log.warning("polling %s failed: %s", self._queue.queue_name, str(error).splitlines()[0])
+            await asyncio.sleep(1.0)
+            return []

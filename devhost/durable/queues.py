@@ -1,0 +1,208 @@
+"""The task hub's queues: control queues for instances, one work-item queue for activities.
+
+As in the Azure Storage provider: ``<hub>-control-NN`` carry the messages for
+orchestration instances (an instance always maps to the same partition, so
+its messages are handled in one place), ``<hub>-workitems`` carries activity
+work items, and a durable timer is a message on the instance's control queue
+that stays invisible until the timer is due. A message the host receives
+stays invisible while it is being handled and is deleted only after its
+effects are recorded, so a host killed at any point leaves it to be handled
+again (at least once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError
+from azure.storage.queue import QueueMessage
+from azure.storage.queue.aio import QueueClient
+
+from devhost.durable.payloads import INLINE_LIMIT, PayloadStore
+
+log = logging.getLogger("devhost.durable")
+
+MAX_DELAY_SECONDS = 7 * 24 * 3600 - 60  # queue visibility limit (7 days), with a margin
+
+
+@dataclass
+class ControlMessage:
+    """A history event for an instance (the Durable Task Framework's ``TaskMessage``).
+
+    ``execution_id`` is the execution the event belongs to (a task result, a
+    timer); ``None`` means whichever execution is current (an external event,
+    terminate, suspend, resume).
+    """
+
+    instance_id: str
+    execution_id: str | None
+    event: dict[str, Any]
+    message_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "control", "instance": self.instance_id, "execution": self.execution_id,
+                "event": self.event, "id": self.message_id}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ControlMessage:
+        return cls(str(data["instance"]), data.get("execution"), dict(data["event"]), str(data["id"]))
+
+
+@dataclass
+class WorkItem:
+    """An activity to run, and where its result goes."""
+
+    instance_id: str
+    execution_id: str
+    task_id: int
+    name: str
+    input: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "activity", "instance": self.instance_id, "execution": self.execution_id,
+                "task": self.task_id, "name": self.name, "input": self.input}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WorkItem:
+        return cls(str(data["instance"]), str(data["execution"]), int(data["task"]), str(data["name"]),
+                   data.get("input"))
+
+
+class TaskHubQueues:
+    def __init__(self, connection_string: str, prefix: str, partitions: int, payloads: PayloadStore) -> None:
+        self.partitions = partitions
+        self._payloads = payloads
+        self.control = [QueueClient.from_connection_string(connection_string, f"{prefix}-control-{p:02d}")
+                        for p in range(partitions)]
+        self.workitems = QueueClient.from_connection_string(connection_string, f"{prefix}-workitems")
+        self._connection_string = connection_string
+        self.control_wake = [asyncio.Event() for _ in range(partitions)]
+        self.work_wake = asyncio.Event()
+        self._poison: dict[str, QueueClient] = {}
+
+    async def ensure(self) -> None:
+        for queue in [*self.control, self.workitems]:
+            await _ensure(queue)
+
+    async def close(self) -> None:
+        for queue in [*self.control, self.workitems, *self._poison.values()]:
+            await queue.close()
+
+    def partition_of(self, instance_id: str) -> int:
+        return zlib.crc32(instance_id.encode("utf-8")) % self.partitions
+
+    async def send_control(self, message: ControlMessage, delay: float = 0.0) -> None:
+        partition = self.partition_of(message.instance_id)
+        await self._send(self.control[partition], message.to_json(), message.instance_id, delay)
+        self._wake(self.control_wake[partition], delay)
+
+    async def send_work_item(self, item: WorkItem) -> None:
+        await self._send(self.workitems, item.to_json(), item.instance_id, 0.0)
+        self.work_wake.set()
+
+    async def decode(self, message: QueueMessage) -> dict[str, Any]:
+        """The message body; raises ``ValueError`` for a message that is not the engine's."""
+        try:
+            body = json.loads(message.content)
+        except (TypeError, json.JSONDecodeError) as error:
+            raise ValueError("not JSON") from error
+        if not isinstance(body, dict):
+            raise ValueError("not a JSON object")
+        if "blob" in body:
+            body = json.loads(await self._payloads.get(str(body["blob"])))
+        if body.get("kind") not in ("control", "activity"):
+            raise ValueError("not a Durable engine message")
+        return body
+
+    async def to_poison(self, queue: QueueClient, message: QueueMessage, reason: str) -> None:
+        """Keep a message the engine cannot read, with the reason, in ``<queue>-poison``."""
+        name = f"{queue.queue_name}-poison"
+        if name not in self._poison:
+            self._poison[name] = QueueClient.from_connection_string(self._connection_string, name)
+            await _ensure(self._poison[name])
+        log.error("message %s on %s cannot be handled (%s); moved to %s", message.id, queue.queue_name, reason, name)
+        await self._poison[name].send_message(message.content, time_to_live=-1)
+        await queue.delete_message(message.id, message.pop_receipt)
+
+    async def _send(self, queue: QueueClient, body: dict[str, Any], instance_id: str, delay: float) -> None:
+        text = json.dumps(body)
+        if len(text) > INLINE_LIMIT:
+            text = json.dumps({"blob": await self._payloads.put(instance_id, "message", text)})
+        # Whole seconds only: a timer message shows up to a second early and is held until due.
+        visibility = min(MAX_DELAY_SECONDS, math.floor(delay)) if delay >= 1 else None
+        await queue.send_message(text, visibility_timeout=visibility, time_to_live=-1)
+
+    @staticmethod
+    def _wake(event: asyncio.Event, delay: float) -> None:
+        if delay <= 0:
+            event.set()
+        elif delay <= MAX_DELAY_SECONDS:
+            asyncio.get_running_loop().call_later(math.floor(delay) + 0.05, event.set)
+
+
+class HeldMessage:
+    """A received message kept invisible until it is deleted or let go."""
+
+    def __init__(self, queue: QueueClient, message: QueueMessage, visibility: float, body: dict[str, Any]) -> None:
+        self.queue = queue
+        self.message = message
+        self.body = body
+        self._visibility = visibility
+        self._receipt = message.pop_receipt
+        self._renewer = asyncio.create_task(self._keep_invisible())
+
+    @property
+    def dequeue_count(self) -> int:
+        return int(self.message.dequeue_count or 1)
+
+    async def _keep_invisible(self) -> None:
+        while True:
+            await asyncio.sleep(self._visibility / 3)
+            try:
+                receipt = await self.queue.update_message(self.message.id, self._receipt,
+                                                          visibility_timeout=math.ceil(self._visibility))
+            except HttpResponseError as error:
+                if error.status_code in (400, 404):
+                    return  # deleted meanwhile, or the receipt is stale: nothing left to hold
+                log.warning("could not renew message %s: %s", self.message.id, error.reason)
+                continue
+            except AzureError as error:  # the store is unreachable; try again at the next beat
+                log.warning("could not renew message %s: %s", self.message.id, error)
+                continue
+            except Exception as error:  # the host is stopping (its clients are closed): let the message go
+                log.debug("stopped renewing message %s: %s", self.message.id, error)
+                return
+            self._receipt = receipt.pop_receipt
+
+    async def _stop(self) -> None:
+        self._renewer.cancel()
+        await asyncio.gather(self._renewer, return_exceptions=True)
+
+    async def delete(self) -> None:
+        await self._stop()
+        try:
+            await self.queue.delete_message(self.message.id, self._receipt)
+        except HttpResponseError as error:  # gone, or our receipt went stale: it comes back, and is deduped
+            log.debug("message %s could not be deleted: %s", self.message.id, error.reason)
+
+    async def release(self, delay: float = 0.0) -> None:
+        """Let the message be received again after ``delay`` seconds."""
+        await self._stop()
+        try:
+            await self.queue.update_message(self.message.id, self._receipt, visibility_timeout=math.ceil(delay))
+        except HttpResponseError:
+            pass  # it becomes visible again when its current lease runs out
+
+
+async def _ensure(queue: QueueClient) -> None:
+    try:
+        await queue.create_queue()
+    except ResourceExistsError:
+        pass

@@ -1,0 +1,108 @@
+"""host.json ``extensions.durableTask`` as the local engine reads it."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from devhost.config import parse_timespan, resolve_app_setting_references
+
+_HUB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{2,44}")
+
+
+class DurableSettingsError(ValueError):
+    """host.json asks for something the engine cannot do; the host stops and says what."""
+
+
+@dataclass(frozen=True)
+class DurableSettings:
+    """The task hub's settings.
+
+    Defaults (Azure's, unless noted):
+
+    - ``hub_name``: ``hubName``, default ``TestHubName``; ``%Setting%`` references
+      are resolved from app settings, as in Azure.
+    - ``max_concurrent_activities``: ``maxConcurrentActivityFunctions``, default
+      10 per processor.
+    - ``max_concurrent_orchestrators``: ``maxConcurrentOrchestratorFunctions``,
+      default 10 per processor.
+    - ``partition_count``: ``storageProvider.partitionCount``, default 4 control queues.
+    - ``control_queue_batch_size``: ``storageProvider.controlQueueBatchSize``, default 32.
+    - ``control_visibility`` / ``work_item_visibility``: how long a message that
+      a crashed host was holding stays invisible
+      (``storageProvider.controlQueueVisibilityTimeout`` /
+      ``workItemQueueVisibilityTimeout``); default 30 s locally (Azure: 5 min),
+      so that a restarted local host resumes quickly.
+    - ``max_polling_interval``: ``storageProvider.maxQueuePollingInterval``;
+      default 2 s locally (Azure: 30 s). Messages the host sends itself wake its
+      pollers at once; polling only matters for other writers.
+    - ``connection_setting``: ``storageProvider.connectionStringName`` (or
+      ``connectionName``), default ``AzureWebJobsStorage``.
+    - ``function_timeout``: host.json ``functionTimeout``, for each activity call
+      and each orchestrator episode (a run past it fails the task or instance).
+    """
+
+    hub_name: str = "TestHubName"
+    max_concurrent_activities: int = 10
+    max_concurrent_orchestrators: int = 10
+    partition_count: int = 4
+    control_queue_batch_size: int = 32
+    control_visibility: float = 30.0
+    work_item_visibility: float = 30.0
+    max_polling_interval: float = 2.0
+    connection_setting: str = "AzureWebJobsStorage"
+    function_timeout: float = 300.0
+
+    @classmethod
+    def from_host_json(cls, durable_task: dict[str, Any], function_timeout: float = 300.0) -> DurableSettings:
+        provider = durable_task.get("storageProvider") or {}
+        cores = os.cpu_count() or 1
+        settings = cls(
+            hub_name=_hub_name(durable_task.get("hubName")),
+            max_concurrent_activities=_positive(durable_task, "maxConcurrentActivityFunctions", 10 * cores),
+            max_concurrent_orchestrators=_positive(durable_task, "maxConcurrentOrchestratorFunctions", 10 * cores),
+            partition_count=_positive(provider, "partitionCount", 4),
+            control_queue_batch_size=min(32, _positive(provider, "controlQueueBatchSize", 32)),
+            control_visibility=parse_timespan(provider.get("controlQueueVisibilityTimeout"), 30.0),
+            work_item_visibility=parse_timespan(provider.get("workItemQueueVisibilityTimeout"), 30.0),
+            max_polling_interval=parse_timespan(provider.get("maxQueuePollingInterval"), 2.0),
+            connection_setting=str(provider.get("connectionStringName") or provider.get("connectionName")
+                                   or "AzureWebJobsStorage"),
+            function_timeout=function_timeout,
+        )
+        if settings.partition_count > 16:
+            raise DurableSettingsError("storageProvider.partitionCount can be at most 16")
+        if settings.control_visibility < 3 or settings.work_item_visibility < 3:
+            raise DurableSettingsError("queue visibility timeouts must be at least 00:00:03")
+        return settings
+
+    @property
+    def queue_prefix(self) -> str:
+        return self.hub_name.lower()
+
+    def connection_string(self) -> str:
+        value = os.environ.get(self.connection_setting)
+        if not value:
+            raise DurableSettingsError(f"the Durable task hub's connection setting {self.connection_setting} is not set")
+        return value
+
+
+def _hub_name(value: Any) -> str:
+    name = resolve_app_setting_references(str(value)) if value else "TestHubName"
+    if not _HUB_NAME.fullmatch(name):
+        raise DurableSettingsError(
+            f"durableTask.hubName {name!r} is not valid: 3 to 45 letters and digits, starting with a letter")
+    return name
+
+
+def _positive(section: dict[str, Any], key: str, default: int) -> int:
+    value = section.get(key, default)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise DurableSettingsError(f"durableTask.{key} must be a whole number, not {value!r}") from None
+    if number < 1:
+        raise DurableSettingsError(f"durableTask.{key} must be at least 1")
+    return number

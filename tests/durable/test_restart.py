@@ -1,0 +1,81 @@
+"""A local host killed with SIGKILL mid-orchestration, then started again, finishes the work.
+
+The orchestration runs three waves of slow activities with a durable timer
+pending alongside the second. The host is killed while the timer is pending
+and activities are in flight, and again in the third wave; each new host
+resumes the instance from its history in Azurite.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from azure.storage.queue import QueueServiceClient
+
+from tests.conftest import app_settings
+from tests.durable.conftest import DURABLE_APP
+from tests.durable.support import DurableApp, events, new_hub, settings_for
+from tests.support.azurite import Azurite
+from tests.support.host import HostProcess
+
+WAVES = [list(range(0, 12)), list(range(12, 28)), list(range(28, 40))]
+
+
+class Hosts:
+    """Local hosts of one task hub, each with a log of its own; all stopped when the test ends."""
+
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self._env = env
+        self._logs = logs
+        self._started: list[HostProcess] = []
+
+    def start(self) -> HostProcess:
+        host = HostProcess(DURABLE_APP, self._env, self._logs / f"host-{len(self._started) + 1}.log")
+        self._started.append(host)
+        return host.start()
+
+    def stop_all(self) -> None:
+        for host in self._started:
+            host.stop()
+
+
+@pytest.fixture
+def hosts(azurite: Azurite, key_dir: Path, tmp_path: Path) -> Iterator[Hosts]:
+    started = Hosts(app_settings(azurite, key_dir, **settings_for(new_hub())), tmp_path)
+    yield started
+    started.stop_all()
+
+
+def test_a_killed_host_resumes_every_instance_from_history(azurite: Azurite, hosts: Hosts) -> None:
+    app = DurableApp(hosts.start(), azurite.connection_string(), hub="")
+    instance_id = app.start("crash_course", {"waves": WAVES, "timer_seconds": 6})["id"]
+
+    # The episode that set this status created the timer and sent the second wave's work items.
+    app.wait_for_custom_status(instance_id, "timer-pending")
+    before = app.status(instance_id, history=True)
+    app.host.kill()
+    assert before["runtimeStatus"] == "Running"
+    assert events(before, "TimerFired") == []  # the timer was pending when the host died
+
+    app.host = hosts.start()
+    app.wait_for_custom_status(instance_id, "after-timer", timeout=60)
+    app.host.kill()  # and once more, in the third wave
+
+    app.host = hosts.start()
+    status = app.wait(instance_id, timeout=90, history=True)
+    assert status["runtimeStatus"] == "Completed", status
+    assert status["output"] == sum(n * n for wave in WAVES for n in wave)
+    effects = app.effects(instance_id)
+    missing = [n for wave in WAVES for n in wave if effects[f"slow-{n}"] < 1]
+    assert missing == [], f"activities that never ran: {missing}"
+    assert len(events(status, "TimerFired")) == 1  # once, though its message outlived two hosts
+    assert len(events(status, "TaskCompleted")) == sum(len(w) for w in WAVES)
+    assert _poison_messages(azurite) == 0
+
+
+def _poison_messages(azurite: Azurite) -> int:
+    service = QueueServiceClient.from_connection_string(azurite.connection_string())
+    return sum(service.get_queue_client(q.name).get_queue_properties().approximate_message_count
+               for q in service.list_queues() if q.name.endswith("-poison"))
