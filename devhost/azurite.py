@@ -55,6 +55,9 @@ class Azurite:
              "--blobPort", str(self.blob_port), "--queuePort", str(self.queue_port),
              "--tablePort", str(self.table_port)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            # Its own session: Ctrl-C in a terminal reaches the host, which stops cleanly
+            # (releasing leases in storage) and only then stops Azurite.
+            start_new_session=True,
         )
         for port in (self.blob_port, self.queue_port, self.table_port):
             wait_for_port(port)

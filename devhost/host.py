@@ -132,15 +132,20 @@ class LocalHost:
         self._tasks.append(asyncio.create_task(run(), name=f"admin {function.name}"))
 
     async def stop(self) -> None:
+        """Stop in order; no phase may hold the host up for long (each is bounded and logged)."""
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=15)
+            for task in pending:
+                frames = "; ".join(f"{f.f_code.co_filename}:{f.f_lineno}" for f in task.get_stack(limit=8))
+                log.warning("background loop %s did not stop when cancelled (at %s)", task.get_name(), frames)
         for listener in self._listeners:
-            await listener.drain()
+            await _bounded(f"queue {listener.queue_name}", listener.drain())
         for extension in self.extensions:
-            await extension.stop()
+            await _bounded(type(extension).__name__, extension.stop())
         if self._runner is not None:
-            await self._runner.cleanup()
+            await _bounded("HTTP server", self._runner.cleanup())
         self.invoker.shutdown()
 
     def describe(self) -> str:
@@ -155,6 +160,14 @@ class LocalHost:
             else:
                 lines.append(f"  {function.name}: {function.trigger_type}")
         return "\n".join(lines)
+
+
+async def _bounded(what: str, work: Awaitable[Any], seconds: float = 15.0) -> None:
+    try:
+        await asyncio.wait_for(work, timeout=seconds)
+    except asyncio.TimeoutError:
+        log.warning("stopping %s took over %.0f s; going on without it", what, seconds)
+    log.debug("stopped %s", what)
 
 
 def _prepare_local_issuer() -> None:

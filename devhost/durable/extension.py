@@ -74,7 +74,10 @@ class DurableExtension:
                 group.create_task(activities.run())
         finally:
             self._orchestrations.shutdown()
-            await asyncio.shield(lease.release())
+            try:  # a store that went away must not hold the host's shutdown up
+                await asyncio.wait_for(asyncio.shield(lease.release()), timeout=5)
+            except asyncio.TimeoutError:
+                log.warning("could not release the task hub lease; it expires on its own")
 
     async def stop(self) -> None:
         if self._hub is not None:
