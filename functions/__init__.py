@@ -17,7 +17,7 @@ HOST_BLUEPRINTS: tuple[str, ...] = ("functions.host_api", "functions.outbox")
 # listed with no blueprints is known to the settings but has no triggers yet.
 MODULE_BLUEPRINTS: dict[str, tuple[str, ...]] = {
     "provisioning": ("functions.provisioning", "orchestrations.provisioning"),
-    "inventory": (),
+    "inventory": ("functions.inventory",),
     "capacity": ("functions.capacity", "orchestrations.capacity"),
 }
 

@@ -17,6 +17,7 @@ Defaults (the source page's where it has one):
 - ``RuntimeCloud:Health:ProbeTimeoutSeconds``: ``3``
 - ``RuntimeCloud:Capacity:*``: see :class:`shared.capacity.settings.CapacitySettings`
 - ``RuntimeCloud:Provisioning:*``: see :class:`ProvisioningSettings`
+- ``RuntimeCloud:Inventory:*``: see :class:`shared.inventory.settings.InventorySettings`
 - ``OrleansMessaging:ServiceName``: ``runtime-cloud``
 - ``AzureWebJobsStorage``: connection string (local) or
   ``AzureWebJobsStorage__accountName`` (Azure, with a managed identity)
@@ -38,6 +39,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.capacity.settings import CapacitySettings
 from shared.errors import InvalidSettings
+from shared.inventory.settings import InventorySettings
 from shared.modules import KNOWN_MODULES
 from shared.targets import ProvisioningTarget
 
@@ -149,6 +151,7 @@ class RuntimeCloudSection(Section):
     health: HealthSettings = Field(default_factory=HealthSettings, alias="Health")
     capacity: CapacitySettings = Field(default_factory=CapacitySettings, alias="Capacity")
     provisioning: ProvisioningSettings = Field(default_factory=ProvisioningSettings, alias="Provisioning")
+    inventory: InventorySettings = Field(default_factory=InventorySettings, alias="Inventory")
 
     @field_validator("targets")
     @classmethod

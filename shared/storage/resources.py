@@ -17,6 +17,7 @@ TABLES: tuple[str, ...] = (
     "CapacitySlots",
     "CapacityQuotas",
     "CapacityLeases",
+    "Inventory",
 )
 
 # Tables whose partitions carry outbox rows (see shared.events.outbox); the
@@ -25,6 +26,7 @@ OUTBOX_TABLES: tuple[str, ...] = (
     "ProvisioningRuns",
     "CapacityPools",
     "CapacitySlots",
+    "Inventory",
 )
 # Queues of this host's own modules that receive a table's events besides the
 # public events queue (see shared.events.outbox).
@@ -35,6 +37,7 @@ CONTAINERS: tuple[str, ...] = (
     "receipts",
     "specifications",
     "rejections",
+    "inventory",
 )
 QUEUES: tuple[str, ...] = (
     "promotions",
@@ -42,6 +45,7 @@ QUEUES: tuple[str, ...] = (
     "approvals",
     "approvals-poison",
     "inventory-inbox",
+    "inventory-inbox-poison",
     "runtime-cloud-events",
 )
 

@@ -1,0 +1,193 @@
+"""What a drift scan costs as an environment grows: 1,000, 5,000 and 10,000 resources.
+
+Everything is measured in one run, on one machine, against a real Azurite:
+
+- the environment's resources are real containers and queues in Azurite's
+  target account (half each, every one with metadata and the management
+  tags), created once and grown between sizes; 1 in 200 declared resources is
+  left uncreated (``missing``) and 1 in 200 gets other metadata (``changed``),
+  so every scan has drift to record;
+- **read**: ``read_target_state`` of the account (the listing the embedded
+  observer does), timed alone;
+- **compare**: in process, no I/O: the environment's filter of that state,
+  the comparison with the applied specification and the findings
+  reconciliation (with the ignore rules and open findings already loaded);
+- **scan**: ``Scanner.scan`` end to end, as ``POST .../scan`` runs it
+  (lease, applied state, read, compare, observation blob, findings, proposal,
+  events) in its steady state: the second scan of a size, when the drift is
+  already open and is seen again.
+
+Printed: the scan's cost per resource, how it grows (10k vs 1k), and the
+comparison's and the read's share of the scan. Medians of a few repetitions.
+Run: ``.venv/bin/python bench/drift.py [sizes...]`` (default 1000 5000 10000;
+about 80 seconds, most of it creating the resources in Azurite).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from azure.storage.blob import BlobServiceClient  # noqa: E402
+from azure.storage.queue import QueueServiceClient  # noqa: E402
+
+from devhost.azurite import TARGET_ACCOUNT, Azurite  # noqa: E402
+
+TENANT, ENVIRONMENT = "bench", "drift-bench"
+TAGS = {"rc_managed_by": "runtime-cloud", "rc_tenant": TENANT, "rc_environment": ENVIRONMENT}
+
+
+def median_time(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    samples, result = [], None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = call()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples), result
+
+
+def resource_names(count: int) -> list[tuple[str, str]]:
+    return [("blob-container" if i % 2 == 0 else "queue", f"{'c' if i % 2 == 0 else 'q'}-{i:05d}")
+            for i in range(count)]
+
+
+def create(azurite: Azurite, names: list[tuple[int, tuple[str, str]]]) -> None:
+    queues = QueueServiceClient.from_connection_string(azurite.connection_string(TARGET_ACCOUNT))
+    blobs = BlobServiceClient.from_connection_string(azurite.connection_string(TARGET_ACCOUNT))
+
+    def make(entry: tuple[int, tuple[str, str]]) -> None:
+        index, (kind, name) = entry
+        if index % 200 == 0:
+            return  # declared, never created: "missing"
+        metadata = {"team": "drifted" if index % 200 == 100 else "bench", **TAGS}
+        if kind == "queue":
+            queues.create_queue(name, metadata=metadata)
+        else:
+            blobs.create_container(name, metadata=metadata)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(make, names))
+
+
+def configure(azurite: Azurite, scratch: Path) -> None:
+    os.environ.update({
+        "AzureWebJobsStorage": azurite.connection_string(),
+        "RuntimeCloud__IaC__Runner": "embedded",
+        "RuntimeCloud__Targets": json.dumps([{
+            "Id": "local-storage", "Kind": "storage-account", "Region": "local",
+            "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
+            "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__local_storage__Connection"}}]),
+        "RuntimeCloudTarget__local_storage__Connection": azurite.connection_string(TARGET_ACCOUNT),
+        "RuntimeCloud__Auth__LocalSigningKeyDirectory": str(scratch / "auth"),
+        "RuntimeCloud__Inventory__TargetTimeoutSeconds": "30",
+    })
+
+
+def main(sizes: list[int]) -> None:
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir)
+        azurite = Azurite(scratch / "azurite").start()
+        try:
+            configure(azurite, scratch)
+            rows = measure(azurite, sizes)
+        finally:
+            azurite.stop()
+    report(rows)
+
+
+def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
+    from shared.iac.embedded.reader import read_target_state
+    from shared.inventory.comparison import compare
+    from shared.inventory.findings import FindingState, reconcile
+    from shared.inventory.observers.base import ObservationRequest
+    from shared.inventory.observers.embedded import expected_from_specification, observation_for
+    from shared.inventory.scan import Scanner
+    from shared.inventory.store import InventoryStore
+    from shared.provisioning.receipts import ReceiptStore
+    from shared.provisioning.specification import EnvironmentSpecification
+    from shared.provisioning.store import ProvisioningStore
+    from shared.settings import load_settings
+    from shared.storage.clients import clients_from_connection_string
+    from shared.storage.resources import ensure_resources
+
+    settings = load_settings()
+    clients = clients_from_connection_string(azurite.connection_string())
+    ensure_resources(clients)
+    provisioning = ProvisioningStore(clients, "/bench/provisioning")
+    inventory = InventoryStore(clients, "/bench/inventory")
+    scanner = Scanner(inventory, provisioning, ReceiptStore(clients), settings)
+    target = settings.target("local-storage")
+    assert target is not None
+    rows, created = [], 0
+    for size in sorted(sizes):
+        names = resource_names(size)
+        started = time.perf_counter()
+        create(azurite, list(enumerate(names))[created:])
+        created, creating = size, time.perf_counter() - started
+        specification = EnvironmentSpecification.model_validate({
+            "tenant": TENANT, "environment": ENVIRONMENT, "environment_class": "non-production",
+            "target": "local-storage", "runner": "embedded",
+            "resources": [{"type": kind, "name": name, "metadata": {"team": "bench"}} for kind, name in names]})
+        provisioning.save_specification(specification)
+        provisioning.update_environment(provisioning.environment(TENANT, ENVIRONMENT), {
+            "AppliedDigest": specification.digest(), "AppliedRunId": f"bench-{size}",
+            "EnvironmentClass": "non-production"})
+        first, opened = median_time(lambda: scanner.scan(TENANT, ENVIRONMENT), 1)
+        scan, outcome = median_time(lambda: scanner.scan(TENANT, ENVIRONMENT), 3)
+        read, state = median_time(lambda: read_target_state(target), 3)
+
+        expected = expected_from_specification(specification)
+        request = ObservationRequest(tenant=TENANT, environment=ENVIRONMENT, target=target,
+                                     specification=specification, expected=tuple(expected))
+        open_findings = inventory.findings(TENANT, ENVIRONMENT, FindingState.OPEN)
+        rules = [v.value for v in inventory.rules(TENANT, ENVIRONMENT)]
+
+        def comparison() -> Any:
+            drift = compare(expected, observation_for(request, state))
+            return reconcile(TENANT, ENVIRONMENT, open_findings, drift, rules, datetime.now(timezone.utc))
+
+        compare_time, changes = median_time(comparison, 5)
+        rows.append({"size": size, "created": creating, "first": first, "scan": scan, "read": read,
+                     "compare": compare_time, "open": outcome.open_findings, "resources": len(state.resources),
+                     "opened_first": len(opened.opened), "proposal": bool(outcome.proposal_id)})
+    return rows
+
+
+def report(rows: list[dict[str, Any]]) -> None:
+    print("drift scan of one embedded-runner environment, all against a real Azurite (2 cores here)")
+    print(f"{'resources':>9} {'read ms':>9} {'compare ms':>11} {'scan ms':>9} {'scan µs/res':>12} "
+          f"{'compare share':>14} {'read share':>11} {'rest share':>11} {'open findings':>14} {'observed':>9}")
+    for row in rows:
+        per = row["scan"] / row["size"] * 1e6
+        print(f"{row['size']:>9} {row['read'] * 1e3:>9.0f} {row['compare'] * 1e3:>11.1f} {row['scan'] * 1e3:>9.0f} "
+              f"{per:>12.1f} {row['compare'] / row['scan']:>14.1%} {row['read'] / row['scan']:>11.1%} "
+              f"{1 - (row['compare'] + row['read']) / row['scan']:>11.1%} {row['open']:>14} {row['resources']:>9}")
+    if len(rows) >= 2:
+        small, large = rows[0], rows[-1]
+        factor = large["size"] / small["size"]
+        per_small, per_large = small["scan"] / small["size"], large["scan"] / large["size"]
+        print(f"growth {large['size']} vs {small['size']} resources ({factor:.0f}x): scan {large['scan'] / small['scan']:.1f}x, "
+              f"read {large['read'] / small['read']:.1f}x, compare {large['compare'] / small['compare']:.1f}x; "
+              f"cost per resource {per_large / per_small:.2f}x")
+    print("first scan of each size (opens the findings and the proposal), ms: "
+          + ", ".join(f"{r['size']}: {r['first'] * 1e3:.0f} ({r['opened_first']} opened)" for r in rows))
+    print("how: read = read_target_state of the account (Azurite, real listing); compare = filter + compare + "
+          "findings reconciliation in process; scan = Scanner.scan end to end (steady state, drift seen again); "
+          "rest = the scan's own store I/O (lease, loading the applied specification, the observation blob, "
+          "findings and proposal rows). "
+          "Creating the resources (not part of a scan), s: "
+          + ", ".join(f"{r['size']}: {r['created']:.0f}" for r in rows))
+
+
+if __name__ == "__main__":
+    main([int(arg) for arg in sys.argv[1:]] or [1000, 5000, 10000])

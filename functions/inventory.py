@@ -1,0 +1,182 @@
+"""Inventory triggers: environments and their observed state, drift scans, ignore rules, proposals.
+
+Thin: parse, authorise, call ``shared.inventory``, shape the answer. Reads need
+``factory.runtime.read``; scans and ignore rules ``factory.runtime.write``;
+accepting or rejecting a proposal ``factory.runtime.write`` and the role
+``Operator``. The tenant comes from the token: another tenant's environment,
+finding or proposal answers 404.
+
+Timers: ``inventory_scan`` scans every environment on
+``RuntimeCloud:Inventory:ScanSchedule`` (default every 15 minutes; read when
+the app is indexed), ``inventory_purge`` purges after 13 months, daily.
+``inventory_inbox`` consumes provisioning's events.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from orchestrations.provisioning_client import ensure_started, wake
+from shared.auth import Caller, Role, Scope
+from shared.errors import NotFound
+from shared.inventory import wiring
+from shared.inventory.decisions import AcceptBody, RejectBody
+from shared.inventory.errors import ScanInProgress
+from shared.inventory.ignore_rules import NewIgnoreRule
+from shared.inventory.inbox import NotAnEvent, handle_event
+from shared.inventory.retention import purge
+from shared.provisioning import wiring as provisioning_wiring
+from shared.provisioning.lifecycle import RunRef
+from shared.provisioning.rejections import record_rejection
+from shared.http.endpoint import endpoint
+from shared.http.responses import JsonResult
+from shared.http.validation import parse_model
+from shared.settings import get_settings
+from shared.storage.clients import shared_host_storage
+
+bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+log = logging.getLogger("runtime_cloud.inventory")
+
+SCAN_SCHEDULE = get_settings().runtime_cloud.inventory.scan_schedule
+PURGE_SCHEDULE = "0 15 4 * * *"
+
+
+# -- environments and their inventory ------------------------------------------------------------
+
+@bp.route(route="runtime-cloud/environments", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def inventory_list_environments(req: func.HttpRequest, caller: Caller) -> dict:
+    return wiring.views().environments(caller.tenant)
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/inventory", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def inventory_get(req: func.HttpRequest, caller: Caller) -> dict:
+    return wiring.views().inventory(caller.tenant, req.route_params["environment"])
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/scan", methods=["POST"])
+@endpoint(scopes=[Scope.RUNTIME_WRITE])
+def inventory_scan_now(req: func.HttpRequest, caller: Caller) -> dict:
+    """Scan one environment now; 409 ``scan-in-progress`` while another scan of it runs."""
+    return wiring.scanner().scan(caller.tenant, req.route_params["environment"]).public_view()
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/findings", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def inventory_list_findings(req: func.HttpRequest, caller: Caller) -> dict:
+    return wiring.views().findings(caller.tenant, req.route_params["environment"], req.params.get("state"))
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/findings/{finding_id}", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def inventory_get_finding(req: func.HttpRequest, caller: Caller) -> dict:
+    return wiring.views().finding(caller.tenant, req.route_params["environment"], req.route_params["finding_id"])
+
+
+# -- ignore rules ------------------------------------------------------------------------------------
+
+@bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller) -> dict:
+    return wiring.views().rules(caller.tenant, req.route_params["environment"])
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["POST"])
+@endpoint(scopes=[Scope.RUNTIME_WRITE])
+def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller) -> JsonResult:
+    environment = req.route_params["environment"]
+    rule = wiring.rule_book().create(caller.tenant, environment, parse_model(req, NewIgnoreRule), caller.client_id)
+    location = f"/runtime-cloud/environments/{environment}/ignore-rules/{rule.id}"
+    return JsonResult(rule.public_view(datetime.now(timezone.utc)), status=201, headers={"Location": location})
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/ignore-rules/{rule_id}", methods=["DELETE"])
+@endpoint(scopes=[Scope.RUNTIME_WRITE])
+def inventory_delete_ignore_rule(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
+    wiring.rule_book().delete(caller.tenant, req.route_params["environment"], req.route_params["rule_id"])
+    return func.HttpResponse(status_code=204)
+
+
+# -- proposals ---------------------------------------------------------------------------------------
+
+@bp.route(route="runtime-cloud/proposals", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def inventory_list_proposals(req: func.HttpRequest, caller: Caller) -> dict:
+    return wiring.views().proposals(caller.tenant, req.params.get("environment"), req.params.get("state"))
+
+
+@bp.route(route="runtime-cloud/proposals/{id}", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def inventory_get_proposal(req: func.HttpRequest, caller: Caller) -> dict:
+    return wiring.views().proposal(caller.tenant, req.route_params["id"])
+
+
+@bp.route(route="runtime-cloud/proposals/{id}/accept", methods=["POST"])
+@bp.durable_client_input(client_name="client")
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+async def inventory_accept_proposal(req: func.HttpRequest, client: df.DurableOrchestrationClient,
+                                    caller: Caller) -> dict:
+    """Accept with ``{"option": "revert" | "adopt" | "accept"}``; revert and adopt start a provisioning run."""
+    body = parse_model(req, AcceptBody)
+    accepted = wiring.decisions().accept(caller.tenant, req.route_params["id"], body, caller.client_id)
+    view = accepted.proposal.public_view()
+    if accepted.run is not None:
+        run = accepted.run
+        await ensure_started(client, run)
+        if accepted.run_created:
+            await wake(client, provisioning_wiring.steps().waiting_runs(RunRef(run.tenant, run.environment, run.id)))
+        view["run"] = {"run_id": run.id, "state": run.state.value, "status_url": f"/runtime-cloud/runs/{run.id}"}
+    return view
+
+
+@bp.route(route="runtime-cloud/proposals/{id}/reject", methods=["POST"])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+def inventory_reject_proposal(req: func.HttpRequest, caller: Caller) -> dict:
+    body = parse_model(req, RejectBody)
+    return wiring.decisions().reject(caller.tenant, req.route_params["id"], body, caller.client_id).public_view()
+
+
+# -- timers and the inbox ----------------------------------------------------------------------------
+
+@bp.timer_trigger(arg_name="timer", schedule=SCAN_SCHEDULE)
+def inventory_scan(timer: func.TimerRequest) -> None:
+    """Scan every environment with applied state; one environment's failure never stops the others."""
+    scanner = wiring.scanner()
+    counts = {"fresh": 0, "stale": 0, "skipped": 0}
+    for tenant, environment in wiring.scan_targets():
+        try:
+            outcome = scanner.scan(tenant, environment)
+            counts["stale" if outcome.error else "fresh"] += 1
+        except (ScanInProgress, NotFound):  # another scan has it; or known only from events, not (yet) declared
+            counts["skipped"] += 1
+        except Exception:  # noqa: BLE001 - logged with its stack; the next environment goes on
+            counts["skipped"] += 1
+            log.exception("scan of %s/%s failed", tenant, environment)
+    log.info("inventory scan: %s", counts)
+
+
+@bp.timer_trigger(arg_name="timer", schedule=PURGE_SCHEDULE)
+def inventory_purge(timer: func.TimerRequest) -> None:
+    result = purge(wiring.store(), get_settings().runtime_cloud.inventory.finding_retention_days)
+    log.info("inventory purge: %s", result)
+
+
+@bp.queue_trigger(arg_name="message", queue_name="inventory-inbox", connection="AzureWebJobsStorage")
+def inventory_inbox(message: func.QueueMessage) -> None:
+    """Provisioning's events; one that cannot be read is kept with the reason, never retried in vain."""
+    body = message.get_body().decode("utf-8", errors="replace")
+    try:
+        event = json.loads(body)
+        if not isinstance(event, dict):
+            raise NotAnEvent("not a JSON object")
+        outcome = handle_event(wiring.store(), event)
+    except (json.JSONDecodeError, NotAnEvent) as error:
+        record_rejection(shared_host_storage(), "inventory-inbox", message.id, body, f"not an event: {error}")
+        return
+    log.info("inventory inbox: event %s %s", event.get("id"), outcome)

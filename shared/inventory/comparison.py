@@ -1,0 +1,60 @@
+"""Expected vs observed -> drift. Pure, so it is tested and benchmarked without I/O.
+
+- ``missing``: an expected resource the observation does not hold;
+- ``changed``: present, and some compared field differs; every differing
+  leaf field is listed with ``before`` (as applied) and ``after`` (as observed);
+- ``unexpected``: an observed resource tagged as managed for this tenant and
+  environment that the applied desired state does not declare. Untagged
+  resources are someone else's business and never reported: the target may
+  be shared.
+
+Cost: one dictionary of the observation by key, then one lookup per expected
+resource and one per observed item, so a scan compares in time linear in the
+number of resources.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from shared.iac.embedded.state import field_changes, flatten
+from shared.inventory.model import Drift, ExpectedResource, FieldDifference, FindingKind, Observation
+
+
+def compare(expected: Iterable[ExpectedResource], observation: Observation) -> list[Drift]:
+    """Every difference between what was applied and what is there, ordered by kind and address."""
+    observed = observation.by_key()
+    declared: set[str] = set()
+    drift: list[Drift] = []
+    for resource in expected:
+        declared.add(resource.key)
+        found = observed.get(resource.key)
+        if found is None:
+            drift.append(Drift(kind=FindingKind.MISSING, key=resource.key, address=resource.address,
+                               type=resource.type, name=resource.name, expected=resource.state,
+                               fields=_differences(resource.state, None, resource.compared_fields)))
+            continue
+        fields = _differences(resource.state, found.state, resource.compared_fields)
+        if fields:
+            drift.append(Drift(kind=FindingKind.CHANGED, key=resource.key, address=resource.address,
+                               type=resource.type, name=found.name, fields=fields,
+                               expected=resource.state, observed=found.state))
+    for item in observation.items:
+        if item.managed_here and item.key not in declared:
+            drift.append(Drift(kind=FindingKind.UNEXPECTED, key=item.key, address=item.address, type=item.type,
+                               name=item.name, observed=item.state,
+                               fields=_differences(None, item.state, None)))
+    return sorted(drift, key=lambda d: (d.kind.value, d.address))
+
+
+def _differences(before: dict[str, Any] | None, after: dict[str, Any] | None,
+                 compared: tuple[str, ...] | None) -> list[FieldDifference]:
+    changes = field_changes(before, after)
+    if compared is not None:
+        changes = [c for c in changes if any(c.path == f or c.path.startswith(f + ".") for f in compared)]
+    return [FieldDifference(path=c.path, before=c.before, after=c.after) for c in changes]
+
+
+def comparable(state: dict[str, Any] | None) -> dict[str, Any]:
+    """A state as flat ``path -> value`` (for views and diffs)."""
+    return flatten(state or {})

@@ -1,0 +1,107 @@
+"""What a drift scan compares: observed items and expected resources.
+
+Both sides are reduced to the same small shape so one comparison serves
+every runner: a *key* that identifies the resource in the target (the
+embedded runner's ``type/name`` with table names folded to lower case, an
+Azure resource id for ARM, a Pulumi URN), a readable *address*, and a
+*state* document holding only the fields a specification controls (metadata
+and management tags, Azure tags and location...). Read-only facts (URLs,
+modification times) go in ``properties``: shown in the inventory, never a
+reason for drift.
+
+An :class:`Observation` is one successful read. A failed read produces no
+observation at all (see :mod:`shared.inventory.observers.base`), so "nothing
+was read" can never be mistaken for "nothing is there".
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ObservedItem(BaseModel):
+    """One resource as the target reported it, with what matters for drift."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    address: str
+    type: str
+    name: str
+    state: dict[str, Any] = Field(default_factory=dict)
+    managed_here: bool = Field(default=False, description="tagged as managed for this tenant and environment")
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExpectedResource(BaseModel):
+    """One resource of the last applied desired state, in the observed shape."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    address: str
+    type: str
+    name: str
+    state: dict[str, Any] = Field(default_factory=dict)
+    # Some fields cannot be compared by some observers (an ARM listing does not show a
+    # Pulumi input that never reaches Azure); only the fields named here are compared.
+    compared_fields: tuple[str, ...] | None = None
+
+
+class Observation(BaseModel):
+    """A successful read of one environment's resources in its target."""
+
+    observer: str
+    target: str
+    observed_at: str
+    items: list[ObservedItem]
+    # The observer's own record of what was applied (Pulumi's stack state), used
+    # instead of the specification when present.
+    expected: list[ExpectedResource] | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    def by_key(self) -> dict[str, ObservedItem]:
+        return {item.key: item for item in self.items}
+
+
+class ObservationStatus(str, Enum):
+    NEVER = "never"  # no successful read yet
+    FRESH = "fresh"  # the last attempt read the target
+    STALE = "stale"  # the last attempt failed; the last good observation is kept
+
+
+class FindingKind(str, Enum):
+    MISSING = "missing"  # applied, not there
+    UNEXPECTED = "unexpected"  # tagged as managed here, not in the applied desired state
+    CHANGED = "changed"  # there, with fields that differ from what was applied
+
+
+class FieldDifference(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    before: Any = None  # as applied
+    after: Any = None  # as observed
+
+
+class Drift(BaseModel):
+    """One difference a comparison found (before ignore rules and finding history)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: FindingKind
+    key: str
+    address: str
+    type: str
+    name: str
+    fields: list[FieldDifference] = Field(default_factory=list)
+    expected: dict[str, Any] | None = None
+    observed: dict[str, Any] | None = None
+
+    @property
+    def identity(self) -> str:
+        """What makes two scans' drift the same finding: its kind and the resource."""
+        return f"{self.kind.value}|{self.key}"

@@ -1,0 +1,61 @@
+"""Observing an embedded-runner environment: its resources in the target storage account.
+
+It reads the account with :func:`shared.iac.embedded.read_target_state` (one
+listing per service, so the cost grows with the account, not with the
+environment) and keeps only what matters for this environment: the resources
+its specification declares, and those tagged as managed for its tenant and
+environment. Other environments' and other tenants' resources in a shared
+account are never recorded in this environment's inventory.
+"""
+
+from __future__ import annotations
+
+from shared.iac.embedded.access import AccessPolicy
+from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
+from shared.iac.embedded.reader import read_target_state
+from shared.iac.embedded.state import desired_state
+from shared.iac.model import TargetUnreachable
+from shared.iac.tags import ManagementTags
+from shared.inventory.model import ExpectedResource, Observation, ObservedItem
+from shared.inventory.observers.base import ObservationFailed, ObservationRequest
+from shared.provisioning.specification import EnvironmentSpecification
+
+
+def expected_from_specification(specification: EnvironmentSpecification) -> list[ExpectedResource]:
+    """Each declared resource in the state the runner gives it (management tags included)."""
+    tags = ManagementTags(tenant=specification.tenant, environment=specification.environment)
+    return [
+        ExpectedResource(key=lookup_key(resource.type, resource.name), address=resource.address,
+                         type=resource.type.value, name=resource.name, state=desired_state(resource, tags))
+        for resource in specification.resources
+    ]
+
+
+class EmbeddedObserver:
+    name = "embedded"
+
+    def __init__(self, timeout_seconds: float = 5.0) -> None:
+        self._policy = AccessPolicy(timeout_seconds=timeout_seconds, retries=1, backoff_seconds=0.5)
+
+    def observe(self, request: ObservationRequest) -> Observation:
+        try:
+            state = read_target_state(request.target, self._policy)
+        except TargetUnreachable as error:
+            raise ObservationFailed(str(error)) from error
+        return observation_for(request, state)
+
+
+def observation_for(request: ObservationRequest, state: ObservedState) -> Observation:
+    """The environment's part of an account's state (pure: the benchmark times it apart from the read)."""
+    ours = ManagementTags(tenant=request.tenant, environment=request.environment)
+    declared = request.expected_keys
+    items = [_item(resource, ours) for resource in state.resources
+             if resource.key in declared or resource.management == ours]
+    return Observation(observer=EmbeddedObserver.name, target=state.target, observed_at=state.observed_at,
+                       items=items)
+
+
+def _item(resource: ObservedResource, ours: ManagementTags) -> ObservedItem:
+    return ObservedItem(key=resource.key, address=resource.address, type=resource.type.value, name=resource.name,
+                        state=resource.state(), managed_here=resource.management == ours,
+                        properties=resource.properties)

@@ -1,0 +1,306 @@
+"""One scan of one environment: observe, compare with what was applied, record.
+
+1. Read the last applied state (nothing applied yet: nothing to compare).
+2. Take the environment's scan lease, so two scans (the timer and an
+   operator's ``POST .../scan``) never interleave their findings.
+3. Observe the target. **A failed read records the error and the time and
+   marks the inventory stale; the last good observation, the open findings
+   and the proposals are left exactly as they were.** Nothing is "missing"
+   because a target did not answer.
+4. While a run of the environment is planning or applying, the target is
+   between two desired states: the observation is kept, the comparison waits
+   for the next scan.
+5. Compare, apply ignore rules, update findings (same finding while it
+   stays, resolved when it goes), raise or extend the proposal, emit events,
+   all committed together in the environment's partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound
+from shared.inventory import events
+from shared.inventory.adoption import NotAdoptable, adopted_specification
+from shared.inventory.comparison import compare
+from shared.inventory.errors import ScanInProgress
+from shared.inventory.expected import AppliedState, applied_state, environment_exists
+from shared.inventory.findings import Finding, FindingChanges, FindingState, reconcile
+from shared.inventory.model import Drift, Observation, ObservationStatus
+from shared.inventory.observers.base import ObservationFailed, ObservationRequest, Observer
+from shared.inventory.observers.registry import observer_for
+from shared.inventory.proposals import (
+    Options,
+    Proposal,
+    ProposalState,
+    Supersession,
+    accept_option,
+    new_proposal_id,
+    revert_option,
+    summarize,
+)
+from shared.inventory.store import InventoryStore, Versioned
+from shared.provisioning.receipts import ReceiptStore
+from shared.provisioning.store import ProvisioningStore, optimistic
+from shared.settings import RunnerName, Settings
+from shared.targets import ProvisioningTarget, TargetKind
+
+log = logging.getLogger("runtime_cloud.inventory")
+
+ObserverFactory = Callable[[RunnerName, TargetKind, Settings], Observer]
+
+
+@dataclass
+class ScanOutcome:
+    environment: str
+    status: ObservationStatus
+    compared: bool
+    observed_at: str | None = None
+    error: str | None = None
+    note: str = ""
+    opened: list[str] = field(default_factory=list)
+    resolved: list[str] = field(default_factory=list)
+    open_findings: int = 0
+    suppressed_findings: int = 0
+    proposal_id: str | None = None
+
+    def public_view(self) -> dict[str, Any]:
+        return {"environment": self.environment, "status": self.status.value, "compared": self.compared,
+                "observed_at": self.observed_at, "error": self.error, "note": self.note,
+                "opened_findings": self.opened, "resolved_findings": self.resolved,
+                "open_findings": self.open_findings, "suppressed_findings": self.suppressed_findings,
+                "proposal_id": self.proposal_id}
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Scanner:
+    def __init__(self, store: InventoryStore, provisioning: ProvisioningStore, receipts: ReceiptStore,
+                 settings: Settings, observers: ObserverFactory = observer_for,
+                 clock: Callable[[], datetime] = utc_now) -> None:
+        self._store = store
+        self._provisioning = provisioning
+        self._receipts = receipts
+        self._settings = settings
+        self._observers = observers
+        self._clock = clock
+
+    def scan(self, tenant: str, environment: str) -> ScanOutcome:
+        if not environment_exists(self._provisioning, tenant, environment):
+            raise NotFound(f"environment {environment}")
+        applied = applied_state(self._provisioning, tenant, environment)
+        if applied is None:
+            return ScanOutcome(environment, ObservationStatus.NEVER, compared=False,
+                               note="nothing has been applied to this environment yet: there is nothing to compare")
+        owner = uuid.uuid4().hex
+        self._claim(tenant, environment, owner)
+        try:
+            return self._scan(applied)
+        finally:
+            self._release(tenant, environment, owner)
+
+    # -- the steps ---------------------------------------------------------------------------
+
+    def _scan(self, applied: AppliedState) -> ScanOutcome:
+        tenant, environment = applied.tenant, applied.environment
+        target = self._settings.target(applied.specification.target)
+        if target is None:
+            return self._stale(applied, f"target {applied.specification.target} is no longer configured")
+        expected = applied.expected(self._receipts)
+        request = ObservationRequest(tenant=tenant, environment=environment, target=target,
+                                     specification=applied.specification, expected=tuple(expected))
+        try:
+            observation = self._observers(applied.specification.runner, target.kind, self._settings).observe(request)
+        except ObservationFailed as error:
+            log.warning("inventory of %s/%s is stale: %s", tenant, environment, error)
+            return self._stale(applied, str(error))
+        self._store.save_observation(tenant, environment, observation)
+        if applied.run_in_flight:
+            return self._fresh_only(applied, observation, target,
+                                    f"run {applied.run_in_flight} is changing the environment: compared next scan")
+        drift = compare(observation.expected if observation.expected is not None else expected, observation)
+        for attempt in optimistic():
+            with attempt:
+                return self._record(applied, observation, target, drift)
+        raise AssertionError("unreachable")
+
+    def _record(self, applied: AppliedState, observation: Observation, target: ProvisioningTarget,
+                drift: list[Drift]) -> ScanOutcome:
+        tenant, environment = applied.tenant, applied.environment
+        now = self._clock()
+        env = self._store.environment(tenant, environment)
+        rules = [versioned.value for versioned in self._store.rules(tenant, environment)]
+        changes = reconcile(tenant, environment, self._store.findings(tenant, environment, FindingState.OPEN),
+                            drift, rules, now)
+        proposals, new_events, proposal_id = self._proposals(applied, changes, now)
+        active = [f for f in changes.still_open() if f.active]
+        opened_active = [f for f in changes.opened if f.active]
+        if opened_active:
+            new_events.insert(0, events.drift_detected(tenant, environment, opened_active, len(active),
+                                                       applied.digest))
+        env_changes = {**self._observed(observation, now), "BasisDigest": applied.digest,
+                       "OpenFindings": len(active), "SuppressedFindings": len(changes.still_open()) - len(active),
+                       "LastScanAt": now.isoformat(), "LastScanNote": ""}
+        operations = [self._store.environment_operation(env, env_changes)]
+        operations += [self._store.proposal_operation(p, etag) for p, etag in proposals]
+        bulk = [self._store.finding_operation(f) for f in changes.written]
+        self._commit(tenant, environment, operations, new_events, bulk)
+        return ScanOutcome(environment, ObservationStatus.FRESH, compared=True, observed_at=observation.observed_at,
+                           opened=[f.id for f in changes.opened], resolved=[f.id for f in changes.resolved],
+                           open_findings=len(active), suppressed_findings=int(env_changes["SuppressedFindings"]),
+                           proposal_id=proposal_id)
+
+    def _proposals(self, applied: AppliedState, changes: FindingChanges,
+                   now: datetime) -> tuple[list[tuple[Proposal, str | None]], list[Any], str | None]:
+        """Proposal rows to write (with their ETags), events, and the environment's open proposal id."""
+        writes: list[tuple[Proposal, str | None]] = []
+        emitted: list[Any] = []
+        stamp = now.isoformat()
+        still_open = changes.still_open()
+        current: Versioned | None = None
+        # Closed without a decision (superseded, or resolved while its drift was ignored): their
+        # findings that are still there are proposed again, against the current basis.
+        superseded: set[str] = set()
+        for versioned in self._store.proposals(applied.tenant, applied.environment):
+            proposal: Proposal = versioned.value
+            if proposal.state in (ProposalState.SUPERSEDED, ProposalState.RESOLVED):
+                superseded.add(proposal.id)
+            if proposal.state is not ProposalState.OPEN:
+                continue
+            if proposal.basis_digest != applied.digest or (applied.run_id and proposal.basis_run_id
+                                                           and proposal.basis_run_id != applied.run_id):
+                writes.append((_superseded(proposal, applied, stamp), versioned.etag))
+                superseded.add(proposal.id)
+            elif not any(f.proposal_id == proposal.id and f.active for f in still_open):
+                writes.append((proposal.model_copy(update={"state": ProposalState.RESOLVED, "resolved_at": stamp,
+                                                           "updated_at": stamp}), versioned.etag))
+                superseded.add(proposal.id)
+            elif current is None:
+                current = versioned
+        for finding in still_open:
+            if finding.proposal_id in superseded:
+                finding.proposal_id = None
+        unattached = [f for f in still_open if f.active and f.proposal_id is None]
+        if not unattached:
+            return writes, emitted, current.value.id if current else None
+        if current is not None:
+            proposal, etag = current.value, current.etag
+        else:
+            proposal, etag = Proposal(
+                id=new_proposal_id(), tenant=applied.tenant, environment=applied.environment, created_at=stamp,
+                updated_at=stamp, finding_ids=[], basis_digest=applied.digest, basis_run_id=applied.run_id,
+                environment_class=applied.environment_class, options=Options(revert={}, adopt={}, accept={})), None
+        for finding in unattached:
+            finding.proposal_id = proposal.id
+        members = [f for f in still_open if f.proposal_id == proposal.id and f.active]
+        proposal = proposal.model_copy(update={
+            "finding_ids": [f.id for f in members], "findings": [summarize(f) for f in members],
+            "updated_at": stamp, "options": self._options(applied, members)})
+        if etag is None:
+            self._store.index_proposal(proposal)
+            emitted.append(events.reconciliation_proposed(proposal))
+        writes.append((proposal, etag))
+        return writes, emitted, proposal.id
+
+    def _options(self, applied: AppliedState, findings: list[Finding]) -> Options:
+        requires = self._settings.runtime_cloud.provisioning.requires_approval(applied.environment_class)
+        try:
+            specification, diff = adopted_specification(applied.specification, findings)
+            self._provisioning.save_specification(specification)
+            adopt = {"available": True, "specification_digest": specification.digest(),
+                     "requires_approval": requires, "diff": [change.model_dump(mode="json") for change in diff],
+                     "description": "declare the specification changed as the diff shows, so desired state "
+                                    "matches what is observed"}
+        except NotAdoptable as error:
+            adopt = {"available": False, "reason": str(error)}
+        inventory = self._settings.runtime_cloud.inventory
+        return Options(revert=revert_option(applied.digest, applied.environment_class, requires), adopt=adopt,
+                       accept=accept_option(inventory.default_ignore_days))
+
+    # -- recording without comparing ---------------------------------------------------------
+
+    def _stale(self, applied: AppliedState, error: str) -> ScanOutcome:
+        now = self._clock()
+        for attempt in optimistic():
+            with attempt:
+                env = self._store.environment(applied.tenant, applied.environment)
+                has_good = bool(env.get("ObservedAt"))
+                self._commit(applied.tenant, applied.environment, [self._store.environment_operation(env, {
+                    "ObservationStatus": ObservationStatus.STALE.value, "LastAttemptAt": now.isoformat(),
+                    "LastError": error[:4000], "LastScanAt": now.isoformat(),
+                    "LastScanNote": "the target could not be read: the last good observation is kept"})], [], [])
+                return ScanOutcome(applied.environment, ObservationStatus.STALE, compared=False,
+                                   observed_at=env.get("ObservedAt") if has_good else None, error=error,
+                                   note="the target could not be read; the last good observation and the open "
+                                        "findings are kept as they were",
+                                   open_findings=int(env.get("OpenFindings", 0)),
+                                   suppressed_findings=int(env.get("SuppressedFindings", 0)))
+        raise AssertionError("unreachable")
+
+    def _fresh_only(self, applied: AppliedState, observation: Observation, target: ProvisioningTarget,
+                    note: str) -> ScanOutcome:
+        now = self._clock()
+        for attempt in optimistic():
+            with attempt:
+                env = self._store.environment(applied.tenant, applied.environment)
+                self._commit(applied.tenant, applied.environment, [self._store.environment_operation(env, {
+                    **self._observed(observation, now), "LastScanAt": now.isoformat(), "LastScanNote": note})],
+                    [], [])
+                return ScanOutcome(applied.environment, ObservationStatus.FRESH, compared=False,
+                                   observed_at=observation.observed_at, note=note,
+                                   open_findings=int(env.get("OpenFindings", 0)))
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _observed(observation: Observation, now: datetime) -> dict[str, Any]:
+        return {"ObservationStatus": ObservationStatus.FRESH.value, "ObservedAt": observation.observed_at,
+                "LastAttemptAt": now.isoformat(), "LastError": "", "ResourceCount": len(observation.items),
+                "Observer": observation.observer, "Target": observation.target}
+
+    # -- the lease ---------------------------------------------------------------------------
+
+    def _claim(self, tenant: str, environment: str, owner: str) -> None:
+        lease = self._settings.runtime_cloud.inventory.scan_lease_seconds
+        for attempt in optimistic():
+            with attempt:
+                now = self._clock()
+                env = self._store.environment(tenant, environment)
+                holder, until = env.get("ScanOwner"), env.get("ScanLeaseUntil") or ""
+                if holder and holder != owner and until > now.isoformat():
+                    raise ScanInProgress(environment, until)
+                until = (now + timedelta(seconds=lease)).isoformat()
+                self._commit(tenant, environment, [self._store.environment_operation(
+                    env, {"ScanOwner": owner, "ScanLeaseUntil": until})], [], [])
+                return
+        raise AssertionError("unreachable")
+
+    def _release(self, tenant: str, environment: str, owner: str) -> None:
+        try:
+            for attempt in optimistic():
+                with attempt:
+                    env = self._store.environment(tenant, environment)
+                    if env.get("ScanOwner") != owner:
+                        return
+                    self._commit(tenant, environment, [self._store.environment_operation(
+                        env, {"ScanOwner": "", "ScanLeaseUntil": ""})], [], [])
+        except Exception as error:  # noqa: BLE001 - the lease expires on its own
+            log.warning("scan lease of %s/%s not released (it expires): %s", tenant, environment, error)
+
+    def _commit(self, tenant: str, environment: str, operations: list[Any], new_events: list[Any],
+                bulk: list[Any]) -> None:
+        try:
+            self._store.commit(tenant, environment, operations, new_events, bulk)
+        except AlreadyExists:
+            raise ConcurrencyConflict(f"inventory of {environment} was written concurrently") from None
+
+
+def _superseded(proposal: Proposal, applied: AppliedState, stamp: str) -> Proposal:
+    return proposal.model_copy(update={
+        "state": ProposalState.SUPERSEDED, "updated_at": stamp,
+        "superseded_by": Supersession(run_id=applied.run_id or "", specification_digest=applied.digest, at=stamp)})

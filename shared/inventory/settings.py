@@ -1,0 +1,51 @@
+"""Inventory settings: ``RuntimeCloud:Inventory:*`` (app settings ``RuntimeCloud__Inventory__...``).
+
+Defaults:
+
+- ``ScanSchedule``: ``0 */15 * * * *`` (every 15 minutes), a 6-field NCRONTAB
+  expression (second minute hour day month day-of-week). The scan timer is
+  registered with this schedule when the app is indexed, so a change takes
+  effect at the next start.
+- ``FindingRetentionDays``: ``396`` (13 months): resolved findings, closed
+  proposals and expired ignore rules older than this are purged daily. Open
+  findings are never purged, however old.
+- ``DefaultIgnoreDays``: ``30``, the expiry of an ignore rule created by
+  accepting a proposal without naming one.
+- ``MaxIgnoreDays``: ``365``: no ignore rule lives longer; drift that should
+  be ignored for ever belongs in the specification (adopt it).
+- ``ScanLeaseSeconds``: ``300``: one scan per environment at a time; a scan
+  that crashed gives the environment back after this long.
+- ``TargetTimeoutSeconds``: ``5``: how long a target read may take per attempt
+  before the observation is kept as stale.
+
+Why a module of its own: ``shared.settings`` imports it (as it does the
+capacity settings), so it must not import ``shared.settings``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_FIELD = r"[0-9*/,\-A-Za-z]+"
+NCRONTAB_6 = re.compile(rf"^\s*{_FIELD}(\s+{_FIELD}){{5}}\s*$")
+DEFAULT_SCAN_SCHEDULE = "0 */15 * * * *"
+
+
+class InventorySettings(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    scan_schedule: str = Field(default=DEFAULT_SCAN_SCHEDULE, alias="ScanSchedule")
+    finding_retention_days: int = Field(default=396, ge=1, le=3650, alias="FindingRetentionDays")
+    default_ignore_days: int = Field(default=30, ge=1, le=365, alias="DefaultIgnoreDays")
+    max_ignore_days: int = Field(default=365, ge=1, le=3650, alias="MaxIgnoreDays")
+    scan_lease_seconds: int = Field(default=300, ge=10, le=3600, alias="ScanLeaseSeconds")
+    target_timeout_seconds: float = Field(default=5.0, gt=0, le=60, alias="TargetTimeoutSeconds")
+
+    @field_validator("scan_schedule")
+    @classmethod
+    def _six_field_ncrontab(cls, value: str) -> str:
+        if not NCRONTAB_6.match(value):
+            raise ValueError("a 6-field NCRONTAB expression, e.g. '0 */15 * * * *' (second minute hour day month dow)")
+        return value.strip()
