@@ -38,7 +38,9 @@ from azure.storage.queue import QueueClient
 
 from shared.errors import AlreadyExists, ConcurrencyConflict
 from shared.events.cloudevents import CloudEvent, NewEvent
+from shared.storage.clients import StorageClients
 from shared.storage.conditional import read_row
+from shared.storage.resources import OUTBOX_SUBSCRIBERS
 
 log = logging.getLogger("runtime_cloud.outbox")
 
@@ -143,6 +145,12 @@ class Outbox:
             if error.status_code in (412, 404):
                 raise ConcurrencyConflict(f"{self._table.table_name}: {error.error_code}") from error
             raise
+
+
+def outbox_for(storage: StorageClients, table_name: str, source: str) -> Outbox:
+    """The outbox of ``table_name``: the public events queue plus the table's subscriber queues."""
+    subscribers = [storage.queue(name) for name in OUTBOX_SUBSCRIBERS.get(table_name, ())]
+    return Outbox(storage.tables.get_table_client(table_name), storage.queue(EVENTS_QUEUE), source, subscribers)
 
 
 def read_events(queue: QueueClient, max_messages: int = 32) -> list[dict[str, Any]]:

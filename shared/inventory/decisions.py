@@ -35,7 +35,8 @@ from shared.inventory.store import InventoryStore, Versioned
 from shared.provisioning.runs import Run, SourceInfo, run_id_for
 from shared.provisioning.service import ProvisioningService
 from shared.provisioning.specification import EnvironmentSpecification
-from shared.provisioning.store import ProvisioningStore, optimistic
+from shared.provisioning.store import ProvisioningStore
+from shared.storage.streams import optimistic
 from shared.settings import Settings
 
 

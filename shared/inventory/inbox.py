@@ -23,7 +23,7 @@ from shared.errors import AlreadyExists, ConcurrencyConflict
 from shared.events.cloudevents import TYPE_PREFIX
 from shared.inventory.proposals import ProposalState, Supersession
 from shared.inventory.store import InventoryStore
-from shared.provisioning.store import optimistic
+from shared.storage.streams import optimistic
 
 log = logging.getLogger("runtime_cloud.inventory")
 

@@ -45,7 +45,8 @@ from shared.inventory.proposals import (
 )
 from shared.inventory.store import InventoryStore, Versioned
 from shared.provisioning.receipts import ReceiptStore
-from shared.provisioning.store import ProvisioningStore, optimistic
+from shared.provisioning.store import ProvisioningStore
+from shared.storage.streams import optimistic
 from shared.settings import RunnerName, Settings
 from shared.targets import ProvisioningTarget, TargetKind
 

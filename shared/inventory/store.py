@@ -23,29 +23,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from azure.core import MatchConditions
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, UpdateMode
 
 from shared.events.cloudevents import CloudEvent, NewEvent
-from shared.events.outbox import EVENTS_QUEUE, Outbox, TransactionOperation
+from shared.events.outbox import TransactionOperation, outbox_for
 from shared.inventory.findings import Finding, FindingState
 from shared.inventory.ignore_rules import IgnoreRule
 from shared.inventory.model import Observation
 from shared.inventory.proposals import Proposal, ProposalState
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import read_row
-from shared.storage.resources import OUTBOX_SUBSCRIBERS
+from shared.storage.streams import EnvironmentRow, if_unchanged, stream_key
 
 INVENTORY_TABLE = "Inventory"
 INVENTORY_CONTAINER = "inventory"
-ENVIRONMENT_ROW = "environment"
 BATCH_LIMIT = 100  # operations in one table transaction
 CHUNK_CHARS = 30_000  # a string property holds 64 KiB of UTF-16
-
-
-def stream_key(tenant: str, environment: str) -> str:
-    return f"{tenant}|{environment}"
 
 
 def pack(document: str) -> dict[str, str]:
@@ -68,41 +62,19 @@ class Versioned:
     etag: str
 
 
-@dataclass
-class EnvironmentRow:
-    tenant: str
-    environment: str
-    row: dict[str, Any]
-
-    @property
-    def etag(self) -> str | None:
-        return self.row.get("etag")
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.row.get(name, default)
-
-
 class InventoryStore:
     def __init__(self, storage: StorageClients, source: str) -> None:
         self.table: TableClient = storage.tables.get_table_client(INVENTORY_TABLE)
         self._blobs = storage.blobs.get_container_client(INVENTORY_CONTAINER)
-        subscribers = [storage.queue(name) for name in OUTBOX_SUBSCRIBERS.get(INVENTORY_TABLE, ())]
-        self._outbox = Outbox(self.table, storage.queue(EVENTS_QUEUE), source, subscribers)
+        self._outbox = outbox_for(storage, INVENTORY_TABLE, source)
 
     # -- the environment row -----------------------------------------------------------
 
     def environment(self, tenant: str, environment: str) -> EnvironmentRow:
-        return EnvironmentRow(tenant, environment, read_row(self.table, stream_key(tenant, environment),
-                                                            ENVIRONMENT_ROW) or {})
+        return EnvironmentRow.read(self.table, tenant, environment)
 
     def environment_operation(self, env: EnvironmentRow, changes: dict[str, Any]) -> TransactionOperation:
-        fields = {k: v for k, v in env.row.items() if k not in ("etag", "PartitionKey", "RowKey")}
-        fields.update(changes)
-        entity = {"PartitionKey": stream_key(env.tenant, env.environment), "RowKey": ENVIRONMENT_ROW,
-                  "Tenant": env.tenant, "Environment": env.environment, **fields}
-        if env.etag is None:
-            return ("create", entity)
-        return ("update", entity, _if_match(env.etag))
+        return env.write_operation(changes)
 
     # -- observations --------------------------------------------------------------------
 
@@ -179,7 +151,7 @@ class InventoryStore:
                   **pack(proposal.model_dump_json())}
         if etag is None:
             return ("create", entity)
-        return ("update", entity, _if_match(etag))
+        return ("update", entity, if_unchanged(etag))
 
     # -- handled provisioning events ---------------------------------------------------------
 
@@ -226,5 +198,3 @@ class InventoryStore:
                                                      "hi": end, **parameters})
 
 
-def _if_match(etag: str) -> dict[str, Any]:
-    return {"mode": UpdateMode.REPLACE, "etag": etag, "match_condition": MatchConditions.IfNotModified}

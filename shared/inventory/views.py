@@ -15,7 +15,8 @@ from shared.inventory.expected import environment_exists
 from shared.inventory.findings import FindingState
 from shared.inventory.model import ObservationStatus
 from shared.inventory.proposals import ProposalState
-from shared.inventory.store import EnvironmentRow, InventoryStore
+from shared.inventory.store import InventoryStore
+from shared.storage.streams import EnvironmentRow
 from shared.provisioning.store import ProvisioningStore
 
 

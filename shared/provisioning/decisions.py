@@ -13,7 +13,8 @@ from typing import Literal
 
 from shared.errors import Conflict, NotFound, PermissionDenied
 from shared.provisioning.runs import Decision, Run, RunState, utc_now
-from shared.provisioning.store import ProvisioningStore, optimistic
+from shared.provisioning.store import ProvisioningStore
+from shared.storage.streams import optimistic
 
 DecisionKind = Literal["approved", "rejected"]
 

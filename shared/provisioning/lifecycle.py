@@ -26,7 +26,8 @@ from shared.provisioning.configuration import (
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.receipts import ApplyReceipt, ConfigurationRecord, PlanReceipt, ReceiptStore
 from shared.provisioning.runs import FINAL_STATES, FailureReason, Run, RunState, utc_now
-from shared.provisioning.store import ProvisioningStore, optimistic
+from shared.provisioning.store import ProvisioningStore
+from shared.storage.streams import optimistic
 from shared.settings import Settings
 from shared.storage.clients import StorageClients
 

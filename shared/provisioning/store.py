@@ -15,26 +15,22 @@ Specification documents are content-addressed blobs
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Iterable
 
-from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-from azure.data.tables import TableClient, UpdateMode
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from azure.data.tables import TableClient
 
 from shared.errors import AlreadyExists, ConcurrencyConflict, Conflict, NotFound
 from shared.events.cloudevents import CloudEvent, NewEvent
-from shared.events.outbox import EVENTS_QUEUE, Outbox
+from shared.events.outbox import outbox_for
 from shared.provisioning.runs import Run, RunState
 from shared.provisioning.specification import EnvironmentSpecification
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import read_row
-from shared.storage.resources import OUTBOX_SUBSCRIBERS
+from shared.storage.streams import EnvironmentRow, if_unchanged, optimistic, stream_key
 
 RUNS_TABLE = "ProvisioningRuns"
 SPECIFICATIONS_CONTAINER = "specifications"
-ENVIRONMENT_ROW = "environment"
 
 
 class IdempotencyConflict(Conflict):
@@ -44,36 +40,11 @@ class IdempotencyConflict(Conflict):
         super().__init__("idempotency-key-reused", detail)
 
 
-def stream_key(tenant: str, environment: str) -> str:
-    return f"{tenant}|{environment}"
-
-
-def optimistic() -> Retrying:
-    """Retry a read-modify-write that lost an ETag race, with jitter so racers fall out of step."""
-    return Retrying(retry=retry_if_exception_type(ConcurrencyConflict), stop=stop_after_attempt(25),
-                    wait=wait_random_exponential(multiplier=0.02, max=0.5), reraise=True)
-
-
-@dataclass
-class EnvironmentRecord:
-    tenant: str
-    environment: str
-    row: dict[str, Any]
-
-    @property
-    def etag(self) -> str | None:
-        return self.row.get("etag")
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.row.get(name, default)
-
-
 class ProvisioningStore:
     def __init__(self, storage: StorageClients, source: str) -> None:
         self._table: TableClient = storage.tables.get_table_client(RUNS_TABLE)
         self._blobs = storage.blobs.get_container_client(SPECIFICATIONS_CONTAINER)
-        subscribers = [storage.queue(name) for name in OUTBOX_SUBSCRIBERS[RUNS_TABLE]]
-        self._outbox = Outbox(self._table, storage.queue(EVENTS_QUEUE), source, subscribers)
+        self._outbox = outbox_for(storage, RUNS_TABLE, source)
 
     # -- specifications -------------------------------------------------------------------
 
@@ -125,9 +96,8 @@ class ProvisioningStore:
 
     # -- environments and runs -------------------------------------------------------------
 
-    def environment(self, tenant: str, environment: str) -> EnvironmentRecord:
-        row = read_row(self._table, stream_key(tenant, environment), ENVIRONMENT_ROW)
-        return EnvironmentRecord(tenant, environment, row or {})
+    def environment(self, tenant: str, environment: str) -> EnvironmentRow:
+        return EnvironmentRow.read(self._table, tenant, environment)
 
     def create_run(self, run: Run, events: Iterable[NewEvent]) -> tuple[Run, list[CloudEvent]]:
         """Insert the run with the next ordinal of its environment, declaring its specification."""
@@ -140,7 +110,7 @@ class ProvisioningStore:
                 numbered = run.model_copy(update={"ordinal": int(env.get("RunCounter", 0)) + 1})
                 env_changes = {"RunCounter": numbered.ordinal, "DeclaredDigest": run.specification_digest,
                                "DeclaredRunId": run.id, "EnvironmentClass": run.environment_class}
-                operations = [("create", self._run_entity(numbered)), self._env_operation(env, env_changes)]
+                operations = [("create", self._run_entity(numbered)), env.write_operation(env_changes)]
                 try:
                     emitted = self._outbox.commit(stream_key(run.tenant, run.environment), operations, events)
                 except AlreadyExists:
@@ -176,19 +146,18 @@ class ProvisioningStore:
 
     def save_run(self, run: Run, etag: str, events: Iterable[NewEvent] = (),
                  env_changes: dict[str, Any] | None = None,
-                 env: EnvironmentRecord | None = None) -> list[CloudEvent]:
+                 env: EnvironmentRow | None = None) -> list[CloudEvent]:
         """Replace the run (under its ETag) and, optionally, the environment row, with events."""
         operations: list[tuple[Any, ...]] = [
-            ("update", self._run_entity(run), {"mode": UpdateMode.REPLACE, "etag": etag,
-                                               "match_condition": MatchConditions.IfNotModified})]
+            ("update", self._run_entity(run), if_unchanged(etag))]
         if env_changes is not None:
-            operations.append(self._env_operation(env or self.environment(run.tenant, run.environment), env_changes))
+            operations.append((env or self.environment(run.tenant, run.environment)).write_operation(env_changes))
         emitted = self._outbox.commit(stream_key(run.tenant, run.environment), operations, events)
         self._outbox.dispatch(emitted)
         return emitted
 
-    def update_environment(self, env: EnvironmentRecord, changes: dict[str, Any]) -> None:
-        self._outbox.commit(stream_key(env.tenant, env.environment), [self._env_operation(env, changes)], [])
+    def update_environment(self, env: EnvironmentRow, changes: dict[str, Any]) -> None:
+        self._outbox.commit(stream_key(env.tenant, env.environment), [env.write_operation(changes)], [])
 
     # -- entities -------------------------------------------------------------------------------
 
@@ -197,17 +166,6 @@ class ProvisioningStore:
         return {"PartitionKey": stream_key(run.tenant, run.environment), "RowKey": f"run|{run.id}",
                 "State": run.state.value, "Ordinal": run.ordinal, "CreatedAt": run.created_at,
                 "Document": run.model_dump_json()}
-
-    @staticmethod
-    def _env_operation(env: EnvironmentRecord, changes: dict[str, Any]) -> tuple[Any, ...]:
-        fields = {k: v for k, v in env.row.items() if k not in ("etag", "PartitionKey", "RowKey")}
-        fields.update(changes)
-        entity = {"PartitionKey": stream_key(env.tenant, env.environment), "RowKey": ENVIRONMENT_ROW,
-                  "Tenant": env.tenant, "Environment": env.environment, **fields}
-        if env.etag is None:
-            return ("create", entity)
-        return ("update", entity, {"mode": UpdateMode.REPLACE, "etag": env.etag,
-                                   "match_condition": MatchConditions.IfNotModified})
 
 
 def _run_from(row: dict[str, Any]) -> Run:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.provisioning.helpers import READ, WRITE, declare, runs_of, specification, unique, wait_for_run_state
+from tests.provisioning.helpers import WRITE, declare, runs_of, specification, unique, wait_for_run_state
 
 
 def test_a_production_run_waits_and_applies_only_what_an_operator_approved(provisioning_host, mint):
