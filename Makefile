@@ -10,9 +10,9 @@ PYTEST_ARGS ?=
 
 setup: $(VENV)/.installed node_modules/.installed local.settings.json
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

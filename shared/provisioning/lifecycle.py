@@ -90,8 +90,10 @@ class RunSteps:
         raise AssertionError("unreachable")
 
     def _newer_run_exists(self, run: Run) -> bool:
+        # A newer run that never stood a chance (invalid, or cancelled) does not supersede.
         return any(
-            other.ordinal > run.ordinal and other.failure_reason is not FailureReason.INVALID_SPECIFICATION
+            other.ordinal > run.ordinal
+            and other.failure_reason not in (FailureReason.INVALID_SPECIFICATION, FailureReason.CANCELLED)
             for other in self._store.runs(run.tenant, run.environment)
         )
 
