@@ -94,6 +94,7 @@ class RunSteps:
         return any(
             other.ordinal > run.ordinal
             and other.failure_reason not in (FailureReason.INVALID_SPECIFICATION, FailureReason.CANCELLED)
+            and not (other.decision is not None and other.decision.decision == "cancelled")
             for other in self._store.runs(run.tenant, run.environment)
         )
 
