@@ -9,6 +9,7 @@ Azurite's well-known key.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -65,7 +66,7 @@ class Azurite:
 
     def stop(self) -> None:
         if self._process and self._process.poll() is None:
-            self._process.terminate()
+            self._process.send_signal(signal.SIGINT)  # Azurite closes at once on SIGINT, slowly on SIGTERM
             try:
                 self._process.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -8,10 +8,10 @@ from datetime import timedelta
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.events.outbox import EVENTS_QUEUE, Outbox
+from shared.events.outbox import Outbox, outbox_for
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
-from shared.storage.resources import OUTBOX_SUBSCRIBERS, OUTBOX_TABLES
+from shared.storage.resources import OUTBOX_TABLES
 
 bp = df.Blueprint()
 log = logging.getLogger("runtime_cloud.outbox")
@@ -21,13 +21,8 @@ DISPATCHED_RETENTION = timedelta(days=7)  # events live on in the consumers; the
 
 def outboxes() -> list[Outbox]:
     storage = shared_host_storage()
-    queue = storage.queue(EVENTS_QUEUE)
     source = f"/{get_settings().messaging.service_name}"
-    return [
-        Outbox(storage.tables.get_table_client(table), queue, source,
-               [storage.queue(name) for name in OUTBOX_SUBSCRIBERS.get(table, ())])
-        for table in OUTBOX_TABLES
-    ]
+    return [outbox_for(storage, table, source) for table in OUTBOX_TABLES]
 
 
 @bp.timer_trigger(arg_name="timer", schedule="*/15 * * * * *")

@@ -26,6 +26,7 @@ from shared.provisioning.runs import RunState
 from shared.provisioning.service import field_errors
 from shared.provisioning.sources import Declaration
 from shared.provisioning.specification import NAME_PATTERN, TENANT_PATTERN
+from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
@@ -189,7 +190,7 @@ ENDED = {df.OrchestrationRuntimeStatus.Completed, df.OrchestrationRuntimeStatus.
          df.OrchestrationRuntimeStatus.Terminated}
 
 
-@bp.timer_trigger(arg_name="timer", schedule="0 */5 * * * *")
+@bp.timer_trigger(arg_name="timer", schedule=get_settings().runtime_cloud.provisioning.reconcile_schedule)
 @bp.durable_client_input(client_name="client")
 async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
     """The explicit recovery path for stuck runs: a run whose orchestration never started is

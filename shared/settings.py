@@ -107,6 +107,9 @@ class ProvisioningSettings(Section):
     approval_timeout_seconds: float = Field(default=24 * 3600, gt=0, alias="ApprovalTimeoutSeconds")
     # A waiting run is woken by an event when its environment frees up; this is the fallback check.
     queue_recheck_seconds: float = Field(default=60, gt=0, le=3600, alias="QueueRecheckSeconds")
+    # The reconciler that restarts or fails stuck runs (6-field NCRONTAB, read when the app starts).
+    reconcile_schedule: str = Field(default="0 */5 * * * *", alias="ReconcileSchedule",
+                                    pattern=r"^\S+( \S+){5}$")
 
     def requires_approval(self, environment_class: str) -> bool:
         if environment_class == "production":

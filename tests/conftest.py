@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 import pytest
 
 from devhost.tokens import mint_token
-from devhost.azurite import TARGET_ACCOUNT, Azurite
+from devhost.azurite import TARGET_ACCOUNT, Azurite, free_port
 from tests.support.host import HostProcess
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,26 +34,40 @@ def key_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str, str]:
-    """The app's settings for a test host: the sample's shape, pointed at the test Azurite."""
-    target = {
-        "Id": "local-storage",
-        "Kind": "storage-account",
-        "Region": "local",
-        "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
-        "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__local_storage__Connection"},
-    }
+    """The app's settings for a test host: the sample's shape, pointed at the test Azurite.
+
+    Two targets: the local one (Azurite's second account) and one that never
+    answers. Every host of the app gets the same settings (plus overrides), so
+    that whichever host takes a queue message acts on it the same way.
+    """
+    closed = free_port()  # nothing listens here: the target cannot be reached
+    targets = [
+        {"Id": "local-storage", "Kind": "storage-account", "Region": "local",
+         "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
+         "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__local_storage__Connection"}},
+        {"Id": "unreachable-storage", "Kind": "storage-account", "Region": "nowhere",
+         "Endpoint": f"http://127.0.0.1:{closed}/{TARGET_ACCOUNT}",
+         "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__unreachable__Connection"}},
+    ]
+    unreachable = (azurite.connection_string(TARGET_ACCOUNT).replace(str(azurite.blob_port), str(closed))
+                   .replace(str(azurite.queue_port), str(closed)).replace(str(azurite.table_port), str(closed)))
     settings = {
         "AzureWebJobsStorage": azurite.connection_string(),
         "RuntimeCloud__Host__EnabledModules": "provisioning, inventory, capacity",
         "RuntimeCloud__Topology": "saas-default",
         "RuntimeCloud__IaC__Runner": "embedded",
-        "RuntimeCloud__Targets": json.dumps([target]),
+        "RuntimeCloud__Targets": json.dumps(targets),
         "RuntimeCloudTarget__local_storage__Connection": azurite.connection_string(TARGET_ACCOUNT),
+        "RuntimeCloudTarget__unreachable__Connection": unreachable,
         "RuntimeCloud__Auth__Issuer": "runtime-cloud-local-issuer",
         "RuntimeCloud__Auth__Audience": "api://runtime-cloud",
         "RuntimeCloud__Auth__LocalSigningKeyDirectory": str(key_dir),
         "RuntimeCloud__ConfigPlatform__Url": "",
         "RuntimeCloud__Health__ProbeTimeoutSeconds": "2",
+        "RuntimeCloud__Provisioning__QueueRecheckSeconds": "2",
+        # Tests run the reconciler through the admin endpoint; on a timer it would reach
+        # runs that other test hosts (with other task hubs) are running.
+        "RuntimeCloud__Provisioning__ReconcileSchedule": "0 0 0 1 1 *",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
         # Each host its own Durable task hub, so hosts sharing the test Azurite do not share work.
         "AzureFunctionsJobHost__extensions__durableTask__hubName": f"Test{uuid.uuid4().hex[:12]}",
@@ -64,7 +78,7 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
 
 @pytest.fixture(scope="session")
 def runtime_host(azurite: Azurite, key_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
-    """The product itself, on a local host of the session."""
+    """The product itself, on a local host of the session (the one every API test drives)."""
     log = tmp_path_factory.mktemp("logs") / "runtime-host.log"
     host = HostProcess(REPO, app_settings(azurite, key_dir), log).start()
     yield host

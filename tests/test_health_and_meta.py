@@ -20,13 +20,15 @@ def test_health_reports_every_dependency_with_status_and_latency(runtime_host, m
 
     assert answer.status_code == 200
     document = answer.json()
-    assert document["status"] == "healthy"
+    assert document["status"] == "degraded"  # one configured target never answers
     assert document["ready"] is True and document["live"] is True
     checks = checks_by_name(document)
     for name in ("store.tables", "store.blobs", "store.queues", "iac-runner.embedded",
                  "target.local-storage", "config-platform"):
         assert checks[name]["status"] == "healthy", checks[name]
         assert checks[name]["latency_ms"] >= 0
+    assert checks["target.unreachable-storage"]["status"] == "degraded"
+    assert checks["target.unreachable-storage"]["required"] is False
     assert "not configured" in checks["config-platform"]["detail"]
     lag = {(entry["module"], entry["queue"]): entry for entry in document["inbox_lag"]}
     assert set(lag) == {("provisioning", "promotions"), ("provisioning", "approvals"), ("inventory", "inventory-inbox")}
@@ -40,9 +42,10 @@ def test_target_metadata_lists_targets_and_the_runner_but_no_credential_location
     document = answer.json()
     assert document["iac_runner"]["name"] == "embedded"
     assert document["iac_runner"]["version"]
-    assert [t["id"] for t in document["targets"]] == ["local-storage"]
+    assert [t["id"] for t in document["targets"]] == ["local-storage", "unreachable-storage"]
     assert document["targets"][0]["credential"] == "app-setting"
     assert "RuntimeCloudTarget__local_storage__Connection" not in answer.text
+    assert "AccountKey" not in answer.text
 
 
 def test_health_is_degraded_by_a_dead_dependency_and_503_naming_the_store_when_azurite_stops(
@@ -57,6 +60,7 @@ def test_health_is_degraded_by_a_dead_dependency_and_503_naming_the_store_when_a
         assert degraded.status_code == 200
         assert degraded.json()["status"] == "degraded"
         assert checks_by_name(degraded.json())["config-platform"]["status"] == "degraded"
+        assert checks_by_name(degraded.json())["store.tables"]["status"] == "healthy"
 
         private.stop()
         down = host.request("GET", "runtime-cloud/health", token=token)

@@ -23,7 +23,8 @@ def outbox_parts(azurite):
                                                message_encode_policy=TextBase64EncodePolicy(),
                                                message_decode_policy=TextBase64DecodePolicy())
     queue.create_queue()
-    return table, queue, Outbox(table, queue, "/runtime-cloud")
+    markers = TableServiceClient.from_connection_string(azurite.connection_string()).create_table(name + "marks")
+    return table, queue, Outbox(table, queue, "/runtime-cloud", markers=markers)
 
 
 def state_row(stream: str, key: str) -> tuple:
@@ -62,6 +63,7 @@ def test_events_a_crash_left_behind_are_sent_by_the_dispatcher(outbox_parts):
     outbox.commit("s", [], [NewEvent("LeaseGranted", "leases/1", "t"), NewEvent("LeaseReleased", "leases/1", "t")])
 
     assert outbox.dispatch_pending() == 2  # nobody called dispatch: as if the writer died after the commit
+    assert outbox.dispatch_pending() == 0  # found through the stream's marker, sent once
 
     assert [json.loads(m.content)["type"] for m in queue.peek_messages(max_messages=10)] == [
         "factory.runtime-cloud.LeaseGranted", "factory.runtime-cloud.LeaseReleased"]

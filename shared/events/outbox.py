@@ -22,6 +22,13 @@ Dispatch is at-least-once: right after the commit the writer sends its events
 to the ``runtime-cloud-events`` queue and marks them dispatched; the
 ``outbox_dispatcher`` timer sends whatever a crash left pending. Consumers
 dedupe by event id.
+
+So that the dispatcher never scans a whole table (lease history alone keeps
+months of rows), a writer first upserts a *marker* for its stream in table
+``OutboxPending`` (partition = table name). The dispatcher reads only the
+partitions that markers name, and removes a marker once that partition has
+nothing pending and the marker has not been touched for a while (a writer
+between its marker and its commit is never more than seconds away).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
 from azure.core import MatchConditions
+from azure.core.exceptions import HttpResponseError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 from azure.storage.queue import QueueClient
 
@@ -45,6 +53,8 @@ from shared.storage.resources import OUTBOX_SUBSCRIBERS
 log = logging.getLogger("runtime_cloud.outbox")
 
 EVENTS_QUEUE = "runtime-cloud-events"
+PENDING_TABLE = "OutboxPending"
+MARKER_GRACE = timedelta(minutes=5)
 SEQUENCE_ROW = "~outbox-sequence"
 OUTBOX_PREFIX = "~outbox|"
 _OUTBOX_END = "~outbox}"  # the character after "|": an exclusive upper bound for the prefix
@@ -58,10 +68,11 @@ def outbox_row_key(sequence: int) -> str:
 
 class Outbox:
     def __init__(self, table: TableClient, queue: QueueClient, source: str,
-                 subscribers: Sequence[QueueClient] = ()) -> None:
+                 subscribers: Sequence[QueueClient] = (), markers: TableClient | None = None) -> None:
         self._table = table
         self._queues = [queue, *subscribers]  # the public queue, then modules of this host that listen in
         self._source = source
+        self._markers = markers
 
     def commit(self, stream: str, operations: Sequence[TransactionOperation],
                events: Iterable[NewEvent]) -> list[CloudEvent]:
@@ -74,6 +85,7 @@ class Outbox:
         batch = list(operations) + [("create", self._outbox_entity(stream, e)) for e in cloud_events]
         if pending:
             batch.append(self._sequence_operation(stream, sequence_row, last + len(pending)))
+            self._mark(stream)
         if batch:
             self._submit(batch)
         return cloud_events
@@ -89,16 +101,47 @@ class Outbox:
 
     def dispatch_pending(self, limit: int = 500) -> int:
         """Send events a crash left behind, oldest first per stream. Returns how many were sent."""
-        query = "RowKey ge @start and RowKey lt @end and Dispatched eq false"
-        rows = self._table.query_entities(query, parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END},
-                                          results_per_page=limit)
+        if self._markers is None:  # no markers kept: look everywhere
+            return self._send_pending(None, limit)
         sent = 0
-        for row in rows:
-            self._send(row["PartitionKey"], row["RowKey"], row["Event"])
-            sent += 1
+        markers = self._markers.query_entities("PartitionKey eq @t", parameters={"t": self._table.table_name})
+        for marker in markers:
+            found = self._send_pending(marker["RowKey"], limit - sent)
+            sent += found
+            if found == 0:
+                self._unmark(marker)
             if sent >= limit:
                 break
         return sent
+
+    def _send_pending(self, stream: str | None, limit: int) -> int:
+        query = "RowKey ge @start and RowKey lt @end and Dispatched eq false"
+        parameters = {"start": OUTBOX_PREFIX, "end": _OUTBOX_END}
+        if stream is not None:
+            query = "PartitionKey eq @stream and " + query
+            parameters["stream"] = stream
+        sent = 0
+        for row in self._table.query_entities(query, parameters=parameters, results_per_page=max(1, limit)):
+            if sent >= limit:
+                break
+            self._send(row["PartitionKey"], row["RowKey"], row["Event"])
+            sent += 1
+        return sent
+
+    def _mark(self, stream: str) -> None:
+        if self._markers is not None:
+            self._markers.upsert_entity({"PartitionKey": self._table.table_name, "RowKey": stream},
+                                        mode=UpdateMode.REPLACE)
+
+    def _unmark(self, marker: Any) -> None:
+        touched = marker.metadata.get("timestamp")
+        if touched is None or datetime.now(timezone.utc) - touched < MARKER_GRACE:
+            return  # a writer may be between its marker and its commit
+        try:
+            self._markers.delete_entity(marker["PartitionKey"], marker["RowKey"], etag=marker.metadata["etag"],
+                                        match_condition=MatchConditions.IfNotModified)
+        except (ResourceModifiedError, ResourceNotFoundError, HttpResponseError):
+            pass  # touched again since: keep it
 
     def purge_dispatched(self, older_than: timedelta) -> int:
         cutoff = (datetime.now(timezone.utc) - older_than).isoformat()
@@ -150,7 +193,8 @@ class Outbox:
 def outbox_for(storage: StorageClients, table_name: str, source: str) -> Outbox:
     """The outbox of ``table_name``: the public events queue plus the table's subscriber queues."""
     subscribers = [storage.queue(name) for name in OUTBOX_SUBSCRIBERS.get(table_name, ())]
-    return Outbox(storage.tables.get_table_client(table_name), storage.queue(EVENTS_QUEUE), source, subscribers)
+    return Outbox(storage.tables.get_table_client(table_name), storage.queue(EVENTS_QUEUE), source, subscribers,
+                  storage.tables.get_table_client(PENDING_TABLE))
 
 
 def read_events(queue: QueueClient, max_messages: int = 32) -> list[dict[str, Any]]:

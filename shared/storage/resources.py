@@ -11,6 +11,7 @@ from azure.core.exceptions import ResourceExistsError
 from shared.storage.clients import StorageClients
 
 TABLES: tuple[str, ...] = (
+    "OutboxPending",
     "ProvisioningRuns",
     "ProvisioningSteps",
     "CapacityPools",

@@ -15,12 +15,10 @@ from tests.provisioning.conftest import provisioning_settings
 from tests.support.host import HostProcess
 
 
-@pytest.fixture(scope="package")
-def inventory_host(azurite, key_dir, tmp_path_factory) -> Iterator[HostProcess]:
-    log = tmp_path_factory.mktemp("logs") / "inventory-host.log"
-    host = HostProcess(REPO, provisioning_settings(azurite, key_dir), log).start()
-    yield host
-    host.stop()
+@pytest.fixture
+def inventory_host(runtime_host: HostProcess) -> HostProcess:
+    """The session's host: one host per settings, so queue messages meet one behaviour."""
+    return runtime_host
 
 
 @pytest.fixture

@@ -1,0 +1,255 @@
+"""What a capacity lease costs: acquire + release at 1, 8 and 32 concurrent clients.
+
+Measured in one run, on one machine, against one Azurite:
+
+- baseline (a): one raw Azurite conditional insert (``insert_if_absent`` of a
+  fresh row), one client, back to back;
+- the service: ``POST /runtime-cloud/leases`` then ``DELETE`` through the local
+  host (HTTP, JWT, quota token, slot row, history, lease record, outbox);
+- the slot-row design in process: the same ``LeaseService`` called directly,
+  without HTTP, so it compares like for like with (b);
+- baseline (b): a single-counter-row design implemented here: one row holds
+  ``Held``; acquire reads it and, if below capacity, replaces it with
+  ``Held + 1`` under its ETag (412: read again, jittered); release does ``- 1``.
+
+A cycle is one acquire plus one release. Printed: cycles per second, p50 and
+p95 cycle latency, each as a ratio to baseline (a) (latency) or to the
+counter design at the same concurrency (throughput). Absolute numbers are for
+context only. Run: ``.venv/bin/python bench/leases.py [seconds per series]``
+(default 6; the whole run takes about two minutes).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from azure.core import MatchConditions  # noqa: E402
+from azure.core.exceptions import ResourceModifiedError  # noqa: E402
+from azure.data.tables import TableClient, TableServiceClient, UpdateMode  # noqa: E402
+
+from devhost.azurite import Azurite  # noqa: E402
+from devhost.tokens import mint_token  # noqa: E402
+from tests.conftest import REPO, app_settings  # noqa: E402
+from tests.support.host import HostProcess  # noqa: E402
+
+CONCURRENCY = (1, 8, 32)
+CAPACITY = 32  # every design gets as many slots as the most clients, so nobody is refused
+TENANTS = 8
+
+
+@dataclass
+class Series:
+    name: str
+    clients: int
+    cycles: int
+    seconds: float
+    latencies: list[float]
+
+    @property
+    def throughput(self) -> float:
+        return self.cycles / self.seconds
+
+    def percentile(self, fraction: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def run_series(name: str, clients: int, seconds: float, make_cycle: Callable[[int], Callable[[], None]]) -> Series:
+    cycles = [make_cycle(i) for i in range(clients)]
+    for cycle in cycles:
+        cycle()  # warm-up: connections, caches
+    latencies: list[float] = []
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def client(cycle: Callable[[], None]) -> None:
+        mine = []
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            cycle()
+            mine.append(time.perf_counter() - started)
+        with lock:
+            latencies.extend(mine)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        list(pool.map(client, cycles))
+    return Series(name, clients, len(latencies), time.perf_counter() - started, latencies)
+
+
+def raw_insert_baseline(table: TableClient, count: int) -> list[float]:
+    from shared.storage.conditional import insert_if_absent
+
+    samples = []
+    for index in range(count + 10):
+        entity = {"PartitionKey": "baseline", "RowKey": uuid.uuid4().hex, "Value": index}
+        started = time.perf_counter()
+        insert_if_absent(table, entity)
+        if index >= 10:
+            samples.append(time.perf_counter() - started)
+    return samples
+
+
+class CounterRow:
+    """Baseline (b): one row counts the held leases; every acquirer serialises on its ETag."""
+
+    def __init__(self, table: TableClient, capacity: int) -> None:
+        self.table = table
+        self.key = {"PartitionKey": "counter", "RowKey": uuid.uuid4().hex}
+        table.create_entity({**self.key, "Held": 0, "Capacity": capacity})
+
+    def _change(self, step: int) -> bool:
+        for attempt in range(1000):
+            entity = self.table.get_entity(**{"partition_key": self.key["PartitionKey"],
+                                              "row_key": self.key["RowKey"]})
+            held = int(entity["Held"]) + step
+            if held > int(entity["Capacity"]) or held < 0:
+                return False
+            try:
+                self.table.update_entity({**self.key, "Held": held, "Capacity": entity["Capacity"]},
+                                         mode=UpdateMode.REPLACE, etag=entity.metadata["etag"],
+                                         match_condition=MatchConditions.IfNotModified)
+                return True
+            except ResourceModifiedError:
+                time.sleep(random.uniform(0, min(0.05, 0.002 * 2 ** attempt)))
+        raise RuntimeError("counter row: too many lost races")
+
+    def cycle(self) -> None:
+        if not self._change(+1):
+            raise RuntimeError("counter row full")
+        self._change(-1)
+
+
+def main(seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        azurite = Azurite(root / "azurite").start()
+        settings = app_settings(azurite, root / "auth", RuntimeCloud__Host__EnabledModules="capacity")
+        host = HostProcess(REPO, settings, root / "host.log").start()
+        try:
+            results, baseline = measure(azurite, host, root, settings, seconds)
+        finally:
+            host.stop()
+            azurite.stop()
+    report(results, baseline)
+
+
+def measure(azurite: Azurite, host: HostProcess, root: Path, settings: dict[str, str],
+            seconds: float) -> tuple[list[Series], list[float]]:
+    tables = TableServiceClient.from_connection_string(azurite.connection_string())
+    bench_table = tables.create_table_if_not_exists("benchleases")
+    admin = mint_token(root / "auth", tenant="ops", scopes=["factory.runtime.write"], roles=["PlatformAdmin"])
+    tenants = [f"bench-{i}" for i in range(TENANTS)]
+    answer = host.request("PUT", "runtime-cloud/quotas/bench", admin,
+                          json={"limits": {"build": CAPACITY}, "tenants": tenants})
+    assert answer.status_code in (200, 201), answer.text
+    results: list[Series] = []
+    baseline = raw_insert_baseline(bench_table, 300)
+
+    for clients in CONCURRENCY:
+        pool_id = f"bench-http-{clients}"
+        answer = host.request("PUT", f"runtime-cloud/pools/{pool_id}", admin,
+                              json={"kind": "build", "region": pool_id, "size": CAPACITY, "max": CAPACITY})
+        assert answer.status_code == 201, answer.text
+        results.append(run_series("service over HTTP (slot rows)", clients, seconds,
+                                  http_cycle_factory(host, root, tenants, pool_id)))
+
+    store = in_process_store(azurite, settings)
+    for clients in CONCURRENCY:
+        results.append(run_series("slot rows, in process", clients, seconds,
+                                  in_process_cycle_factory(store, tenants, f"bench-local-{clients}")))
+    for clients in CONCURRENCY:
+        counter = CounterRow(bench_table, CAPACITY)
+        results.append(run_series("single counter row, in process", clients, seconds,
+                                  lambda _i, counter=counter: counter.cycle))
+    return results, baseline
+
+
+def http_cycle_factory(host: HostProcess, root: Path, tenants: list[str],
+                       pool_id: str) -> Callable[[int], Callable[[], None]]:
+    def make(index: int) -> Callable[[], None]:
+        session = requests.Session()
+        tenant = tenants[index % len(tenants)]
+        headers = {"Authorization": "Bearer " + mint_token(root / "auth", tenant=tenant,
+                                                           scopes=["factory.capacity.lease"])}
+        body = {"kind": "build", "region": pool_id, "purpose": "build", "holder": f"bench-{index}",
+                "ttl_seconds": 60}
+
+        def cycle() -> None:
+            acquired = session.post(host.url("runtime-cloud/leases"), headers=headers,
+                                    json={**body, "lease_id": uuid.uuid4().hex}, timeout=30)
+            if acquired.status_code != 201:
+                raise RuntimeError(f"acquire answered {acquired.status_code}: {acquired.text}")
+            released = session.delete(host.url(f"runtime-cloud/leases/{acquired.json()['lease_id']}"),
+                                       headers=headers, timeout=30)
+            if released.status_code != 204:
+                raise RuntimeError(f"release answered {released.status_code}: {released.text}")
+
+        return cycle
+
+    return make
+
+
+def in_process_store(azurite: Azurite, settings: dict[str, str]):  # type: ignore[no-untyped-def]
+    from shared.capacity.settings import CapacitySettings
+    from shared.capacity.store import CapacityStore
+    from shared.storage.clients import clients_from_connection_string
+
+    clients = clients_from_connection_string(azurite.connection_string())
+    return CapacityStore.from_clients(clients, CapacitySettings(), "/bench")
+
+
+def in_process_cycle_factory(store, tenants: list[str], pool_id: str) -> Callable[[int], Callable[[], None]]:  # type: ignore[no-untyped-def]
+    from shared.capacity import editions, pools
+    from shared.capacity.leases import LeaseService
+    from shared.capacity.models import AcquireRequest, EditionSpec, PoolSpec
+
+    editions.put_edition(store, "bench", EditionSpec(limits={"build": CAPACITY}, tenants=tenants))
+    pools.put_pool(store, pool_id, PoolSpec(kind="build", region=pool_id, size=CAPACITY, max=CAPACITY))
+    service = LeaseService(store)
+
+    def make(index: int) -> Callable[[], None]:
+        tenant = tenants[index % len(tenants)]
+
+        def cycle() -> None:
+            lease, _ = service.acquire(tenant, AcquireRequest(kind="build", region=pool_id, purpose="build",
+                                                              holder=f"bench-{index}", ttl_seconds=60,
+                                                              lease_id=uuid.uuid4().hex))
+            service.release(tenant, lease.lease_id)
+
+        return cycle
+
+    return make
+
+
+def report(results: list[Series], baseline: list[float]) -> None:
+    base_p50, base_p95 = statistics.median(baseline), sorted(baseline)[int(len(baseline) * 0.95)]
+    counters = {s.clients: s for s in results if s.name.startswith("single counter")}
+    print("capacity leases: acquire + release cycles (ratios against baselines measured in this run)")
+    print(f"baseline (a) raw Azurite conditional insert: p50 {base_p50 * 1000:.2f} ms, p95 {base_p95 * 1000:.2f} ms")
+    print(f"{'clients':>7}  {'design':<32} {'cycles/s':>9} {'p50 ms':>8} {'p95 ms':>8}"
+          f" {'p50/(a)':>8} {'p95/(a)':>8} {'thru/(b)':>9}")
+    for clients in CONCURRENCY:
+        for series in (s for s in results if s.clients == clients):
+            p50, p95 = series.percentile(0.5), series.percentile(0.95)
+            print(f"{clients:>7}  {series.name:<32} {series.throughput:>9.1f} {p50 * 1000:>8.1f} {p95 * 1000:>8.1f}"
+                  f" {p50 / base_p50:>7.1f}x {p95 / base_p95:>7.1f}x"
+                  f" {series.throughput / counters[clients].throughput:>8.2f}x")
+
+
+if __name__ == "__main__":
+    main(float(sys.argv[1]) if len(sys.argv) > 1 else 6.0)

@@ -1,0 +1,275 @@
+"""Capacity API: pools, edition quotas and fenced leases (ExecutionCapacityService).
+
+Thin triggers: parse, authorise, call ``shared.capacity``, shape the answer.
+Workers use ``factory.capacity.lease``; reads need ``factory.runtime.read``
+(lease reads accept either); pool and quota changes need
+``factory.runtime.write`` and the ``PlatformAdmin`` role. The tenant always
+comes from the token: another tenant's lease or dedicated pool answers 404.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from contextlib import contextmanager
+from typing import Iterator
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from shared.auth import Caller, Role, Scope
+from shared.capacity import editions, pools
+from shared.capacity.errors import (
+    CapacityUnavailable,
+    ContentionExhausted,
+    LeaseIdInUse,
+    LeaseLost,
+    LeaseNotFound,
+    NoMatchingPool,
+    PoolChangeRefused,
+    PoolNotFound,
+    QuotaExceeded,
+)
+from shared.capacity.keys import utcnow
+from shared.capacity.leases import LeaseService
+from shared.capacity.models import (
+    EDITION_NAME,
+    LEASE_ID,
+    POOL_ID,
+    AcquireRequest,
+    EditionSpec,
+    LeaseState,
+    PoolSpec,
+    RenewRequest,
+)
+from shared.capacity.records import list_records
+from shared.capacity.retention import purge_expired_history
+from shared.capacity.store import default_store
+from shared.capacity.usage import tenant_usage
+from shared.errors import InvalidInput
+from shared.http import problems
+from shared.http.endpoint import endpoint
+from shared.http.responses import JsonResult
+from shared.http.validation import parse_json_body, parse_model
+
+bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+log = logging.getLogger("runtime_cloud.capacity")
+
+LEASE_OR_READ = (Scope.CAPACITY_LEASE, Scope.RUNTIME_READ)
+
+
+@contextmanager
+def capacity_problems() -> Iterator[None]:
+    """The capacity domain's refusals as problem documents (429 and 503 with jittered Retry-After)."""
+    try:
+        yield
+    except QuotaExceeded as error:
+        problem = problems.too_many_requests("quota-exceeded", str(error), error.retry_after_seconds)
+        problem.extensions.update(edition=error.edition, kind=error.kind, limit=error.limit)
+        raise problem from None
+    except CapacityUnavailable as error:
+        problem = problems.service_unavailable("capacity-unavailable", str(error), error.retry_after_seconds)
+        problem.extensions.update(kind=error.kind, pools=error.pools, draining=error.draining,
+                                  contended=error.contended)
+        raise problem from None
+    except ContentionExhausted as error:  # renew or release lost every race: the worker retries shortly
+        raise problems.service_unavailable("lease-contended", str(error), 1) from None
+    except LeaseLost as error:
+        problem = problems.conflict(str(error), kind="lease-lost")
+        problem.title = "Lease lost: stop the work"
+        problem.extensions.update(lease_id=error.lease_id, reason=error.reason)
+        raise problem from None
+    except LeaseIdInUse as error:
+        raise problems.conflict(str(error), kind="lease-id-in-use") from None
+    except PoolChangeRefused as error:
+        raise problems.conflict(str(error), kind="pool-change-refused") from None
+    except NoMatchingPool as error:
+        raise problems.Problem(404, "no-matching-pool", "No matching pool", str(error)) from None
+    except (LeaseNotFound, PoolNotFound):
+        raise problems.not_found() from None
+
+
+def _need_any_scope(caller: Caller, scopes: tuple[Scope, ...]) -> None:
+    if not any(caller.has_scope(scope) for scope in scopes):
+        raise problems.forbidden(f"missing scope: {' or '.join(s.value for s in scopes)}")
+
+
+def _valid_name(value: str, pattern: re.Pattern[str], path: str) -> str:
+    if not pattern.fullmatch(value):
+        raise InvalidInput([{"path": path, "message": "lower-case letters, digits and '-' (at most 63)"}])
+    return value
+
+
+def _route_id(req: func.HttpRequest, name: str, pattern: re.Pattern[str]) -> str:
+    """An id from the route; one that cannot exist (say, with characters keys refuse) is simply not found."""
+    value = req.route_params[name]
+    if not pattern.fullmatch(value):
+        raise problems.not_found()
+    return value
+
+
+def _visible_pool(caller: Caller, pool_id: str) -> pools.Pool:
+    stored = pools.read_pool(default_store(), pool_id)
+    if stored is None or not (stored.pool.serves(caller.tenant) or caller.has_role(Role.PLATFORM_ADMIN)):
+        raise problems.not_found()
+    return stored.pool
+
+
+# -- pools ---------------------------------------------------------------------
+
+@bp.route(route="runtime-cloud/pools", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
+    store, now = default_store(), utcnow()
+    admin = caller.has_role(Role.PLATFORM_ADMIN)
+    visible = [p for p in pools.list_pools(store) if admin or p.serves(caller.tenant)]
+    return {"pools": [pools.pool_view(store, pool, now) for pool in visible]}
+
+
+@bp.route(route="runtime-cloud/pools/{id}", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> object:
+    pool = _visible_pool(caller, _route_id(req, "id", POOL_ID))
+    return pools.pool_view(default_store(), pool, utcnow())
+
+
+@bp.route(route="runtime-cloud/pools/{id}", methods=["PUT"])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN])
+def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
+    pool_id = _valid_name(req.route_params["id"], POOL_ID, "/id")
+    spec = parse_model(req, PoolSpec)
+    with capacity_problems():
+        pool, created = pools.put_pool(default_store(), pool_id, spec)
+    view = pools.pool_view(default_store(), pool, utcnow())
+    headers = {"Location": f"/runtime-cloud/pools/{pool_id}"} if created else {}
+    return JsonResult(view, status=201 if created else 200, headers=headers)
+
+
+@bp.route(route="runtime-cloud/pools/{id}/drain", methods=["POST"])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN])
+def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
+    with capacity_problems():
+        pool = pools.drain_pool(default_store(), _route_id(req, "id", POOL_ID))
+    return pools.pool_view(default_store(), pool, utcnow())
+
+
+# -- quotas and usage ------------------------------------------------------------
+
+@bp.route(route="runtime-cloud/quotas", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
+    store = default_store()
+    known = {e.name: e for e in editions.list_editions(store)}
+    for name, limits in store.settings.editions.items():
+        known.setdefault(name, editions.Edition(name=name, limits=limits))
+    admin = caller.has_role(Role.PLATFORM_ADMIN)
+    members = editions.tenants_by_edition(store) if admin else {}
+    return {
+        "default_edition": store.settings.default_edition,
+        "your_edition": editions.edition_of(store, caller.tenant).name,
+        "editions": [{"edition": e.name, "limits": {k.value: v for k, v in e.limits.items()},
+                      **({"tenants": members.get(e.name, [])} if admin else {})}
+                     for e in sorted(known.values(), key=lambda e: e.name)],
+    }
+
+
+@bp.route(route="runtime-cloud/quotas/{edition}", methods=["PUT"])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN])
+def capacity_put_quota(req: func.HttpRequest, caller: Caller) -> JsonResult:
+    name = _valid_name(req.route_params["edition"], EDITION_NAME, "/edition")
+    spec = parse_model(req, EditionSpec)
+    edition, created = editions.put_edition(default_store(), name, spec)
+    body = {"edition": edition.name, "limits": {k.value: v for k, v in edition.limits.items()},
+            "tenants_assigned": spec.tenants}
+    return JsonResult(body, status=201 if created else 200)
+
+
+@bp.route(route="runtime-cloud/tenants/{tenant}/usage", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ])
+def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
+    tenant = req.route_params["tenant"]
+    if tenant != caller.tenant and not caller.has_role(Role.PLATFORM_ADMIN):
+        raise problems.not_found()
+    return tenant_usage(default_store(), tenant)
+
+
+# -- leases ------------------------------------------------------------------------
+
+@bp.route(route="runtime-cloud/leases", methods=["POST"])
+@endpoint(scopes=[Scope.CAPACITY_LEASE])
+def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
+    request = parse_model(req, AcquireRequest)
+    with capacity_problems():
+        lease, replayed = LeaseService(default_store()).acquire(caller.tenant, request)
+    headers = {"Location": f"/runtime-cloud/leases/{lease.lease_id}"}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return JsonResult(lease, status=201, headers=headers)
+
+
+@bp.route(route="runtime-cloud/leases", methods=["GET"])
+@endpoint()
+def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
+    _need_any_scope(caller, LEASE_OR_READ)
+    params = req.params
+    errors = []
+    state = None
+    if params.get("state"):
+        try:
+            state = LeaseState(params["state"])
+        except ValueError:
+            errors.append({"path": "/state", "message": "one of active, released, expired"})
+    limit_text = params.get("limit", "100")
+    if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
+        errors.append({"path": "/limit", "message": "an integer within 1..1000"})
+    if errors:
+        raise InvalidInput(errors)
+    page = list_records(default_store(), caller.tenant, utcnow(), pool=params.get("pool"),
+                        holder=params.get("holder"), state=state, limit=int(limit_text),
+                        continuation=params.get("continuation"))
+    return {"leases": page.leases, "continuation": page.continuation}
+
+
+@bp.route(route="runtime-cloud/leases/{id}", methods=["GET"])
+@endpoint()
+def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
+    _need_any_scope(caller, LEASE_OR_READ)
+    with capacity_problems():
+        return LeaseService(default_store()).get(caller.tenant, _route_id(req, "id", LEASE_ID))
+
+
+@bp.route(route="runtime-cloud/leases/{id}/renew", methods=["POST"])
+@endpoint(scopes=[Scope.CAPACITY_LEASE])
+def capacity_renew_lease(req: func.HttpRequest, caller: Caller) -> object:
+    body = RenewRequest.model_validate(parse_json_body(req)) if req.get_body() else RenewRequest()
+    with capacity_problems():
+        return LeaseService(default_store()).renew(caller.tenant, _route_id(req, "id", LEASE_ID), body.ttl_seconds)
+
+
+@bp.route(route="runtime-cloud/leases/{id}", methods=["DELETE"])
+@endpoint(scopes=[Scope.CAPACITY_LEASE])
+def capacity_release_lease(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
+    with capacity_problems():
+        LeaseService(default_store()).release(caller.tenant, _route_id(req, "id", LEASE_ID))
+    return func.HttpResponse(status_code=204)
+
+
+# -- timers ----------------------------------------------------------------------------
+
+@bp.timer_trigger(arg_name="timer", schedule="0 * * * * *", run_on_startup=True)
+def capacity_maintenance(timer: func.TimerRequest) -> None:
+    """Seed the settings' pools and editions, and repair slot rows a crashed resize left behind."""
+    store = default_store()
+    editions.seed_editions(store)
+    pools.seed_pools(store)
+    repaired = sum(pools.reconcile_slots(store, pool) for pool in pools.list_pools(store))
+    if repaired:
+        log.info("capacity maintenance repaired %d slot row(s)", repaired)
+
+
+@bp.timer_trigger(arg_name="timer", schedule="0 45 3 * * *")
+def capacity_purge(timer: func.TimerRequest) -> None:
+    """Purge lease history and records older than LeaseRetentionDays, denials older than a day."""
+    result = purge_expired_history(default_store())
+    log.info("capacity purge removed %d grant row(s), %d record(s), %d denial(s)",
+             result.grants, result.records, result.denials)

@@ -1,0 +1,113 @@
+"""Lease expiry: one eternal Durable orchestration per pool, sweeping expired leases.
+
+``capacity_lease_expiry`` (instance id ``capacity-expiry-{pool}``) calls the
+``capacity_sweep_expired`` activity, sleeps ``SweepIntervalSeconds`` on a
+durable timer and continues as new, so its history never grows. The
+orchestrator is deterministic: the sweep (all I/O) is the activity, time
+comes from ``context.current_utc_datetime``, and the interval travels in the
+input rather than being read from settings during replay. The activity is
+idempotent: every change it makes is conditional on the slot row's ETag (see
+:mod:`shared.capacity.sweeper`).
+
+``capacity_expiry_starter`` (a timer, also at start) makes sure every pool
+has its orchestration running; starting is idempotent because the instance id
+is fixed per pool and a running instance is left alone. Nothing about lease
+correctness waits for this orchestration: an expired slot is taken by the
+next acquirer whether or not it was swept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from typing import Any, Generator
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from shared.capacity.pools import list_pools
+from shared.capacity.store import default_store
+from shared.capacity.sweeper import sweep_pool
+
+bp = df.Blueprint()
+log = logging.getLogger("runtime_cloud.capacity")
+
+ORCHESTRATOR = "capacity_lease_expiry"
+SWEEP_ACTIVITY = "capacity_sweep_expired"
+RUNNING = {df.OrchestrationRuntimeStatus.Running, df.OrchestrationRuntimeStatus.Pending,
+           df.OrchestrationRuntimeStatus.ContinuedAsNew}
+SWEEP_RETRY = df.RetryOptions(first_retry_interval_in_milliseconds=2000, max_number_of_attempts=3)
+
+
+def instance_id_for(pool_id: str) -> str:
+    return f"capacity-expiry-{pool_id}"
+
+
+@dataclass(frozen=True)
+class ExpiryOrder:
+    """The orchestration's input: which pool, how often. One typed object so fields can be added."""
+
+    pool: str
+    interval_seconds: int
+    periods: int = 0  # periods run over the instance's lifetime (carried across continue-as-new)
+
+    @classmethod
+    def parse(cls, value: Any) -> ExpiryOrder:
+        data = dict(value or {})
+        return cls(pool=str(data["pool"]), interval_seconds=int(data.get("interval_seconds", 30)),
+                   periods=int(data.get("periods", 0)))
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    pool: str
+
+
+@bp.orchestration_trigger(context_name="context", orchestration=ORCHESTRATOR)
+def capacity_lease_expiry(context: df.DurableOrchestrationContext) -> Generator[Any, Any, Any]:
+    order = ExpiryOrder.parse(context.get_input())
+    try:
+        result = yield context.call_activity_with_retry(SWEEP_ACTIVITY, SWEEP_RETRY, asdict(SweepRequest(order.pool)))
+        context.set_custom_status({"last_sweep": result, "periods": order.periods + 1})
+    except Exception as error:  # the store was down: try again next period, stay alive
+        context.set_custom_status({"last_error": str(error)[:200], "periods": order.periods + 1})
+    yield context.create_timer(context.current_utc_datetime + timedelta(seconds=order.interval_seconds))
+    context.continue_as_new(asdict(ExpiryOrder(order.pool, order.interval_seconds, order.periods + 1)))
+    return None
+
+
+@bp.activity_trigger(input_name="request", activity=SWEEP_ACTIVITY)
+def capacity_sweep_expired(request: dict[str, Any]) -> dict[str, Any]:
+    order = SweepRequest(**request)
+    return sweep_pool(default_store(), order.pool).as_dict()
+
+
+async def ensure_expiry_sweep(client: df.DurableOrchestrationClient, pool_id: str, interval_seconds: int) -> bool:
+    """Start the pool's orchestration unless it runs. Returns True if this call started it."""
+    instance_id = instance_id_for(pool_id)
+    status = await client.get_status(instance_id)
+    if status is not None and status.runtime_status in RUNNING:
+        return False
+    try:
+        await client.start_new(ORCHESTRATOR, instance_id, asdict(ExpiryOrder(pool_id, interval_seconds)))
+    except Exception as error:  # a concurrent starter won the race: it runs, which is all we want
+        status = await client.get_status(instance_id)
+        if status is None or status.runtime_status not in RUNNING:
+            raise
+        log.info("expiry sweep of %s was started concurrently (%s)", pool_id, error)
+        return False
+    return True
+
+
+@bp.timer_trigger(arg_name="timer", schedule="30 * * * * *", run_on_startup=True)
+@bp.durable_client_input(client_name="client")
+async def capacity_expiry_starter(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
+    store = default_store()
+    pool_ids = await asyncio.to_thread(lambda: [pool.id for pool in list_pools(store)])
+    started = 0
+    for pool_id in pool_ids:
+        started += await ensure_expiry_sweep(client, pool_id, store.settings.sweep_interval_seconds)
+    if started:
+        log.info("started the expiry sweep of %d pool(s)", started)

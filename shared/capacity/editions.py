@@ -1,0 +1,111 @@
+"""Editions: how many concurrent leases of each pool kind a tenant may hold.
+
+Editions and tenant assignments live in ``CapacityPools`` (partitions
+``editions`` and ``tenant-editions``). The settings seed editions that are
+missing; a tenant's edition is, in order: an assignment made through the API,
+the ``TenantEditions`` setting, ``DefaultEdition``. Lookups are cached for a
+few seconds per process (limits change rarely, every acquire reads them); a
+write in this process clears the cache at once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from shared.capacity.keys import EDITIONS_PARTITION, TENANT_EDITIONS_PARTITION, stamp, tenant_key, utcnow
+from shared.capacity.models import Edition, EditionSpec, PoolKind
+from shared.capacity.store import CapacityStore, query
+from shared.errors import AlreadyExists
+from shared.storage.conditional import insert_if_absent, read_row
+
+CACHE_SECONDS = 5.0
+_cache: dict[str, tuple[float, Any]] = {}
+_cache_lock = threading.Lock()
+
+
+def _cached(key: str, load: Any) -> Any:
+    now = time.monotonic()
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit and now - hit[0] < CACHE_SECONDS:
+            return hit[1]
+    value = load()
+    with _cache_lock:
+        _cache[key] = (now, value)
+    return value
+
+
+def forget_cached() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def _edition_entity(name: str, limits: dict[PoolKind, int]) -> dict[str, Any]:
+    return {"PartitionKey": EDITIONS_PARTITION, "RowKey": name, "Name": name,
+            "Limits": json.dumps({kind.value: limit for kind, limit in limits.items()}), "UpdatedAt": stamp(utcnow())}
+
+
+def _edition(row: dict[str, Any]) -> Edition:
+    return Edition(name=row["Name"], limits={PoolKind(k): int(v) for k, v in json.loads(row["Limits"]).items()})
+
+
+def seed_editions(store: CapacityStore) -> None:
+    for name, limits in store.settings.editions.items():
+        try:
+            insert_if_absent(store.pools, _edition_entity(name, limits))
+        except AlreadyExists:
+            pass  # an administrator's edition wins over the seed
+
+
+def list_editions(store: CapacityStore) -> list[Edition]:
+    rows = query(store.pools, "PartitionKey eq @pk", pk=EDITIONS_PARTITION)
+    return sorted((_edition(row) for row in rows), key=lambda e: e.name)
+
+
+def get_edition(store: CapacityStore, name: str) -> Edition | None:
+    def load() -> Edition | None:
+        row = read_row(store.pools, EDITIONS_PARTITION, name)
+        if row is not None:
+            return _edition(row)
+        seeded = store.settings.editions.get(name)
+        return Edition(name=name, limits=seeded) if seeded is not None else None
+
+    return _cached(f"edition|{name}", load)
+
+
+def edition_of(store: CapacityStore, tenant: str) -> Edition:
+    def load() -> str:
+        row = read_row(store.pools, TENANT_EDITIONS_PARTITION, tenant_key(tenant))
+        if row is not None:
+            return str(row["Edition"])
+        return store.settings.tenant_editions.get(tenant, store.settings.default_edition)
+
+    name = _cached(f"tenant|{tenant}", load)
+    edition = get_edition(store, name)
+    if edition is None:  # an assignment to an edition that no longer exists: the default applies
+        edition = get_edition(store, store.settings.default_edition)
+    return edition or Edition(name=name, limits={})
+
+
+def put_edition(store: CapacityStore, name: str, spec: EditionSpec) -> tuple[Edition, bool]:
+    """Create or replace an edition and assign ``spec.tenants`` to it. Returns (edition, created)."""
+    created = read_row(store.pools, EDITIONS_PARTITION, name) is None
+    store.pools.upsert_entity(_edition_entity(name, spec.limits))
+    for tenant in spec.tenants:
+        store.pools.upsert_entity({"PartitionKey": TENANT_EDITIONS_PARTITION, "RowKey": tenant_key(tenant),
+                                   "Tenant": tenant, "Edition": name, "UpdatedAt": stamp(utcnow())})
+    forget_cached()
+    return Edition(name=name, limits=spec.limits), created
+
+
+def tenants_by_edition(store: CapacityStore) -> dict[str, list[str]]:
+    assigned: dict[str, str] = dict(store.settings.tenant_editions)
+    for row in query(store.pools, "PartitionKey eq @pk", pk=TENANT_EDITIONS_PARTITION):
+        assigned[row["Tenant"]] = row["Edition"]
+    grouped: dict[str, list[str]] = {}
+    for tenant, edition in sorted(assigned.items()):
+        grouped.setdefault(edition, []).append(tenant)
+    return grouped

@@ -1,0 +1,103 @@
+"""Named outcomes of the capacity domain that are not a lease.
+
+The HTTP layer maps each to its problem type; the names say what a caller
+does next: wait for its own leases (quota), wait for the pool (capacity),
+stop working (lease lost), or fix the request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.errors import RuntimeCloudError
+
+
+class CapacityError(RuntimeCloudError):
+    """Base of the capacity domain's refusals."""
+
+
+@dataclass
+class QuotaExceeded(CapacityError):
+    """The tenant's edition allows no more concurrent leases of this kind (429)."""
+
+    edition: str
+    kind: str
+    limit: int
+    retry_after_seconds: float
+
+    def __str__(self) -> str:
+        return (f"edition '{self.edition}' allows {self.limit} concurrent {self.kind} lease(s) "
+                "and all are held; release one or wait for one to expire")
+
+
+@dataclass
+class CapacityUnavailable(CapacityError):
+    """Every matching pool is full or draining (503)."""
+
+    kind: str
+    pools: list[str]
+    draining: bool
+    retry_after_seconds: float
+    contended: bool = False  # free slots existed, but concurrent acquires took every one first
+
+    def __str__(self) -> str:
+        if self.contended:
+            return f"concurrent acquires took every free {self.kind} slot first: {', '.join(self.pools)}"
+        state = "draining" if self.draining else "full"
+        return f"every {self.kind} pool that serves this tenant is {state}: {', '.join(self.pools)}"
+
+
+@dataclass
+class NoMatchingPool(CapacityError):
+    """No pool of the kind (and region) serves the tenant at all (404)."""
+
+    kind: str
+    region: str | None
+
+    def __str__(self) -> str:
+        where = f" in region '{self.region}'" if self.region else ""
+        return f"no {self.kind} pool{where} serves this tenant"
+
+
+@dataclass
+class LeaseLost(CapacityError):
+    """Renew of a lease that expired, was released or was taken over (409): stop working."""
+
+    lease_id: str
+    reason: str  # "expired" | "taken-over" | "released"
+
+    def __str__(self) -> str:
+        return f"lease {self.lease_id} is {self.reason}; stop the work it protected"
+
+
+class LeaseNotFound(CapacityError):
+    """No lease with this id for the caller's tenant (404, also for another tenant's lease)."""
+
+
+class PoolNotFound(CapacityError):
+    """No such pool, or a dedicated pool of another tenant (404)."""
+
+
+@dataclass
+class LeaseIdInUse(CapacityError):
+    """A retried acquire whose body differs from the lease the id already names (409)."""
+
+    lease_id: str
+
+    def __str__(self) -> str:
+        return (f"lease id {self.lease_id} already names a lease acquired with a different "
+                "kind, region, purpose or holder; choose a new id")
+
+
+@dataclass
+class PoolChangeRefused(CapacityError):
+    """A PUT that would change what a pool is (kind, region, scope) rather than its size (409)."""
+
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+class ContentionExhausted(CapacityError):
+    """Too many lost races in a row on one row; the caller retries later (503)."""

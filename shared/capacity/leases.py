@@ -1,0 +1,346 @@
+"""Acquire, renew and release: the lease protocol a worker speaks.
+
+Acquire = claim a quota token (:mod:`shared.capacity.quota`), grant a slot
+(:mod:`shared.capacity.slots`), write the lease record
+(:mod:`shared.capacity.records`). The order matters: a token is held before a
+slot is, and given back after, so a tenant's valid leases never outnumber
+its tokens.
+
+Idempotency by client-chosen lease id, and what can go wrong:
+
+- *Retry after the answer was lost*: the record exists; the same lease is
+  answered again (``Idempotent-Replayed``). A record made for a different
+  request body is a 409, not a silent mix-up.
+- *Two acquires with one id at the same time*: the later one sees a live
+  token naming the id and waits (up to ``JOIN_SECONDS``) for the earlier
+  one's record, then answers that lease. If both slip past that check, both
+  may grant (each under its own token, so no limit is broken); the first
+  record insert wins and the loser gives its slot and token back at once,
+  recorded ``released`` with reason ``duplicate-acquire``.
+- *The host died after the grant, before the record*: the tenant holds a live
+  token naming the id and no record appears; after the wait the retry looks
+  for the slot that token admitted and adopts it instead of granting another.
+
+Only clean refusals (no token, no slot, a lost race) give the token back at
+once. After an ambiguous store error the grant may or may not have landed,
+so the token is left to expire rather than risk a slot with no token behind it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from shared.capacity import quota, records, slots
+from shared.capacity.denials import record_denial
+from shared.capacity.editions import edition_of
+from shared.capacity.errors import (
+    CapacityUnavailable,
+    ContentionExhausted,
+    LeaseIdInUse,
+    LeaseLost,
+    LeaseNotFound,
+    NoMatchingPool,
+    QuotaExceeded,
+)
+from shared.capacity.keys import parse_stamp, stamp, utcnow
+from shared.capacity.models import AcquireRequest, LeaseState, LeaseView, Pool, PoolKind
+from shared.capacity.pools import candidate_pools
+from shared.capacity.slots import Claim, SlotRow
+from shared.capacity.store import CapacityStore, jittered_pause
+from shared.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, StoreError
+
+log = logging.getLogger("runtime_cloud.capacity")
+
+GRANT_ATTEMPTS = 64  # lost races tolerated in one acquire before answering "try again"
+RENEW_ATTEMPTS = 16
+JOIN_SECONDS = 2.0  # how long a retried acquire waits for a concurrent attempt with the same id
+
+
+class LeaseService:
+    def __init__(self, store: CapacityStore) -> None:
+        self.store = store
+        self.grace = timedelta(seconds=store.settings.takeover_grace_seconds)
+
+    # -- acquire -------------------------------------------------------------
+
+    def acquire(self, tenant: str, request: AcquireRequest) -> tuple[LeaseView, bool]:
+        """Grant a lease. Returns (lease, replayed); raises QuotaExceeded, CapacityUnavailable, ..."""
+        self._check_ttl(request.ttl_seconds)
+        if request.lease_id:
+            replay = self._replay(tenant, request)
+            if replay is not None:
+                return replay, True
+        pools = candidate_pools(self.store, tenant, request.kind, request.region)
+        if not pools:
+            raise NoMatchingPool(request.kind.value, request.region)
+        lease_id = request.lease_id or uuid.uuid4().hex
+        tokens = quota.read_tokens(self.store, tenant, request.kind, utcnow())
+        if request.lease_id and tokens.held_by(request.lease_id):
+            joined = self._join_in_flight(tenant, request, pools, tokens)
+            if joined is not None:
+                return joined, True
+            tokens = None  # waited: read them again
+        edition = edition_of(self.store, tenant)
+        limit = edition.limit_for(request.kind)
+        expires_at = utcnow() + timedelta(seconds=request.ttl_seconds)
+        try:
+            token = quota.claim(self.store, tenant, request.kind, limit, lease_id, expires_at, utcnow, self.grace,
+                                tokens)
+        except quota.QuotaFull as full:
+            if (request.lease_id
+                    and (joined := self._join_in_flight(tenant, request, pools, full.tokens)) is not None):
+                return joined, True  # a concurrent acquire with this id took the last token
+            refusal = QuotaExceeded(edition.name, request.kind.value, limit, full.tokens.seconds_until_one_frees())
+            self._deny(pools[0], tenant, request, "quota-exceeded", str(refusal))
+            raise refusal from None
+        claim = Claim(lease_id=lease_id, tenant=tenant, kind=request.kind.value,
+                      requested_region=request.region or "", holder=request.holder, purpose=request.purpose.value,
+                      token_index=token, ttl_seconds=request.ttl_seconds)
+        try:
+            pool, slot = self._allocate(pools, claim, expires_at)
+        except CapacityUnavailable as refusal:
+            quota.release(self.store, tenant, request.kind, token, lease_id)
+            if request.lease_id and (joined := self._join_in_flight(tenant, request, pools)) is not None:
+                return joined, True  # a concurrent acquire with this id took the last slot
+            self._deny(pools[0], tenant, request, "capacity-unavailable", str(refusal))
+            raise
+        return self._record(pool, slot, claim), False
+
+    def _check_ttl(self, ttl_seconds: int) -> None:
+        if ttl_seconds > self.store.settings.max_ttl_seconds:
+            raise InvalidInput([{"path": "/ttl_seconds",
+                                 "message": f"must be at most {self.store.settings.max_ttl_seconds} seconds"}])
+
+    def _replay(self, tenant: str, request: AcquireRequest) -> LeaseView | None:
+        assert request.lease_id
+        record = records.read_record(self.store, tenant, request.lease_id)
+        if record is None:
+            return None
+        if not request.same_request(record):
+            raise LeaseIdInUse(request.lease_id)
+        return records.view(record, utcnow())
+
+    def _join_in_flight(self, tenant: str, request: AcquireRequest, pools: list[Pool],
+                        tokens: quota.TenantTokens | None = None) -> LeaseView | None:
+        """A live token names this id but no record does: another attempt is in flight, or died.
+
+        Wait briefly for the in-flight attempt's record; adopt the slot a dead
+        attempt granted; if neither shows up, the caller acquires afresh.
+        """
+        assert request.lease_id
+        deadline = time.monotonic() + JOIN_SECONDS
+        while True:
+            tokens = tokens or quota.read_tokens(self.store, tenant, request.kind, utcnow())
+            if not tokens.held_by(request.lease_id):
+                return None
+            tokens = None  # read afresh on the next round
+            replay = self._replay(tenant, request)
+            if replay is not None:
+                return replay
+            if time.monotonic() > deadline:  # nobody recorded it in time: the attempt died
+                return self._adopt(tenant, request, pools)
+            time.sleep(random.uniform(0.02, 0.08))
+
+    def _adopt(self, tenant: str, request: AcquireRequest, pools: list[Pool]) -> LeaseView | None:
+        """Find the slot an earlier attempt with this id granted but did not record."""
+        assert request.lease_id
+        now = utcnow()
+        for pool in pools:
+            for row in slots.read_pool_slots(self.store, pool):
+                if row.holds(request.lease_id, tenant) and row.valid_at(now):
+                    claim = Claim(lease_id=request.lease_id, tenant=tenant, kind=request.kind.value,
+                                  requested_region=request.region or "", holder=request.holder,
+                                  purpose=request.purpose.value, token_index=row.token_index,
+                                  ttl_seconds=request.ttl_seconds)
+                    return self._record(pool, row, claim)
+        return None  # the earlier attempt holds a token but no slot (yet): acquire normally
+
+    def _allocate(self, pools: list[Pool], claim: Claim, expires_at: datetime) -> tuple[Pool, SlotRow]:
+        """Grant a random free slot of the first pool that has one."""
+        attempts, earliest_expiry = 0, None
+        open_pools = [p for p in pools if not p.draining and p.size > 0] or pools
+        for _ in range(4):  # passes over the shards; another pass only after lost races
+            lost_race = saw_free = False
+            for pool in open_pools:
+                for shard in slots.shuffled(pool.shards(upto=pool.size)):
+                    rows = slots.read_shard(self.store, pool.id, shard)
+                    now = utcnow()
+                    if now >= expires_at:  # so slow that a grant now would be born expired
+                        raise CapacityUnavailable(claim.kind, [p.id for p in pools], False, 1.0, contended=True)
+                    free = [row for row in rows if row.takeable_at(now, self.grace)]
+                    held = [parse_stamp(row.expires_at) for row in rows if row.lease_id]
+                    if held:
+                        earliest_expiry = min([*held, earliest_expiry] if earliest_expiry else held)
+                    for row in slots.shuffled(free)[:2]:
+                        saw_free, attempts = True, attempts + 1
+                        try:
+                            granted, _ = slots.grant(self.store, pool, row, claim, now, expires_at)
+                        except (ConcurrencyConflict, AlreadyExists):
+                            lost_race = True
+                            if attempts >= GRANT_ATTEMPTS:
+                                break
+                            jittered_pause(attempts)
+                            continue
+                        if row.lease_id:
+                            self._tidy_taken_over(row)
+                        return pool, granted
+            if not lost_race or attempts >= GRANT_ATTEMPTS:
+                break
+        wait = (earliest_expiry + self.grace - utcnow()).total_seconds() if earliest_expiry else 5.0
+        draining = all(p.draining for p in pools)
+        contended = saw_free and not draining
+        raise CapacityUnavailable(claim.kind, [p.id for p in pools], draining,
+                                  30.0 if draining else 1.0 if contended else min(30.0, max(1.0, wait)),
+                                  contended=contended)
+
+    def _tidy_taken_over(self, previous: SlotRow) -> None:
+        """The expired lease we replaced: its record says so and its token returns (best effort)."""
+        try:
+            records.update_record(self.store, previous.tenant, previous.lease_id, State=LeaseState.EXPIRED.value,
+                                  EndedAt=previous.expires_at)
+        except StoreError as error:
+            log.warning("lease %s: record not marked expired: %s", previous.lease_id, error)
+
+    def _record(self, pool: Pool, slot: SlotRow, claim: Claim) -> LeaseView:
+        record = records.new_record(
+            tenant=claim.tenant, lease_id=claim.lease_id, pool=pool.id, kind=pool.kind.value, region=pool.region,
+            requested_region=claim.requested_region, slot=slot.index, shard=slot.shard,
+            token_index=slot.token_index, fencing_token=slot.generation, holder=claim.holder,
+            purpose=claim.purpose, ttl_seconds=claim.ttl_seconds, granted_at=slot.granted_at,
+            expires_at=slot.expires_at)
+        try:
+            records.insert_record(self.store, record)
+            return records.view(record, utcnow())
+        except AlreadyExists:
+            winner = records.read_record(self.store, claim.tenant, claim.lease_id)
+            assert winner is not None
+            if (winner["Pool"], int(winner["Slot"]), int(winner["FencingToken"])) != (
+                    pool.id, slot.index, slot.generation):
+                self._give_back(slot, claim)
+            return records.view(winner, utcnow())
+
+    def _give_back(self, granted: SlotRow, claim: Claim) -> None:
+        """A concurrent acquire with the same id recorded its lease first: return our duplicate grant."""
+        for attempt in range(RENEW_ATTEMPTS):
+            row = slots.read_slot(self.store, granted.pool, granted.shard, granted.index)
+            if row is None or not row.holds(claim.lease_id, claim.tenant) or row.generation != granted.generation:
+                break
+            try:
+                slots.end(self.store, row, utcnow(), reason="duplicate-acquire")
+                break
+            except (ConcurrencyConflict, AlreadyExists):
+                jittered_pause(attempt)
+        quota.release(self.store, claim.tenant, PoolKind(claim.kind), claim.token_index, claim.lease_id)
+
+    def _deny(self, pool: Pool, tenant: str, request: AcquireRequest, reason: str, detail: str) -> None:
+        record_denial(self.store, pool.id, tenant, request.kind.value, reason, request.holder, detail)
+
+    # -- renew, release, read -------------------------------------------------
+
+    def renew(self, tenant: str, lease_id: str, ttl_seconds: int | None) -> LeaseView:
+        """Extend a valid lease; LeaseLost (the worker must stop) when it expired or was taken over.
+
+        Without ``ttl_seconds`` the lease is extended by the TTL it was acquired with.
+        """
+        record = self._known(tenant, lease_id)
+        ttl = ttl_seconds or int(record["TtlSeconds"])
+        self._check_ttl(ttl)
+        kind = PoolKind(record["Kind"])
+        for attempt in range(RENEW_ATTEMPTS):
+            remembered = self._remembered_slot(record) if attempt == 0 else None
+            row = remembered or self._slot_of(record)
+            now = utcnow()
+            if row is None or not self._holds(row, record) or not row.valid_at(now):
+                if remembered:
+                    continue  # a lease is declared lost only on a fresh read
+                if row is None or not self._holds(row, record):
+                    raise LeaseLost(lease_id, self._why_gone(tenant, lease_id, row))
+                raise LeaseLost(lease_id, "expired")
+            until = now + timedelta(seconds=ttl)
+            if not quota.extend(self.store, tenant, kind, row.token_index, lease_id, until):
+                raise LeaseLost(lease_id, "taken-over")
+            try:
+                slots.renew(self.store, row, until)
+            except ConcurrencyConflict:
+                jittered_pause(attempt)
+                continue  # the row moved (a drain, a sweep, a takeover): look again
+            records.update_record(self.store, tenant, lease_id, ExpiresAt=stamp(until))
+            return records.view({**record, "State": LeaseState.ACTIVE.value, "ExpiresAt": stamp(until),
+                                 "TtlSeconds": ttl}, utcnow())
+        raise ContentionExhausted(f"lease {lease_id}: renew kept losing races")
+
+    def release(self, tenant: str, lease_id: str) -> None:
+        """End the lease and give its slot and token back. Idempotent: an ended lease stays ended.
+
+        Whoever ends a lease on its slot row (this, the sweep, or an acquirer
+        taking the expired slot) records how it ended; a lease found already
+        ended is left as that party recorded it.
+        """
+        record = self._known(tenant, lease_id)
+        if record["State"] == LeaseState.RELEASED.value:
+            return
+        for attempt in range(RENEW_ATTEMPTS):
+            remembered = self._remembered_slot(record) if attempt == 0 else None
+            row = remembered or self._slot_of(record)
+            if row is None or not self._holds(row, record):
+                if remembered:
+                    continue
+                return  # already ended
+            now = utcnow()
+            try:
+                slots.end(self.store, row, now)
+            except (ConcurrencyConflict, AlreadyExists):
+                jittered_pause(attempt)  # another release or grant in the shard committed first
+                continue
+            released = row.valid_at(now)
+            quota.release(self.store, tenant, PoolKind(record["Kind"]), row.token_index, lease_id)
+            records.update_record(self.store, tenant, lease_id,
+                                  State=(LeaseState.RELEASED if released else LeaseState.EXPIRED).value,
+                                  EndedAt=stamp(now) if released else row.expires_at)
+            return
+        raise ContentionExhausted(f"lease {lease_id}: release kept losing races")
+
+    def get(self, tenant: str, lease_id: str) -> LeaseView:
+        """The lease as its slot row says (the record may lag a renew or an expiry)."""
+        record = self._record_of(tenant, lease_id)
+        if record["State"] == LeaseState.ACTIVE.value:
+            row = self._slot_of(record)
+            if row is not None and self._holds(row, record):
+                record = {**record, "ExpiresAt": row.expires_at}
+            elif parse_stamp(record["ExpiresAt"]) > utcnow():  # ended on its slot, record not yet told
+                record = {**record, "State": LeaseState.EXPIRED.value}
+        return records.view(record, utcnow())
+
+    def _record_of(self, tenant: str, lease_id: str) -> dict[str, Any]:
+        record = records.read_record(self.store, tenant, lease_id)
+        if record is None:
+            raise LeaseNotFound(lease_id)
+        return record
+
+    def _known(self, tenant: str, lease_id: str) -> dict[str, Any]:
+        record = records.known_record(self.store, tenant, lease_id)
+        if record is None:
+            raise LeaseNotFound(lease_id)
+        return record
+
+    @staticmethod
+    def _remembered_slot(record: dict[str, Any]) -> SlotRow | None:
+        return slots.known_slot(record["Pool"], int(record["Shard"]), int(record["Slot"]))
+
+    def _slot_of(self, record: dict[str, Any]) -> SlotRow | None:
+        return slots.read_slot(self.store, record["Pool"], int(record["Shard"]), int(record["Slot"]))
+
+    @staticmethod
+    def _holds(row: SlotRow, record: dict[str, Any]) -> bool:
+        return row.holds(record["LeaseId"], record["Tenant"]) and row.generation == int(record["FencingToken"])
+
+    def _why_gone(self, tenant: str, lease_id: str, row: SlotRow | None) -> str:
+        current = records.read_record(self.store, tenant, lease_id)
+        if current is not None and current["State"] == LeaseState.RELEASED.value:
+            return "released"
+        return "taken-over" if row is not None and row.lease_id else "expired"

@@ -1,0 +1,218 @@
+"""The capacity domain's vocabulary: pools, editions, lease requests and views.
+
+Request models forbid unknown fields so that a typo (``ttl`` for
+``ttl_seconds``) is a 422 naming the field instead of a silently ignored
+option. Views are what the API answers; they are built from rows, never
+stored as such.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+POOL_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+EDITION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+# Lease ids become table RowKeys: keep them to characters every key accepts.
+LEASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_POOL_SIZE = 10_000
+
+
+class PoolKind(str, Enum):
+    AGENT_RUNTIME = "agent-runtime"
+    SANDBOX = "sandbox"
+    BUILD = "build"
+    BROWSER = "browser"
+
+
+class Purpose(str, Enum):
+    ATTEMPT = "attempt"
+    SANDBOX = "sandbox"
+    BUILD = "build"
+    BROWSER = "browser"
+
+
+class PoolScope(str, Enum):
+    SHARED = "shared"  # any tenant may lease from it
+    DEDICATED = "dedicated"  # only ``tenant`` may
+
+
+class LeaseState(str, Enum):
+    ACTIVE = "active"
+    RELEASED = "released"
+    EXPIRED = "expired"
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class PoolSpec(_Request):
+    """Body of ``PUT /runtime-cloud/pools/{id}``: create a pool or resize it within min/max."""
+
+    kind: PoolKind
+    region: str = Field(default="local", min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    scope: PoolScope = PoolScope.SHARED
+    tenant: str | None = Field(default=None, min_length=1, max_length=128)
+    size: int = Field(ge=0, le=MAX_POOL_SIZE)
+    min: int = Field(default=0, ge=0, le=MAX_POOL_SIZE)
+    max: int = Field(default=MAX_POOL_SIZE, ge=0, le=MAX_POOL_SIZE)
+    draining: bool | None = None  # None keeps the current flag; false re-opens a drained pool
+    # Slots per table partition; fixed at creation (default: the SlotsPerShard setting).
+    slots_per_shard: int | None = Field(default=None, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PoolSpec:
+        if self.min > self.max:
+            raise ValueError("min must not exceed max")
+        if not self.min <= self.size <= self.max:
+            raise ValueError(f"size must be within min..max ({self.min}..{self.max})")
+        if self.scope is PoolScope.DEDICATED and not self.tenant:
+            raise ValueError("a dedicated pool names its tenant")
+        if self.scope is PoolScope.SHARED and self.tenant:
+            raise ValueError("a shared pool has no tenant; use scope 'dedicated'")
+        return self
+
+
+class Pool(BaseModel):
+    """A pool as stored. ``slots_per_shard`` is fixed at creation: it maps slot index to partition."""
+
+    id: str
+    kind: PoolKind
+    region: str
+    scope: PoolScope
+    tenant: str | None = None
+    size: int
+    min: int
+    max: int
+    draining: bool = False
+    slots_per_shard: int
+    # Highest slot count the pool ever had: slot rows up to here exist (surplus ones closed).
+    slots_created: int
+    created_at: str
+    updated_at: str
+
+    def serves(self, tenant: str) -> bool:
+        return self.scope is PoolScope.SHARED or self.tenant == tenant
+
+    def shard_of(self, index: int) -> int:
+        return index // self.slots_per_shard
+
+    def shards(self, upto: int | None = None) -> range:
+        count = self.slots_created if upto is None else upto
+        return range((count + self.slots_per_shard - 1) // self.slots_per_shard)
+
+
+class EditionSpec(_Request):
+    """Body of ``PUT /runtime-cloud/quotas/{edition}``.
+
+    ``limits``: concurrent leases per pool kind; a kind not listed allows none.
+    ``tenants``: tenants to move to this edition (others keep theirs).
+    """
+
+    limits: dict[PoolKind, int] = Field(default_factory=dict)
+    tenants: list[str] = Field(default_factory=list, max_length=1000)
+
+    @field_validator("limits")
+    @classmethod
+    def _bounded(cls, limits: dict[PoolKind, int]) -> dict[PoolKind, int]:
+        for kind, limit in limits.items():
+            if not 0 <= limit <= MAX_POOL_SIZE:
+                raise ValueError(f"limit of {kind.value} must be within 0..{MAX_POOL_SIZE}")
+        return limits
+
+    @field_validator("tenants")
+    @classmethod
+    def _tenant_names(cls, tenants: list[str]) -> list[str]:
+        if any(not t or len(t) > 128 for t in tenants):
+            raise ValueError("tenant names are 1..128 characters")
+        return list(dict.fromkeys(tenants))
+
+
+class Edition(BaseModel):
+    name: str
+    limits: dict[PoolKind, int]
+
+    def limit_for(self, kind: PoolKind) -> int:
+        return self.limits.get(kind, 0)
+
+
+class AcquireRequest(_Request):
+    """Body of ``POST /runtime-cloud/leases``. ``lease_id`` makes a retried acquire return the same lease."""
+
+    kind: PoolKind
+    region: str | None = Field(default=None, min_length=1, max_length=64)
+    purpose: Purpose
+    holder: str = Field(min_length=1, max_length=200)
+    ttl_seconds: int = Field(ge=1)
+    lease_id: str | None = None
+
+    @field_validator("lease_id")
+    @classmethod
+    def _lease_id(cls, value: str | None) -> str | None:
+        if value is not None and not LEASE_ID.fullmatch(value):
+            raise ValueError("1..128 characters: letters, digits, '.', '_' or '-', starting with a letter or digit")
+        return value
+
+    def same_request(self, other: dict[str, Any]) -> bool:
+        """Does a stored lease answer this request (for an idempotent retry)?"""
+        return (other["Kind"] == self.kind.value and other["Purpose"] == self.purpose.value
+                and other["Holder"] == self.holder and other.get("RequestedRegion", "") == (self.region or ""))
+
+
+class RenewRequest(_Request):
+    ttl_seconds: int | None = Field(default=None, ge=1)
+
+
+class LeaseView(BaseModel):
+    """What acquire, renew and GET answer."""
+
+    lease_id: str
+    tenant: str
+    pool: str
+    kind: PoolKind
+    region: str
+    slot: int
+    fencing_token: int
+    holder: str
+    purpose: Purpose
+    state: LeaseState
+    ttl_seconds: int
+    granted_at: str
+    expires_at: str
+    ended_at: str | None = None
+
+
+class Denial(BaseModel):
+    at: str
+    tenant: str
+    kind: str
+    reason: str
+    holder: str
+
+
+class PoolView(BaseModel):
+    id: str
+    kind: PoolKind
+    region: str
+    scope: PoolScope
+    tenant: str | None
+    size: int
+    min: int
+    max: int
+    draining: bool
+    held: int
+    free: int
+    # Leases still held on slots that a shrink or drain closed; they vanish when released.
+    held_on_closed_slots: int
+    recent_denials: dict[str, Any] = Field(default_factory=dict)
+    created_at: str
+    updated_at: str
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -1,0 +1,192 @@
+"""The tenant's edition limit, enforced with quota token rows instead of a counter.
+
+Design, and why:
+
+A tenant whose edition allows ``L`` concurrent leases of a pool kind owns
+``L`` token rows in partition ``{tenant}|{kind}`` (``token|00000`` ..).
+A lease needs a token before it may take a slot: acquire claims a free token
+with an ETag-conditional write (insert for a row never used, replace for one
+that is free or expired), then grants a slot whose row names the token
+(``TokenIndex``). Release frees the slot first, then the token.
+
+*The race between two acquires of one tenant.* Both read the tenant's tokens
+and see one free. Both write it conditionally; storage lets exactly one
+write win and the other gets a 409/412, looks for another free token and,
+finding none, answers ``quota-exceeded``. Nothing is counted, so nothing
+can drift: a lost decrement in a counter design keeps a tenant locked out
+forever, while here a token a crashed worker never released simply expires.
+
+*Why tokens and not "count my live slot rows".* Counting live leases across
+a pool's slot rows is exact when read, but two acquires can both count
+``L-1`` and both grant, and no single write can be made conditional on
+"nobody else granted meanwhile" across many partitions. The tokens are the
+rows such a write can be conditional on.
+
+*The invariant.* A token's ``ExpiresAt`` is written before, and is never
+earlier than, the expiry of the slot lease it admits (acquire and renew
+extend the token first). A token is taken over only after its expiry plus the
+takeover grace. So while a slot lease is valid its token is held by it, and
+distinct valid leases hold distinct tokens: a tenant never holds more valid
+leases of a kind than it has token rows. A crash between the two writes of
+acquire or release leaves a token held with no slot; it returns to the
+tenant at its expiry (at most ``MaxTtlSeconds``), never later.
+
+*Changing the limit.* Acquire uses only tokens ``0..L-1`` and also refuses
+when the tenant already holds ``L`` live tokens; a lowered limit therefore
+binds as held leases end, and a raised one at once. Leases granted under an
+old, higher limit are kept, as a pool shrink keeps its held leases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Iterator
+
+from shared.capacity.keys import TOKEN_PREFIX, after, parse_stamp, quota_partition, stamp, token_row
+from shared.capacity.models import PoolKind
+from shared.capacity.slots import shuffled
+from shared.capacity.store import CapacityStore, LruCache, jittered_pause, query
+from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound
+from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
+
+CLAIM_ROUNDS = 8
+# Tokens as this process last wrote them, with their ETags: renew and release try a conditional
+# write against these first and read only when storage says the row moved. An optimisation only.
+_written: LruCache[tuple[str, str], dict[str, Any]] = LruCache(50_000)
+
+
+@dataclass(frozen=True)
+class QuotaToken:
+    index: int
+    lease_id: str
+    expires_at: str
+    etag: str
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> QuotaToken:
+        return cls(index=int(row["Index"]), lease_id=row.get("LeaseId", ""),
+                   expires_at=row.get("ExpiresAt", ""), etag=row["etag"])
+
+    def live_at(self, now: datetime) -> bool:
+        return bool(self.lease_id) and parse_stamp(self.expires_at) > now
+
+    def takeable_at(self, now: datetime, grace: timedelta) -> bool:
+        return not self.lease_id or parse_stamp(self.expires_at) + grace < now
+
+
+@dataclass(frozen=True)
+class TenantTokens:
+    """The tenant's tokens of one kind as read at ``now``."""
+
+    tokens: dict[int, QuotaToken]
+    now: datetime
+
+    def live(self) -> list[QuotaToken]:
+        return [t for t in self.tokens.values() if t.live_at(self.now)]
+
+    def held_by(self, lease_id: str) -> list[QuotaToken]:
+        return [t for t in self.live() if t.lease_id == lease_id]
+
+    def seconds_until_one_frees(self) -> float:
+        live = self.live()
+        if not live:
+            return 1.0
+        earliest = min(parse_stamp(t.expires_at) for t in live)
+        return max(1.0, (earliest - self.now).total_seconds())
+
+
+class QuotaFull(Exception):
+    """Every token the limit allows is held (the caller answers quota-exceeded)."""
+
+    def __init__(self, tokens: TenantTokens) -> None:
+        super().__init__("quota full")
+        self.tokens = tokens
+
+
+def read_tokens(store: CapacityStore, tenant: str, kind: PoolKind, now: datetime) -> TenantTokens:
+    rows = query(store.quotas, "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
+                 pk=quota_partition(tenant, kind), low=TOKEN_PREFIX, high=after(TOKEN_PREFIX))
+    return TenantTokens({int(r["Index"]): QuotaToken.from_row(r) for r in rows}, now)
+
+
+def claim(store: CapacityStore, tenant: str, kind: PoolKind, limit: int, lease_id: str,
+          expires_at: datetime, now_fn: Any, grace: timedelta, tokens: TenantTokens | None = None) -> int:
+    """Hold one of tokens ``0..limit-1`` for ``lease_id`` until ``expires_at``; QuotaFull if none is free.
+
+    ``tokens`` is the caller's fresh read, if it has one (saves a round trip).
+    """
+    partition = quota_partition(tenant, kind)
+    tokens = tokens or read_tokens(store, tenant, kind, now_fn())
+    for round_number in range(CLAIM_ROUNDS):
+        free = [i for i in range(limit)
+                if i not in tokens.tokens or tokens.tokens[i].takeable_at(tokens.now, grace)]
+        if len(tokens.live()) >= limit or not free:
+            raise QuotaFull(tokens)
+        for index in shuffled(free):
+            entity = {"PartitionKey": partition, "RowKey": token_row(index), "Index": index,
+                      "Tenant": tenant, "Kind": kind.value, "LeaseId": lease_id,
+                      "ExpiresAt": stamp(expires_at), "ClaimedAt": stamp(tokens.now)}
+            try:
+                current = tokens.tokens.get(index)
+                if current is None:
+                    etag = insert_if_absent(store.quotas, entity)
+                else:
+                    etag = replace_if_unchanged(store.quotas, entity, current.etag)
+                _remember((partition, token_row(index)), entity, etag)
+                return index
+            except (AlreadyExists, ConcurrencyConflict, NotFound):
+                continue  # another acquire of this tenant won that token; try the next
+        jittered_pause(round_number)
+        tokens = read_tokens(store, tenant, kind, now_fn())
+    raise QuotaFull(tokens)
+
+
+def _remember(key: tuple[str, str], entity: dict[str, Any], etag: str) -> None:
+    _written.put(key, {**{k: v for k, v in entity.items() if k != "etag"}, "etag": etag})
+
+
+def _rows(store: CapacityStore, key: tuple[str, str]) -> Iterator[tuple[dict[str, Any] | None, bool]]:
+    """The token as this process last wrote it (if it did), then fresh reads: (row, from_cache)."""
+    cached = _written.get(key)
+    if cached is not None:
+        yield dict(cached), True
+    for _ in range(CLAIM_ROUNDS):
+        yield read_row(store.quotas, *key), False
+
+
+def extend(store: CapacityStore, tenant: str, kind: PoolKind, index: int, lease_id: str,
+           expires_at: datetime) -> bool:
+    """Move the token's expiry; False if the token no longer belongs to ``lease_id``."""
+    key = (quota_partition(tenant, kind), token_row(index))
+    for row, from_cache in _rows(store, key):
+        if row is None or row.get("LeaseId") != lease_id:
+            if from_cache:
+                continue  # decide on a fresh read, never on what this process remembers
+            return False
+        row["ExpiresAt"] = stamp(max(expires_at, parse_stamp(row["ExpiresAt"])))
+        etag = row.pop("etag")
+        try:
+            _remember(key, row, replace_if_unchanged(store.quotas, row, etag))
+            return True
+        except (ConcurrencyConflict, NotFound):
+            continue
+    raise ConcurrencyConflict(f"quota token {key} kept changing")
+
+
+def release(store: CapacityStore, tenant: str, kind: PoolKind, index: int, lease_id: str) -> None:
+    """Free the token if ``lease_id`` still holds it (idempotent: gone or re-claimed is fine)."""
+    key = (quota_partition(tenant, kind), token_row(index))
+    for row, from_cache in _rows(store, key):
+        if row is None or row.get("LeaseId") != lease_id:
+            if from_cache:
+                continue
+            return
+        etag = row.pop("etag")
+        row.update(LeaseId="", ExpiresAt="")
+        try:
+            replace_if_unchanged(store.quotas, row, etag)
+            _written.forget(key)
+            return
+        except (ConcurrencyConflict, NotFound):
+            continue

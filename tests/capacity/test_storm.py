@@ -1,0 +1,208 @@
+"""The storm: 32 concurrent workers on a 20-slot pool; never more than exists, nothing leaked.
+
+Workers of four tenants (two editions) acquire with short TTLs, renew some
+leases, release most and abandon the rest to expiry, for a few thousand
+operations. Afterwards the checks read the pool's *lease history* (the grant
+rows beside the slot rows) and the fencing tokens the workers were given,
+never the service's own view of how much is held:
+
+- every grant a worker received is in the history with its slot and token,
+  and the history holds no grant nobody received;
+- each slot's fencing tokens run 1, 2, 3... in grant order, and one slot's
+  validity intervals never overlap;
+- sweeping over all intervals, at no instant were more than 20 leases valid,
+  and no tenant ever held more than its edition allows;
+- every grant ended: released (the worker said so) or expired (by its
+  ``ExpiresAt``), and the outbox announced each ending exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import requests
+from azure.data.tables import TableServiceClient
+
+from tests.capacity.conftest import PROBLEM, CapacityApi
+
+POOL_SIZE = 20
+CLIENTS = 32
+TARGET_OPERATIONS = 2500
+TIME_LIMIT_SECONDS = 70  # a cap for slow machines; the storm normally stops at TARGET_OPERATIONS
+SLOTS_PER_SHARD = 4  # five shards: grants and releases in one shard contend on its outbox sequence row
+LIMITS = {"big": 8, "small": 4}  # 2 x 8 + 2 x 4 = 24 > 20: both the quotas and the pool bind
+
+
+@dataclass
+class Tally:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    operations: int = 0
+    answers: Counter = field(default_factory=Counter)
+    grants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    released: set[str] = field(default_factory=set)
+    abandoned: set[str] = field(default_factory=set)
+    lost_on_renew: set[str] = field(default_factory=set)
+
+    def count(self, kind: str) -> int:
+        with self.lock:
+            self.operations += 1
+            self.answers[kind] += 1
+            return self.operations
+
+
+def parse(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+
+
+def worker(api: CapacityApi, pool: Any, tenant: str, tally: Tally, deadline: float, seed: int) -> None:
+    rng = random.Random(seed)
+    session = requests.Session()
+    token = api.worker(tenant)
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def call(method: str, path: str, body: Any = None) -> requests.Response:
+        return session.request(method, api.host.url(path), headers=headers, json=body, timeout=30)
+
+    while time.monotonic() < deadline and tally.operations < TARGET_OPERATIONS:
+        lease_id = f"storm-{uuid.uuid4().hex[:16]}"
+        answer = call("POST", "runtime-cloud/leases", {
+            "kind": pool.kind, "region": pool.region, "purpose": "sandbox", "holder": f"{tenant}-w{seed}",
+            "ttl_seconds": rng.choice((1, 2, 2, 3)), "lease_id": lease_id})
+        if answer.status_code != 201:
+            problem = answer.json()["type"].removeprefix(PROBLEM)
+            tally.count(f"acquire {answer.status_code} {problem}")
+            time.sleep(rng.uniform(0.01, 0.06))  # jittered back-off (shorter than Retry-After, to keep the storm up)
+            continue
+        tally.count("acquire 201")
+        lease = answer.json()
+        with tally.lock:
+            tally.grants[lease_id] = lease
+        for _ in range(rng.choice((0, 0, 1, 2))):
+            time.sleep(rng.uniform(0.05, 0.3))
+            renewed = call("POST", f"runtime-cloud/leases/{lease_id}/renew", {"ttl_seconds": rng.choice((1, 2))})
+            tally.count(f"renew {renewed.status_code}")
+            if renewed.status_code == 409:  # the lease is lost: a worker stops here
+                assert renewed.json()["type"] == PROBLEM + "lease-lost"
+                with tally.lock:
+                    tally.lost_on_renew.add(lease_id)
+                break
+            assert renewed.status_code == 200, renewed.text
+            assert renewed.json()["fencing_token"] == lease["fencing_token"]
+        else:
+            time.sleep(rng.uniform(0.0, 0.2))
+            if rng.random() < 0.15:
+                with tally.lock:
+                    tally.abandoned.add(lease_id)  # crashed worker: never releases, the lease expires
+                continue
+            released = call("DELETE", f"runtime-cloud/leases/{lease_id}")
+            tally.count(f"release {released.status_code}")
+            while released.status_code == 503:  # lost every race in a busy shard: retry, as a worker does
+                time.sleep(rng.uniform(0.05, 0.2))
+                released = call("DELETE", f"runtime-cloud/leases/{lease_id}")
+                tally.count(f"release {released.status_code}")
+            assert released.status_code == 204, released.text
+            with tally.lock:
+                tally.released.add(lease_id)
+
+
+def storm_rows(azurite: Any, pool_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pool's grant history and its outbox events, straight from the table."""
+    table = TableServiceClient.from_connection_string(azurite.connection_string()).get_table_client("CapacitySlots")
+    rows = list(table.query_entities("PartitionKey ge @low and PartitionKey lt @high",
+                                     parameters={"low": f"{pool_id}|", "high": f"{pool_id}}}"}))
+    history = [dict(r) for r in rows if r["RowKey"].startswith("grant|")]
+    events = [json.loads(r["Event"]) for r in rows if r["RowKey"].startswith("~outbox|")]
+    return history, events
+
+
+def max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:
+    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
+                   key=lambda edge: (edge[0], edge[1]))  # an end at the same instant as a start comes first
+    held = peak = 0
+    for _, step in edges:
+        held += step
+        peak = max(peak, held)
+    return peak
+
+
+def test_storm_never_over_grants_and_accounts_for_every_grant(capacity, azurite):
+    pool = capacity.create_pool(size=POOL_SIZE, max=POOL_SIZE, slots_per_shard=SLOTS_PER_SHARD)
+    tenants = {}
+    for limit in LIMITS.values():
+        for tenant in capacity.tenants_with_limit("sandbox", limit, count=2):
+            tenants[tenant] = limit
+    tally = Tally()
+    deadline = time.monotonic() + TIME_LIMIT_SECONDS
+    with ThreadPoolExecutor(max_workers=CLIENTS) as clients:
+        futures = [clients.submit(worker, capacity, pool, tenant, tally, deadline, seed)
+                   for seed, tenant in enumerate(list(tenants) * (CLIENTS // len(tenants)))]
+        for future in futures:
+            future.result()
+    time.sleep(4.5)  # past the longest TTL (3 s) and the takeover grace: every lease has ended by now
+
+    history, events = storm_rows(azurite, pool.id)
+    now = datetime.now(timezone.utc)
+    print(f"storm: {tally.operations} operations, {len(history)} grants: {dict(tally.answers)}")
+
+    # Both refusals happened, and were told apart.
+    assert tally.operations >= 1000, tally.answers  # the storm happened (TARGET_OPERATIONS unless capped)
+    assert tally.answers["acquire 429 quota-exceeded"] > 0, tally.answers
+    assert tally.answers["acquire 503 capacity-unavailable"] > 0, tally.answers
+    assert not [k for k in tally.answers if k.startswith("acquire 5") and "capacity-unavailable" not in k]
+
+    # Every grant the workers received is in the history, and nothing else is.
+    received = {(g["slot"], g["fencing_token"]): g for g in tally.grants.values()}
+    recorded = {(int(h["Slot"]), int(h["FencingToken"])): h for h in history}
+    assert len(recorded) == len(history)
+    assert received.keys() == recorded.keys()
+    for key, grant in received.items():
+        assert (recorded[key]["LeaseId"], recorded[key]["Tenant"]) == (grant["lease_id"], grant["tenant"])
+
+    # Fencing tokens: 1, 2, 3... per slot in grant order, validity intervals of a slot never overlap.
+    def valid_interval(h: dict[str, Any]) -> tuple[datetime, datetime]:
+        end = h["EndedAt"] if h["Outcome"] == "released" else h["ExpiresAt"]
+        return parse(h["GrantedAt"]), parse(end)
+
+    by_slot: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for h in history:
+        by_slot[int(h["Slot"])].append(h)
+    assert set(by_slot) <= set(range(POOL_SIZE))
+    for slot, grants in by_slot.items():
+        grants.sort(key=lambda h: int(h["FencingToken"]))
+        assert [int(h["FencingToken"]) for h in grants] == list(range(1, len(grants) + 1)), slot
+        intervals = [valid_interval(h) for h in grants]
+        assert all(start < end for start, end in intervals)
+        assert all(intervals[i][1] <= intervals[i + 1][0] for i in range(len(intervals) - 1)), slot
+
+    # At no instant more than the pool's 20 slots, or a tenant's limit, were validly held.
+    assert max_overlap([valid_interval(h) for h in history]) <= POOL_SIZE
+    for tenant, limit in tenants.items():
+        assert max_overlap([valid_interval(h) for h in history if h["Tenant"] == tenant]) <= limit, tenant
+
+    # Every grant is accounted for: released by its worker, or expired.
+    for h in recorded.values():
+        lease_id = h["LeaseId"]
+        if lease_id in tally.released and h["Outcome"] == "released":
+            assert parse(h["EndedAt"]) < parse(h["ExpiresAt"])
+        else:
+            assert h["Outcome"] in ("expired", "held") and parse(h["ExpiresAt"]) < now, h
+            assert lease_id in tally.abandoned | tally.lost_on_renew | tally.released, h
+    assert {h["LeaseId"] for h in history if h["Outcome"] == "released"} <= tally.released
+
+    # The outbox announced each grant once and each ending at most once (an unswept expiry not yet).
+    announced = Counter((e["type"].rsplit(".", 1)[1], e["data"]["slot"], e["data"]["fencing_token"]) for e in events)
+    assert all(count == 1 for count in announced.values())
+    for (slot, token), h in recorded.items():
+        assert announced[("LeaseGranted", slot, token)] == 1
+        ending = {"released": "LeaseReleased", "expired": "LeaseExpired"}.get(h["Outcome"])
+        if ending:
+            assert announced[(ending, slot, token)] == 1
