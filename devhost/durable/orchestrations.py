@@ -169,6 +169,11 @@ class OrchestrationDispatcher:
 
     async def _advance(self, state: InstanceState, records: list[Record], sorted_out: Triage) -> None:
         """Run episodes until the instance waits (one, or more after a continue-as-new)."""
+        if state.status.finished:
+            # Triage spent whatever arrived for a finished execution (say, a work item's result sent
+            # again after a restart, landing after completion). There is nothing to play: ``play`` would
+            # find nothing to replay and answer "Running", and committing that would reopen the instance.
+            return
         incoming = ([Record(sorted_out.start.event, message_id=sorted_out.start.message_id)]
                     if sorted_out.start else []) + sorted_out.incoming
         terminate_reason, suspended = sorted_out.terminate_reason, sorted_out.suspended

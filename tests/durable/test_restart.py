@@ -8,17 +8,24 @@ resumes the instance from its history in Azurite.
 
 from __future__ import annotations
 
+import json
+import time
+import zlib
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueServiceClient
+
+from devhost.durable import history as h
+from devhost.durable.queues import ControlMessage
 
 from tests.conftest import app_settings
 from tests.durable.conftest import DURABLE_APP
 from tests.durable.support import DurableApp, events, new_hub, settings_for
 from tests.support.azurite import Azurite
-from tests.support.host import HostProcess
+from tests.support.host import HostProcess, wait_until
 
 WAVES = [list(range(0, 12)), list(range(12, 28)), list(range(28, 40))]
 
@@ -73,6 +80,33 @@ def test_a_killed_host_resumes_every_instance_from_history(azurite: Azurite, hos
     assert len(events(status, "TimerFired")) == 1  # once, though its message outlived two hosts
     assert len(events(status, "TaskCompleted")) == sum(len(w) for w in WAVES)
     assert _poison_messages(azurite) == 0
+
+
+def test_a_result_arriving_again_after_the_instance_finished_leaves_it_finished(durable: DurableApp) -> None:
+    """Work items are sent again after a restart, so an activity can run twice and its second result
+    arrive after the orchestration completed: it is discarded, and the instance stays Completed."""
+    status = durable.run("sequence", ["Riga"])
+    instance_id = status["instanceId"]
+    assert status["runtimeStatus"] == "Completed"
+    row = TableServiceClient.from_connection_string(durable.connection_string).get_table_client(
+        f"{durable.hub}Instances").get_entity(instance_id, "")
+    task_id = events(status, "TaskCompleted")[0]["TaskScheduledId"]
+    repeat = ControlMessage(instance_id, row["ExecutionId"], h.task_completed(h.now(), task_id, '"Hello Riga!"'))
+    log_start = len(durable.host.log())
+
+    service = QueueServiceClient.from_connection_string(durable.connection_string)
+    control = sorted(q.name for q in service.list_queues(name_starts_with=f"{durable.hub.lower()}-control-")
+                     if not q.name.endswith("-poison"))
+    partition = zlib.crc32(instance_id.encode("utf-8")) % len(control)
+    service.get_queue_client(control[partition]).send_message(json.dumps(repeat.to_json()))
+
+    discarded = f"discarding TaskCompleted for instance {instance_id}: the instance has already finished"
+    wait_until(lambda: discarded in durable.host.log()[log_start:], timeout=30, message="the repeat to be discarded")
+    time.sleep(1.0)  # what the episode would have committed, it has by now
+    after = durable.status(instance_id, history=True)
+    assert after["runtimeStatus"] == "Completed", after
+    assert after["output"] == ["Hello Riga!"]
+    assert len(events(after, "TaskCompleted")) == 1
 
 
 def _poison_messages(azurite: Azurite) -> int:
