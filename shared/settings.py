@@ -42,6 +42,7 @@ from shared.errors import InvalidSettings
 from shared.inventory.settings import InventorySettings
 from shared.modules import KNOWN_MODULES
 from shared.targets import ProvisioningTarget
+from shared.uniqueness import repeated
 
 
 class Section(BaseModel):
@@ -159,10 +160,8 @@ class RuntimeCloudSection(Section):
     @field_validator("targets")
     @classmethod
     def _unique_target_ids(cls, targets: list[ProvisioningTarget]) -> list[ProvisioningTarget]:
-        ids = [target.id for target in targets]
-        duplicates = sorted({target_id for target_id in ids if ids.count(target_id) > 1})
-        if duplicates:
-            raise ValueError(f"target ids must be unique; repeated: {duplicates}")
+        if twice := repeated(target.id for target in targets):
+            raise ValueError(f"target ids must be unique; repeated: {twice}")
         return targets
 
 

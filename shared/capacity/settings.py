@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.capacity.models import EDITION_NAME, POOL_ID, PoolKind, PoolScope
+from shared.uniqueness import repeated
 
 
 class _Section(BaseModel):
@@ -98,10 +99,8 @@ class CapacitySettings(_Section):
     @field_validator("pools")
     @classmethod
     def _unique_pools(cls, pools: list[PoolSeed]) -> list[PoolSeed]:
-        ids = [pool.id for pool in pools]
-        repeated = sorted({pool_id for pool_id in ids if ids.count(pool_id) > 1})
-        if repeated:
-            raise ValueError(f"pool ids must be unique; repeated: {repeated}")
+        if twice := repeated(pool.id for pool in pools):
+            raise ValueError(f"pool ids must be unique; repeated: {twice}")
         return pools
 
     @field_validator("editions")

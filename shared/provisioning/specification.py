@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.settings import RunnerName
+from shared.uniqueness import repeated
 
 NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -103,10 +104,8 @@ class EnvironmentSpecification(Strict):
     @field_validator("resources")
     @classmethod
     def _unique_resources(cls, resources: list[EmbeddedResource]) -> list[EmbeddedResource]:
-        addresses = [r.address for r in resources]
-        repeated = sorted({a for a in addresses if addresses.count(a) > 1})
-        if repeated:
-            raise ValueError(f"resources repeat: {repeated}")
+        if twice := repeated(r.address for r in resources):
+            raise ValueError(f"resources repeat: {twice}")
         return sorted(resources, key=lambda r: r.address)
 
     @model_validator(mode="after")
