@@ -82,6 +82,9 @@ class LocalHost:
         self._runner = web.AppRunner(self.front_door.build(), handle_signals=False, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.bind, self.port).start()
+        if self.bind not in ("127.0.0.1", "localhost", "::1"):
+            log.warning("listening on %s: the admin and Durable management endpoints ask for no key, "
+                        "as with Core Tools; keep this host off networks you do not trust", self.bind)
         self._start_triggers(self.catalog)
 
     def _check_served(self, catalog: FunctionCatalog) -> None:
