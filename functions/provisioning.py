@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from asyncio import to_thread
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -22,7 +23,7 @@ from shared.provisioning import wiring
 from shared.provisioning.decisions import cancel, decide
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.rejections import record_rejection
-from shared.provisioning.runs import RunState
+from shared.provisioning.runs import Run, RunState
 from shared.provisioning.service import field_errors
 from shared.provisioning.sources import Declaration
 from shared.provisioning.specification import NAME_PATTERN, TENANT_PATTERN
@@ -44,11 +45,10 @@ async def declare_specification(req: func.HttpRequest, client: df.DurableOrchest
     declaration = _model(Declaration, parse_json_body(req))
     key = req.headers.get("Idempotency-Key") or f"request-{uuid.uuid4()}"
     service = wiring.service()
-    specification, source = service.specification_from(caller.tenant, declaration)
-    run, created = service.declare(specification, source, key, caller.client_id)
-    await ensure_started(client, run)
-    if created:
-        await wake(client, wiring.steps().waiting_runs(RunRef(run.tenant, run.environment, run.id)))
+    # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
+    specification, source = await to_thread(service.specification_from, caller.tenant, declaration)
+    run, created = await to_thread(service.declare, specification, source, key, caller.client_id)
+    await _start_and_wake(client, run, created)
     status_url = _absolute(req, f"/runtime-cloud/runs/{run.id}")
     return JsonResult({"run_id": run.id, "state": run.state.value, "status_url": status_url,
                        "specification_digest": run.specification_digest}, status=202,
@@ -69,19 +69,26 @@ class Promotion(BaseModel):
 async def promotion_received(message: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
     """A promotion from delivery. Bad messages are kept with the reason, never retried in vain."""
     body = message.get_body().decode("utf-8", errors="replace")
+    run = await to_thread(_declare_promotion, message.id, body)
+    if run is not None:
+        await _start_and_wake(client, run[0], run[1])
+
+
+def _declare_promotion(message_id: str, body: str) -> tuple[Run, bool] | None:
+    """The run a promotion names, or None when the message was kept as a rejection."""
     try:
         document = json.loads(body)
         promotion = Promotion.model_validate(document)
         declaration = Declaration.model_validate({k: v for k, v in document.items() if k in Declaration.model_fields})
     except (json.JSONDecodeError, ValidationError, AttributeError) as error:
         errors = field_errors(error) if isinstance(error, ValidationError) else [{"path": "/", "message": str(error)}]
-        kept = record_rejection(shared_host_storage(), "promotions", message.id, body, "not a promotion", errors)
+        kept = record_rejection(shared_host_storage(), "promotions", message_id, body, "not a promotion", errors)
         if isinstance(document := _safe_json(body), dict) and _has_identity(document):
             wiring.service().record_invalid_promotion(
                 document["tenant"], document["environment"], document["promotion_id"],
                 str(document.get("requested_by", "unknown")), body, "the promotion is malformed", kept)
-        log.warning("promotion message %s rejected: %s", message.id, errors)
-        return
+        log.warning("promotion message %s rejected: %s", message_id, errors)
+        return None
     service = wiring.service()
     try:
         specification, source = service.specification_from(promotion.tenant, declaration)
@@ -89,19 +96,24 @@ async def promotion_received(message: func.QueueMessage, client: df.DurableOrche
             raise InvalidInput([{"path": "/specification/environment",
                                  "message": f"the promotion is for {promotion.environment}"}])
     except InvalidInput as error:
-        kept = record_rejection(shared_host_storage(), "promotions", message.id, body, "invalid specification",
+        kept = record_rejection(shared_host_storage(), "promotions", message_id, body, "invalid specification",
                                 error.errors)
         service.record_invalid_promotion(promotion.tenant, promotion.environment, promotion.promotion_id,
                                          promotion.requested_by, body, str(error), kept)
-        return
+        return None
     try:
-        run, created = service.declare(specification, source, promotion.promotion_id, promotion.requested_by)
+        return service.declare(specification, source, promotion.promotion_id, promotion.requested_by)
     except Conflict as error:
-        record_rejection(shared_host_storage(), "promotions", message.id, body, str(error))
-        return
+        record_rejection(shared_host_storage(), "promotions", message_id, body, str(error))
+        return None
+
+
+async def _start_and_wake(client: df.DurableOrchestrationClient, run: Run, created: bool) -> None:
+    """Start the run's orchestration (idempotent); a new run wakes older waiting ones to yield."""
     await ensure_started(client, run)
     if created:
-        await wake(client, wiring.steps().waiting_runs(RunRef(run.tenant, run.environment, run.id)))
+        waiting = await to_thread(wiring.steps().waiting_runs, RunRef(run.tenant, run.environment, run.id))
+        await wake(client, waiting)
 
 
 # -- approvals ------------------------------------------------------------------------------------
@@ -130,8 +142,8 @@ async def reject_run(req: func.HttpRequest, client: df.DurableOrchestrationClien
 async def _decide(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller,
                   decision: Literal["approved", "rejected"]) -> dict:
     body = _model(DecisionBody, parse_json_body(req))
-    run = decide(wiring.store(), caller.tenant, req.route_params["id"], caller.client_id, decision,
-                 body.plan_digest, body.reason, channel="http")
+    run = await to_thread(decide, wiring.store(), caller.tenant, req.route_params["id"], caller.client_id,
+                          decision, body.plan_digest, body.reason, "http")
     await notify_decision(client, run.id)
     return run.public_view()
 
@@ -148,7 +160,8 @@ class CancelBody(BaseModel):
 async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
     """Cancel a run that has not started applying (queued, planning or awaiting approval)."""
     body = _model(CancelBody, parse_json_body(req) if req.get_body() else {})
-    run = cancel(wiring.store(), caller.tenant, req.route_params["id"], caller.client_id, body.reason)
+    run = await to_thread(cancel, wiring.store(), caller.tenant, req.route_params["id"], caller.client_id,
+                          body.reason)
     await notify_decision(client, run.id)
     await wake(client, [run.id])
     return run.public_view()
@@ -172,14 +185,15 @@ async def approval_received(message: func.QueueMessage, client: df.DurableOrches
     body = message.get_body().decode("utf-8", errors="replace")
     try:
         approval = ApprovalMessage.model_validate_json(body)
-        run = decide(wiring.store(), approval.tenant, approval.run_id, approval.approver,
-                     "approved" if approval.decision == "approve" else "rejected",
-                     approval.plan_digest, approval.reason, channel="queue")
+        run = await to_thread(decide, wiring.store(), approval.tenant, approval.run_id, approval.approver,
+                              "approved" if approval.decision == "approve" else "rejected",
+                              approval.plan_digest, approval.reason, "queue")
     except ValidationError as error:
-        record_rejection(shared_host_storage(), "approvals", message.id, body, "not an approval", field_errors(error))
+        await to_thread(record_rejection, shared_host_storage(), "approvals", message.id, body, "not an approval",
+                        field_errors(error))
         return
     except (Conflict, PermissionDenied, NotFound) as error:
-        record_rejection(shared_host_storage(), "approvals", message.id, body, str(error))
+        await to_thread(record_rejection, shared_host_storage(), "approvals", message.id, body, str(error))
         return
     await notify_decision(client, run.id)
 
@@ -196,7 +210,7 @@ async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOr
     """The explicit recovery path for stuck runs: a run whose orchestration never started is
     started; a run whose orchestration ended without finishing it is failed and its
     environment freed, so a crash can never hold an environment forever."""
-    runs = wiring.store().unfinished_runs()
+    runs = await to_thread(wiring.store().unfinished_runs)
     log.info("reconciler: %d unfinished run(s)", len(runs))
     for run in runs:
         status = await client.get_status(run.id)
@@ -207,7 +221,7 @@ async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOr
             detail = f"its orchestration ended {status.runtime_status.value}: {status.output or ''}".strip()
             log.warning("reconciler: run %s %s", run.id, detail)
             ref = RunRef(run.tenant, run.environment, run.id)
-            waiting = wiring.steps().finish(ref, "failed", "apply-failed", detail)
+            waiting = await to_thread(wiring.steps().finish, ref, "failed", "apply-failed", detail)
             await wake(client, waiting)
 
 
