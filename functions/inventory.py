@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from asyncio import to_thread
 from datetime import datetime, timezone
 
 import azure.durable_functions as df
@@ -24,6 +25,9 @@ import azure.functions as func
 from orchestrations.provisioning_client import ensure_started, wake
 from shared.auth import Caller, Role, Scope
 from shared.errors import NotFound
+from shared.http.endpoint import endpoint
+from shared.http.responses import JsonResult
+from shared.http.validation import parse_model
 from shared.inventory import wiring
 from shared.inventory.decisions import AcceptBody, RejectBody
 from shared.inventory.errors import ScanInProgress
@@ -33,9 +37,6 @@ from shared.inventory.retention import purge
 from shared.provisioning import wiring as provisioning_wiring
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.rejections import record_rejection
-from shared.http.endpoint import endpoint
-from shared.http.responses import JsonResult
-from shared.http.validation import parse_model
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
 
@@ -124,13 +125,17 @@ async def inventory_accept_proposal(req: func.HttpRequest, client: df.DurableOrc
                                     caller: Caller) -> dict:
     """Accept with ``{"option": "revert" | "adopt" | "accept"}``; revert and adopt start a provisioning run."""
     body = parse_model(req, AcceptBody)
-    accepted = wiring.decisions().accept(caller.tenant, req.route_params["id"], body, caller.client_id)
+    # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
+    accepted = await to_thread(wiring.decisions().accept, caller.tenant, req.route_params["id"], body,
+                               caller.client_id)
     view = accepted.proposal.public_view()
     if accepted.run is not None:
         run = accepted.run
         await ensure_started(client, run)
         if accepted.run_created:
-            await wake(client, provisioning_wiring.steps().waiting_runs(RunRef(run.tenant, run.environment, run.id)))
+            waiting = await to_thread(provisioning_wiring.steps().waiting_runs,
+                                      RunRef(run.tenant, run.environment, run.id))
+            await wake(client, waiting)
         view["run"] = {"run_id": run.id, "state": run.state.value, "status_url": f"/runtime-cloud/runs/{run.id}"}
     return view
 
