@@ -23,10 +23,10 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import ConfigDict, Field
 
 from shared.inventory.ignore_rules import IgnoreRule, apply_rules
-from shared.inventory.model import Drift, FieldDifference, FindingKind
+from shared.inventory.model import Drift
 
 
 class FindingState(str, Enum):
@@ -34,18 +34,14 @@ class FindingState(str, Enum):
     RESOLVED = "resolved"
 
 
-class Finding(BaseModel):
+class Finding(Drift):
+    """A drift as the inventory tracks it over scans: the same drift seen again is the same finding."""
+
+    model_config = ConfigDict(frozen=False)
+
     id: str
     tenant: str
     environment: str
-    kind: FindingKind
-    key: str
-    address: str
-    type: str
-    name: str
-    fields: list[FieldDifference] = Field(default_factory=list)
-    expected: dict[str, Any] | None = None
-    observed: dict[str, Any] | None = None
     state: FindingState = FindingState.OPEN
     suppressed_by: list[str] = Field(default_factory=list)
     first_seen: str
@@ -53,10 +49,6 @@ class Finding(BaseModel):
     times_seen: int = 1
     resolved_at: str | None = None
     proposal_id: str | None = None
-
-    @property
-    def identity(self) -> str:
-        return f"{self.kind.value}|{self.key}"
 
     @property
     def active(self) -> bool:
