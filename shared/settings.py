@@ -34,7 +34,7 @@ import os
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.capacity.settings import CapacitySettings
@@ -42,13 +42,8 @@ from shared.errors import InvalidSettings
 from shared.inventory.settings import InventorySettings
 from shared.modules import KNOWN_MODULES
 from shared.targets import ProvisioningTarget
+from shared.settings_section import Section, six_field_ncrontab
 from shared.uniqueness import repeated
-
-
-class Section(BaseModel):
-    """A settings section: fields are read by their PascalCase alias."""
-
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
 
 
 def _split_list(value: Any) -> Any:
@@ -109,8 +104,12 @@ class ProvisioningSettings(Section):
     # A waiting run is woken by an event when its environment frees up; this is the fallback check.
     queue_recheck_seconds: float = Field(default=60, gt=0, le=3600, alias="QueueRecheckSeconds")
     # The reconciler that restarts or fails stuck runs (6-field NCRONTAB, read when the app starts).
-    reconcile_schedule: str = Field(default="0 */5 * * * *", alias="ReconcileSchedule",
-                                    pattern=r"^\S+( \S+){5}$")
+    reconcile_schedule: str = Field(default="0 */5 * * * *", alias="ReconcileSchedule")
+
+    @field_validator("reconcile_schedule")
+    @classmethod
+    def _schedule(cls, value: str) -> str:
+        return six_field_ncrontab(value)
 
     def requires_approval(self, environment_class: str) -> bool:
         if environment_class == "production":

@@ -109,12 +109,9 @@ class ManagementApi:
     # -- queries -----------------------------------------------------------
 
     async def status(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
-        if (wrong_hub := self._check_hub(request)) is not None:
-            return wrong_hub
-        await self._hub.ready()
-        state = await self._hub.store.get(params["instanceId"])
+        state, missing = await self._instance(request, params)
         if state is None:
-            return problem(404, "Not Found", f"no orchestration instance with ID '{params['instanceId']}'")
+            return missing
         records = None
         if _flag(request, "showHistory"):
             records = await self._hub.store.load_history(state.instance_id, state.execution_id, state.history_length)
@@ -185,12 +182,9 @@ class ManagementApi:
 
     async def _running_instance(self, request: web.Request, params: dict[str, str],
                                 verb: str) -> tuple[InstanceState | None, web.StreamResponse | None]:
-        if (wrong_hub := self._check_hub(request)) is not None:
-            return None, wrong_hub
-        await self._hub.ready()
-        state = await self._hub.store.get(params["instanceId"])
+        state, missing = await self._instance(request, params)
         if state is None:
-            return None, problem(404, "Not Found", f"no orchestration instance with ID '{params['instanceId']}'")
+            return None, missing
         if state.status.finished:
             return state, problem(410, "Gone", f"cannot {verb} instance '{state.instance_id}': it has already "
                                                f"{'ended' if verb != 'terminate' else 'finished'} "
@@ -200,12 +194,9 @@ class ManagementApi:
     # -- purge -------------------------------------------------------------
 
     async def purge(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
-        if (wrong_hub := self._check_hub(request)) is not None:
-            return wrong_hub
-        await self._hub.ready()
-        state = await self._hub.store.get(params["instanceId"])
+        state, missing = await self._instance(request, params)
         if state is None:
-            return problem(404, "Not Found", f"no orchestration instance with ID '{params['instanceId']}'")
+            return missing
         if not state.status.finished:
             return problem(409, "Conflict", f"instance '{state.instance_id}' is {state.status.value.lower()}; "
                                             "only finished instances can be purged (terminate it first)")
@@ -240,6 +231,16 @@ class ManagementApi:
                 return problem(405, "Method Not Allowed", f"{request.method} is not allowed on {request.path}",
                                {"Allow": ", ".join(methods)})
         return problem(404, "Not Found", f"no Durable management endpoint at {request.path}")
+
+    async def _instance(self, request: web.Request, params: dict[str, str]
+                        ) -> tuple[InstanceState | None, web.StreamResponse]:
+        """The instance the route names, or (None, the 404 that says why it is not here)."""
+        if (wrong_hub := self._check_hub(request)) is not None:
+            return None, wrong_hub
+        await self._hub.ready()
+        state = await self._hub.store.get(params["instanceId"])
+        missing = problem(404, "Not Found", f"no orchestration instance with ID '{params['instanceId']}'")
+        return state, missing
 
     def _check_hub(self, request: web.Request) -> web.StreamResponse | None:
         hub = request.query.get("taskHub")

@@ -30,22 +30,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from shared.capacity.models import EDITION_NAME, POOL_ID, PoolKind, PoolScope
+from shared.settings_section import Section
 from shared.uniqueness import repeated
-
-
-class _Section(BaseModel):
-    # Same shape as shared.settings.Section (not imported: shared.settings imports this module).
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
 
 
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) and value.strip() else value
 
 
-class PoolSeed(_Section):
+class PoolSeed(Section):
     id: str = Field(alias="Id", pattern=POOL_ID.pattern)
     kind: PoolKind = Field(alias="Kind")
     region: str = Field(default="local", alias="Region", min_length=1, max_length=64)
@@ -78,7 +74,7 @@ def _default_editions() -> dict[str, dict[PoolKind, int]]:
     }
 
 
-class CapacitySettings(_Section):
+class CapacitySettings(Section):
     pools: list[PoolSeed] = Field(default_factory=_default_pools, alias="Pools")
     editions: dict[str, dict[PoolKind, int]] = Field(default_factory=_default_editions, alias="Editions")
     tenant_editions: dict[str, str] = Field(default_factory=dict, alias="TenantEditions")

@@ -9,6 +9,7 @@ fail-fast per run, Config Platform degrade).
 
 from __future__ import annotations
 
+import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -131,9 +132,16 @@ def _inbox_lag(clients: StorageClients, module: str, queue: str) -> InboxLag:
     return InboxLag(module, queue, lag, HEALTHY)
 
 
+@functools.lru_cache(maxsize=2)
+def _probe_clients(timeout: float) -> StorageClients:
+    """Clients without retries, kept for the process: probes must fail fast, and making clients
+    (in Azure: a managed-identity credential) on every probe would cost more than the probe."""
+    return host_storage(**fail_fast_options(timeout))
+
+
 def check_health(settings: Settings) -> HealthReport:
     timeout = settings.runtime_cloud.health.probe_timeout_seconds
-    clients = host_storage(**fail_fast_options(timeout))
+    clients = _probe_clients(timeout)
     checks: list[Callable[[], Check]] = [
         *_store_checks(clients),
         lambda: _runner_check(settings),
@@ -151,7 +159,6 @@ def check_health(settings: Settings) -> HealthReport:
         lag_futures = [pool.submit(_inbox_lag, clients, module, queue) for module, queue in lags]
         results = [future.result() for future in check_futures]
         inbox = [future.result() for future in lag_futures]
-    clients.close()
     return _report(settings, results, inbox)
 
 

@@ -22,8 +22,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class ObservedItem(BaseModel):
-    """One resource as the target reported it, with what matters for drift."""
+class ResourceState(BaseModel):
+    """A resource and its comparable state, as observed or as expected."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -32,20 +32,18 @@ class ObservedItem(BaseModel):
     type: str
     name: str
     state: dict[str, Any] = Field(default_factory=dict)
+
+
+class ObservedItem(ResourceState):
+    """One resource as the target reported it, with what matters for drift."""
+
     managed_here: bool = Field(default=False, description="tagged as managed for this tenant and environment")
     properties: dict[str, Any] = Field(default_factory=dict)
 
 
-class ExpectedResource(BaseModel):
+class ExpectedResource(ResourceState):
     """One resource of the last applied desired state, in the observed shape."""
 
-    model_config = ConfigDict(frozen=True)
-
-    key: str
-    address: str
-    type: str
-    name: str
-    state: dict[str, Any] = Field(default_factory=dict)
     # Some fields cannot be compared by some observers (an ARM listing does not show a
     # Pulumi input that never reaches Azure); only the fields named here are compared.
     compared_fields: tuple[str, ...] | None = None

@@ -24,18 +24,14 @@ capacity settings), so it must not import ``shared.settings``.
 
 from __future__ import annotations
 
-import re
+from pydantic import Field, field_validator
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from shared.settings_section import Section, six_field_ncrontab
 
-_FIELD = r"[0-9*/,\-A-Za-z]+"
-NCRONTAB_6 = re.compile(rf"^\s*{_FIELD}(\s+{_FIELD}){{5}}\s*$")
 DEFAULT_SCAN_SCHEDULE = "0 */15 * * * *"
 
 
-class InventorySettings(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
-
+class InventorySettings(Section):
     scan_schedule: str = Field(default=DEFAULT_SCAN_SCHEDULE, alias="ScanSchedule")
     finding_retention_days: int = Field(default=396, ge=1, le=3650, alias="FindingRetentionDays")
     default_ignore_days: int = Field(default=30, ge=1, le=365, alias="DefaultIgnoreDays")
@@ -46,6 +42,4 @@ class InventorySettings(BaseModel):
     @field_validator("scan_schedule")
     @classmethod
     def _six_field_ncrontab(cls, value: str) -> str:
-        if not NCRONTAB_6.match(value):
-            raise ValueError("a 6-field NCRONTAB expression, e.g. '0 */15 * * * *' (second minute hour day month dow)")
-        return value.strip()
+        return six_field_ncrontab(value)

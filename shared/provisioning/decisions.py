@@ -9,7 +9,7 @@ The decision is recorded on the run; the run's orchestration acts on it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Callable, Literal
 
 from shared.errors import Conflict, NotFound, PermissionDenied
 from shared.provisioning.runs import Decision, Run, RunState, utc_now
@@ -21,37 +21,39 @@ DecisionKind = Literal["approved", "rejected"]
 
 def decide(store: ProvisioningStore, tenant: str, run_id: str, decided_by: str, decision: DecisionKind,
            plan_digest: str, reason: str, channel: str) -> Run:
-    environment = store.environment_of_run(tenant, run_id)
-    if environment is None:
-        raise NotFound(f"run {run_id}")
-    for attempt in optimistic():
-        with attempt:
-            run, etag = store.run_with_etag(tenant, environment, run_id)
-            _check(run, decided_by, decision, plan_digest)
-            recorded = Decision(decision=decision, by=decided_by, at=utc_now(), plan_digest=plan_digest,
-                                reason=reason, channel=channel)
-            updated = run.model_copy(update={"decision": recorded})
-            store.save_run(updated, etag)
-            return updated
-    raise AssertionError("unreachable")
+    def check(run: Run) -> None:
+        _check(run, decided_by, decision, plan_digest)
+
+    return _record(store, tenant, run_id, check, lambda run: Decision(
+        decision=decision, by=decided_by, at=utc_now(), plan_digest=plan_digest, reason=reason, channel=channel))
 
 
 def cancel(store: ProvisioningStore, tenant: str, run_id: str, cancelled_by: str, reason: str) -> Run:
     """Ask a run that has not started applying to end ``cancelled``; its orchestration ends it."""
+
+    def check(run: Run) -> None:
+        if run.state not in (RunState.QUEUED, RunState.PLANNING, RunState.AWAITING_APPROVAL):
+            raise Conflict("run-not-cancellable", f"run {run.id} is {run.state.value}; only runs that "
+                           "have not started applying can be cancelled")
+        if run.decision is not None:
+            raise Conflict("run-already-decided", f"run {run.id} was already {run.decision.decision}")
+
+    return _record(store, tenant, run_id, check, lambda run: Decision(
+        decision="cancelled", by=cancelled_by, at=utc_now(), plan_digest=run.plan_digest or "", reason=reason,
+        channel="http"))
+
+
+def _record(store: ProvisioningStore, tenant: str, run_id: str, check: Callable[[Run], None],
+            decision_for: Callable[[Run], Decision]) -> Run:
+    """Record a decision on the run if ``check`` allows it, under the run's ETag."""
     environment = store.environment_of_run(tenant, run_id)
     if environment is None:
         raise NotFound(f"run {run_id}")
     for attempt in optimistic():
         with attempt:
             run, etag = store.run_with_etag(tenant, environment, run_id)
-            if run.state not in (RunState.QUEUED, RunState.PLANNING, RunState.AWAITING_APPROVAL):
-                raise Conflict("run-not-cancellable", f"run {run.id} is {run.state.value}; only runs that "
-                               "have not started applying can be cancelled")
-            if run.decision is not None:
-                raise Conflict("run-already-decided", f"run {run.id} was already {run.decision.decision}")
-            recorded = Decision(decision="cancelled", by=cancelled_by, at=utc_now(),
-                                plan_digest=run.plan_digest or "", reason=reason, channel="http")
-            updated = run.model_copy(update={"decision": recorded})
+            check(run)
+            updated = run.model_copy(update={"decision": decision_for(run)})
             store.save_run(updated, etag)
             return updated
     raise AssertionError("unreachable")

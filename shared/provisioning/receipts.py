@@ -28,8 +28,9 @@ RECEIPTS_CONTAINER = "receipts"
 ReceiptKind = Literal["plan", "apply"]
 
 
-class PlanReceipt(BaseModel):
-    kind: Literal["plan"] = "plan"
+class ReceiptHeader(BaseModel):
+    """What every receipt names: the run, where it ran, with which runner, for which desired state."""
+
     run_id: str
     tenant: str
     environment: str
@@ -37,6 +38,10 @@ class PlanReceipt(BaseModel):
     runner: str
     runner_version: str
     specification_digest: str
+
+
+class PlanReceipt(ReceiptHeader):
+    kind: Literal["plan"] = "plan"
     source: SourceInfo
     changes: list[ResourceChange]
     counts: dict[str, int]
@@ -51,15 +56,8 @@ class ConfigurationRecord(BaseModel):
     note: str = ""
 
 
-class ApplyReceipt(BaseModel):
+class ApplyReceipt(ReceiptHeader):
     kind: Literal["apply"] = "apply"
-    run_id: str
-    tenant: str
-    environment: str
-    target: str
-    runner: str
-    runner_version: str
-    specification_digest: str
     plan_digest: str | None
     outcome: Literal["applied", "failed"]
     failure_reason: str | None = None
