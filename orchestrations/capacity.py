@@ -79,7 +79,7 @@ def capacity_lease_expiry(context: df.DurableOrchestrationContext) -> Generator[
 
 
 @bp.activity_trigger(input_name="request", activity=SWEEP_ACTIVITY)
-def capacity_sweep_expired(request: dict[str, Any]) -> dict[str, Any]:
+def capacity_sweep_expired(request: dict) -> dict[str, Any]:
     order = SweepRequest(**request)
     return sweep_pool(default_store(), order.pool).as_dict()
 

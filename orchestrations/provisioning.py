@@ -26,6 +26,10 @@ DECISION_DETAILS = {"expired": "the approval deadline passed", "rejected": "an o
 
 Steps = Generator[Any, Any, Any]
 
+# Activity inputs are annotated plain ``dict``: the Python worker refuses a
+# parameterised annotation such as ``dict[str, Any]`` on a binding ("invalid
+# non-type annotation"), and one refused function fails the whole app.
+
 
 @bp.orchestration_trigger(context_name="context", orchestration=ORCHESTRATOR)
 def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
@@ -103,36 +107,36 @@ def _finish(context: df.DurableOrchestrationContext, run: dict[str, Any], outcom
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_claim_environment")
-def provisioning_claim_environment(run: dict[str, Any]) -> str:
+def provisioning_claim_environment(run: dict) -> str:
     return steps().claim_environment(RunRef.of(run))
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_plan")
-def provisioning_plan(run: dict[str, Any]) -> dict[str, Any]:
+def provisioning_plan(run: dict) -> dict[str, Any]:
     return steps().plan(RunRef.of(run))
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_await_approval")
-def provisioning_await_approval(run: dict[str, Any]) -> str:
+def provisioning_await_approval(run: dict) -> str:
     return steps().await_approval(RunRef.of(run))
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_decision")
-def provisioning_decision(run: dict[str, Any]) -> str | None:
+def provisioning_decision(run: dict) -> str | None:
     return steps().decision(RunRef.of(run))
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_apply")
-def provisioning_apply(run: dict[str, Any]) -> dict[str, Any]:
+def provisioning_apply(run: dict) -> dict[str, Any]:
     return steps().apply(RunRef.of(run))
 
 
 @bp.activity_trigger(input_name="request", activity="provisioning_finish")
-def provisioning_finish(request: dict[str, Any]) -> list[str]:
+def provisioning_finish(request: dict) -> list[str]:
     return steps().finish(RunRef.of(request), request["outcome"], request.get("reason"), request.get("detail", ""))
 
 
 @bp.activity_trigger(input_name="request", activity="provisioning_wake_runs")
 @bp.durable_client_input(client_name="client")
-async def provisioning_wake_runs(request: dict[str, Any], client: df.DurableOrchestrationClient) -> int:
+async def provisioning_wake_runs(request: dict, client: df.DurableOrchestrationClient) -> int:
     return await wake(client, request["run_ids"])

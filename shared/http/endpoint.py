@@ -19,6 +19,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import typing
 import uuid
 from typing import Any, Awaitable, Callable, Iterable
 
@@ -123,17 +124,29 @@ def _runner_for(handler: Handler) -> Callable[..., Awaitable[Any]]:
 
 
 def _present_as(pipeline: Handler, handler: Handler, signature: inspect.Signature) -> None:
-    """Show the Functions indexer the handler's bindings, minus ``caller``."""
-    parameters = [p for name, p in signature.parameters.items() if name != "caller"]
+    """Show the Functions worker the handler's bindings, minus ``caller``.
+
+    The worker resolves annotations with ``typing.get_type_hints`` against the
+    registered function's own module (this one), and insists that an HTTP
+    function returns ``func.HttpResponse``. So the annotations are resolved
+    here, in the handler's module, and the return is what the pipeline really
+    returns, whatever the handler itself produces.
+    """
+    hints = typing.get_type_hints(handler)
+    parameters = [
+        parameter.replace(annotation=hints.get(name, inspect.Parameter.empty))
+        for name, parameter in signature.parameters.items()
+        if name != "caller"
+    ]
     pipeline.__name__ = handler.__name__
     pipeline.__qualname__ = handler.__qualname__
     pipeline.__doc__ = handler.__doc__
     pipeline.__module__ = handler.__module__
-    pipeline.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    pipeline.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=parameters, return_annotation=func.HttpResponse)
     pipeline.__annotations__ = {
-        name: annotation
-        for name, annotation in getattr(handler, "__annotations__", {}).items()
-        if name != "caller"
+        **{p.name: p.annotation for p in parameters if p.annotation is not inspect.Parameter.empty},
+        "return": func.HttpResponse,
     }
 
 
