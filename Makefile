@@ -10,9 +10,11 @@ PYTEST_ARGS ?=
 
 setup: $(VENV)/.installed node_modules/.installed local.settings.json
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-worker.txt constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --ignore-requires-python \
+	    --upgrade --target $(VENV)/functions-worker -r requirements-worker.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

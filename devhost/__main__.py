@@ -3,6 +3,8 @@
 - ``python -m devhost up``: Azurite and the host together (``make run``).
 - ``python -m devhost start``: the host alone, against the storage in the settings.
 - ``python -m devhost token``: a bearer token the local host accepts.
+- ``python -m devhost validate``: index the app with the Azure Functions
+  Python worker's own code and list what it accepts and refuses.
 """
 
 from __future__ import annotations
@@ -54,6 +56,24 @@ def _up(args: argparse.Namespace) -> int:
         azurite.stop()
 
 
+def _validate(args: argparse.Namespace) -> int:
+    """Index the app as the worker does; exit 2 (naming each function and why) if it refuses any."""
+    from devhost.config import apply_local_settings
+    from devhost.worker_validation import WorkerRefusedApp, WorkerUnavailable, index_with_worker
+
+    app_dir = Path(args.app_dir).resolve()
+    apply_local_settings(app_dir)
+    try:
+        functions = index_with_worker(app_dir)
+    except (WorkerRefusedApp, WorkerUnavailable) as error:
+        print(error, file=sys.stderr)
+        return 2
+    for function in functions:
+        print(function.get_function_name())
+    print(f"the Azure Functions Python worker accepts all {len(functions)} functions", file=sys.stderr)
+    return 0
+
+
 def _token(args: argparse.Namespace) -> int:
     values = _local_values(Path(args.app_dir))
     directory = args.key_dir or values.get("RuntimeCloud__Auth__LocalSigningKeyDirectory") or ".data/auth"
@@ -85,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--port", type=int, default=int(os.environ.get("DEVHOST_PORT", 8130)))
     up.add_argument("--bind", default="127.0.0.1")
     up.set_defaults(run=_up)
+    validate = commands.add_parser("validate", help="index and validate the app with the Python worker's own code")
+    validate.add_argument("--app-dir", default=".")
+    validate.set_defaults(run=_validate)
     token = commands.add_parser("token", help="print a bearer token the local host accepts")
     token.add_argument("--tenant", required=True)
     token.add_argument("--scope", action="append", default=[])

@@ -1,20 +1,20 @@
 """Loading the function app and reading its own function metadata.
 
-The real host indexes a v2 app by importing ``function_app.py`` and asking the
-``FunctionApp`` for its functions; this does the same and keeps, per function,
-the binding documents exactly as they would appear in ``function.json``.
+The real host indexes a v2 app through the Python worker, which imports
+``function_app.py``, asks the ``FunctionApp`` for its functions and validates
+each; this runs that same worker code (``devhost.worker_validation``) and
+keeps, per function, the binding documents exactly as they would appear in
+``function.json``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import azure.functions as func
+from devhost.worker_validation import index_with_worker
 
 
 @dataclass(frozen=True)
@@ -52,29 +52,13 @@ class FunctionCatalog:
 
 
 def load_catalog(app_dir: Path, script: str = "function_app.py") -> FunctionCatalog:
-    app = _import_app(app_dir, script)
+    """The app's functions, indexed and validated by the Python worker's own code."""
     functions = [
         FunctionInfo(
             name=function.get_function_name(),
             user_function=function.get_user_function(),
             bindings=tuple(json.loads(function.get_function_json())["bindings"]),
         )
-        for function in app.get_functions()
+        for function in index_with_worker(app_dir.resolve(), script)
     ]
     return FunctionCatalog(functions)
-
-
-def _import_app(app_dir: Path, script: str) -> func.FunctionRegister:
-    path = (app_dir / script).resolve()
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location("function_app", path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"no function app at {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["function_app"] = module
-    spec.loader.exec_module(module)
-    apps = [value for value in vars(module).values() if isinstance(value, func.FunctionRegister)]
-    if len(apps) != 1:
-        raise ValueError(f"{path} must define exactly one FunctionApp; found {len(apps)}")
-    return apps[0]

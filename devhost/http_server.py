@@ -105,11 +105,10 @@ class HttpFrontDoor:
             body=body,
         )
         try:
-            result = await self._invoker.invoke(function, http_request)
+            return to_web_response(await self._invoker.invoke(function, http_request))
         except Exception:
             log.exception("function %s failed", function.name)
             return problem(500, "Internal Server Error", f"function {function.name} failed; see the host log")
-        return to_web_response(result)
 
     async def _admin(self, request: web.Request, name: str) -> web.StreamResponse:
         function = self._catalog.get(name)
@@ -127,13 +126,21 @@ class HttpFrontDoor:
         return web.Response(status=202)
 
 
+class UnencodableResult(TypeError):
+    """What the worker answers when an HTTP function returns neither ``HttpResponse`` nor ``str``."""
+
+
 def to_web_response(result: Any) -> web.Response:
-    if result is None:
-        return web.Response(status=204)
+    """Encode a function's result as the worker does: ``func.HttpResponse`` or ``str``, nothing else.
+
+    The worker raises for any other value (``None`` and ``dict`` included) and
+    the host answers 500, so the local host does too rather than guess.
+    """
     if isinstance(result, str):
         return web.Response(status=200, text=result)
     if not isinstance(result, func.HttpResponse):
-        return web.Response(status=200, text=json.dumps(result), content_type="application/json")
+        raise UnencodableResult(f'unable to encode outgoing TypedData: unsupported type "http" '
+                                f'for Python type "{type(result).__name__}"')
     headers = {k: v for k, v in result.headers.items()}
     if not any(k.lower() == "content-type" for k in headers) and result.mimetype:
         charset = f"; charset={result.charset}" if result.charset else ""

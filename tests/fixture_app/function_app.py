@@ -50,6 +50,18 @@ def explodes(req: func.HttpRequest) -> func.HttpResponse:
     raise RuntimeError("secret internals that must not leak")
 
 
+@app.route(route="returns-a-dict", methods=["GET"])
+def returns_a_dict(req: func.HttpRequest):  # type: ignore[no-untyped-def]
+    # No return annotation, so the worker's load-time check cannot see it; at
+    # run time the worker cannot encode a dict for the HTTP binding.
+    return {"looks": "like JSON"}
+
+
+@app.route(route="returns-text", methods=["GET"])
+def returns_text(req: func.HttpRequest) -> str:
+    return "plain text"
+
+
 @app.queue_trigger(arg_name="msg", queue_name="fixture-fails", connection="AzureWebJobsStorage")
 def always_fails(msg: func.QueueMessage) -> None:
     record("always-fails", body=msg.get_body().decode("utf-8"), dequeue_count=msg.dequeue_count)
