@@ -3,6 +3,8 @@
 - ``python -m devhost up``: Azurite and the host together (``make run``).
 - ``python -m devhost start``: the host alone, against the storage in the settings.
 - ``python -m devhost token``: a bearer token the local host accepts.
+- ``python -m devhost keys``: the host's master key (admin API) and Durable
+  system key (Durable webhooks).
 - ``python -m devhost validate``: index the app with the Azure Functions
   Python worker's own code and list what it accepts and refuses.
 """
@@ -33,7 +35,8 @@ def _start(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("DEVHOST_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("azure").setLevel(logging.WARNING)
-    host = LocalHost(Path(args.app_dir), port=args.port, bind=args.bind, extensions=default_extensions())
+    host = LocalHost(Path(args.app_dir), port=args.port, bind=args.bind, extensions=default_extensions(),
+                     allow_remote=args.allow_remote)
     return asyncio.run(serve(host))
 
 
@@ -54,6 +57,14 @@ def _up(args: argparse.Namespace) -> int:
         return _start(args)
     finally:
         azurite.stop()
+
+
+def _keys(args: argparse.Namespace) -> int:
+    """Print the local host's keys (created if missing), as the portal's App keys page shows Azure's."""
+    from devhost.host_keys import ensure_host_keys, key_directory
+
+    print(json.dumps(ensure_host_keys(key_directory(Path(args.app_dir).resolve())).as_document(), indent=2))
+    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -83,6 +94,7 @@ def _token(args: argparse.Namespace) -> int:
         scopes=args.scope,
         roles=args.role,
         client_id=args.client_id,
+        object_id=args.object_id,
         issuer=values.get("RuntimeCloud__Auth__Issuer", DEFAULT_ISSUER),
         audience=values.get("RuntimeCloud__Auth__Audience", DEFAULT_AUDIENCE),
         tenant_claim=values.get("RuntimeCloud__Auth__TenantClaim", "tid"),
@@ -99,12 +111,17 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--app-dir", default=".")
     start.add_argument("--port", type=int, default=int(os.environ.get("DEVHOST_PORT", 8130)))
     start.add_argument("--bind", default="127.0.0.1")
+    start.add_argument("--allow-remote", action="store_true", help="allow --bind beyond loopback")
     start.set_defaults(run=_start)
     up = commands.add_parser("up", help="start Azurite, then the host (what 'make run' does)")
     up.add_argument("--app-dir", default=".")
     up.add_argument("--port", type=int, default=int(os.environ.get("DEVHOST_PORT", 8130)))
     up.add_argument("--bind", default="127.0.0.1")
+    up.add_argument("--allow-remote", action="store_true", help="allow --bind beyond loopback")
     up.set_defaults(run=_up)
+    keys = commands.add_parser("keys", help="print the host's master and Durable system keys")
+    keys.add_argument("--app-dir", default=".")
+    keys.set_defaults(run=_keys)
     validate = commands.add_parser("validate", help="index and validate the app with the Python worker's own code")
     validate.add_argument("--app-dir", default=".")
     validate.set_defaults(run=_validate)
@@ -113,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--scope", action="append", default=[])
     token.add_argument("--role", action="append", default=[])
     token.add_argument("--client-id", default="local-developer")
+    token.add_argument("--object-id", default=None,
+                       help="oid: the person or service principal (default: the client id)")
     token.add_argument("--lifetime", type=int, default=3600, help="seconds")
     token.add_argument("--app-dir", default=".")
     token.add_argument("--key-dir", default=None)

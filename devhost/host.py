@@ -19,6 +19,7 @@ from aiohttp import web
 
 from devhost.catalog import FunctionCatalog, FunctionInfo, load_catalog
 from devhost.config import HostJson, apply_local_settings
+from devhost.host_keys import ensure_host_keys, key_directory
 from devhost.http_server import HttpFrontDoor
 from devhost.invoker import Invoker
 from devhost.queue_listener import QueueListener, admin_message
@@ -28,6 +29,7 @@ from devhost.tokens import ensure_signing_key
 log = logging.getLogger("devhost")
 
 SERVED_TRIGGERS = {"httptrigger", "queuetrigger", "timertrigger"}
+LOOPBACK_BINDS = ("127.0.0.1", "localhost", "::1")
 
 
 class HostExtension(Protocol):
@@ -48,10 +50,11 @@ class StartupError(Exception):
 
 class LocalHost:
     def __init__(self, app_dir: Path, port: int = 8130, bind: str = "127.0.0.1",
-                 extensions: list[HostExtension] | None = None) -> None:
+                 extensions: list[HostExtension] | None = None, allow_remote: bool = False) -> None:
         self.app_dir = app_dir.resolve()
         self.port = port
         self.bind = bind
+        self.allow_remote = allow_remote
         self.extensions = list(extensions or [])
         self.invoker = Invoker()
         self.host_json = HostJson.load(self.app_dir)
@@ -69,12 +72,18 @@ class LocalHost:
         apply_local_settings(self.app_dir)
         self.host_json = HostJson.load(self.app_dir)  # again: app settings may override host.json
         _prepare_local_issuer()
+        if not self.allow_remote and self.bind not in LOOPBACK_BINDS:
+            raise StartupError(f"refusing to listen on {self.bind}: the host is for this machine only. "
+                               "Pass --allow-remote to listen beyond loopback (every endpoint still wants "
+                               "its token or host key)")
+        keys = ensure_host_keys(key_directory(self.app_dir))
         try:
             self.catalog = load_catalog(self.app_dir)
         except Exception as error:
             raise StartupError(f"the function app did not load: {error}") from error
         self._check_served(self.catalog)
-        self.front_door = HttpFrontDoor(self.catalog, self.invoker, self.host_json.route_prefix, self._run_admin)
+        self.front_door = HttpFrontDoor(self.catalog, self.invoker, self.host_json.route_prefix, self._run_admin,
+                                        keys, loopback_only=not self.allow_remote)
         for extension in self.extensions:
             extension.attach(self)
         for function in self.catalog:
@@ -82,9 +91,9 @@ class LocalHost:
         self._runner = web.AppRunner(self.front_door.build(), handle_signals=False, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.bind, self.port).start()
-        if self.bind not in ("127.0.0.1", "localhost", "::1"):
-            log.warning("listening on %s: the admin and Durable management endpoints ask for no key, "
-                        "as with Core Tools; keep this host off networks you do not trust", self.bind)
+        if self.bind not in LOOPBACK_BINDS:
+            log.warning("listening on %s (--allow-remote): plain HTTP, so tokens and host keys cross the "
+                        "network unencrypted; keep this host off networks you do not trust", self.bind)
         self._start_triggers(self.catalog)
 
     def _check_served(self, catalog: FunctionCatalog) -> None:

@@ -7,6 +7,11 @@ Here both point at this host's management API under
 ``/runtime/webhooks/durabletask/``: the RPC paths the SDK uses are the
 webhook paths, so one set of endpoints answers both and the host claims no
 route prefix an app might use.
+
+Both want the Durable system key (``devhost.host_keys``). The webhook URLs
+carry it as ``code=``, as Azure's do. The SDK builds its RPC URLs from
+``rpcBaseUrl`` without any query string, so there the key is a path segment:
+``/runtime/rpc/{key}/...`` answers as ``/runtime/webhooks/durabletask/...``.
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ from urllib.parse import quote
 from devhost.catalog import FunctionInfo
 
 WEBHOOK_PREFIX = "runtime/webhooks/durabletask"
+RPC_ALIAS = "runtime/rpc"
 INSTANCE_PLACEHOLDER = "INSTANCEID"
 
 
 class ClientBinding:
-    def __init__(self, base_url: str, hub_name: str) -> None:
+    def __init__(self, base_url: str, hub_name: str, system_key: str) -> None:
         self._base_url = base_url.rstrip("/")
         self._hub_name = hub_name
+        self._system_key = system_key
 
     def provide(self, binding: dict[str, Any], function: FunctionInfo) -> str:
         """The binding's value for one invocation (the invoker calls this per call)."""
@@ -32,7 +39,7 @@ class ClientBinding:
 
     def document(self, hub: str) -> dict[str, Any]:
         webhooks = f"{self._base_url}/{WEBHOOK_PREFIX}"
-        query = f"taskHub={quote(hub)}&connection=Storage"
+        query = f"taskHub={quote(hub)}&connection=Storage&code={quote(self._system_key, safe='')}"
         instance = f"{webhooks}/instances/{INSTANCE_PLACEHOLDER}"
         return {
             "taskHubName": hub,
@@ -55,7 +62,7 @@ class ClientBinding:
             },
             "baseUrl": webhooks,
             "requiredQueryStringParameters": query,
-            "rpcBaseUrl": f"{webhooks}/",
+            "rpcBaseUrl": f"{self._base_url}/{RPC_ALIAS}/{quote(self._system_key, safe='')}/",
             "httpBaseUrl": "",
         }
 

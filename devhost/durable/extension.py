@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from devhost.catalog import FunctionCatalog
 from devhost.durable.activities import ActivityDispatcher
-from devhost.durable.client_binding import ClientBinding
+from devhost.durable.client_binding import RPC_ALIAS, WEBHOOK_PREFIX, ClientBinding
 from devhost.durable.functions import DurableFunctions
 from devhost.durable.hub_lease import HubLease
 from devhost.durable.management_api import ManagementApi
@@ -51,10 +51,12 @@ class DurableExtension:
             raise StartupError(str(error).strip("'\"")) from error
         self._host = host
         self._functions = DurableFunctions(host.catalog)
-        binding = ClientBinding(_reachable(host.bind, host.port), settings.hub_name)
+        keys = host.front_door.keys
+        binding = ClientBinding(_reachable(host.bind, host.port), settings.hub_name, keys.durable)
         host.invoker.add_provider("durableClient", binding.provide)
+        host.front_door.add_key_path_alias(RPC_ALIAS, WEBHOOK_PREFIX, keys.is_durable)
         for template, methods, handler in ManagementApi(self._hub, self._functions, binding).routes():
-            host.front_door.add_host_route(template, methods, handler)
+            host.front_door.add_host_route(template, methods, handler, keys.is_durable)
 
     async def run(self) -> None:
         if self._hub is None or self._functions is None or self._host is None or not self._functions.any:

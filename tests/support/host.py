@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,12 +14,16 @@ from typing import Any
 import requests
 
 from devhost.azurite import REPO, free_port
+from devhost.host_keys import KEY_HEADER, KEYS_FILE
 
 
 class HostProcess:
+    HOST_KEY_PATHS = ("admin/", "runtime/webhooks/", "runtime/rpc/")
+
     def __init__(self, app_dir: Path, env: dict[str, str], log_path: Path, port: int | None = None) -> None:
         self.app_dir = app_dir
-        self.env = env
+        # The host's keys live beside its log unless the settings say where (never in the repository).
+        self.env = {"DEVHOST_KEY_DIRECTORY": str(log_path.parent / "host-keys"), **env}
         self.port = port or free_port()
         self.log_path = log_path
         self._process: subprocess.Popen[bytes] | None = None
@@ -67,10 +72,20 @@ class HostProcess:
                 self._process.wait()
         return self._process.returncode if self._process else None
 
-    def request(self, method: str, path: str, token: str | None = None, **kwargs: Any) -> requests.Response:
+    @property
+    def master_key(self) -> str:
+        """The host's master key, as ``python -m devhost keys`` shows it."""
+        document = json.loads((Path(self.env["DEVHOST_KEY_DIRECTORY"]) / KEYS_FILE).read_text())
+        return str(document["masterKey"])
+
+    def request(self, method: str, path: str, token: str | None = None, host_key: bool = True,
+                **kwargs: Any) -> requests.Response:
+        """Call the host; its own endpoints (admin, Durable webhooks) get the master key unless ``host_key=False``."""
         headers = dict(kwargs.pop("headers", {}) or {})
         if token:
             headers["Authorization"] = f"Bearer {token}"
+        if host_key and path.lstrip("/").startswith(self.HOST_KEY_PATHS):
+            headers.setdefault(KEY_HEADER, self.master_key)
         return requests.request(method, self.url(path), headers=headers, timeout=kwargs.pop("timeout", 30), **kwargs)
 
 
