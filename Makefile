@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench package clean
 
 setup: $(VENV)/.installed node_modules/.installed local.settings.json
 
@@ -35,5 +35,11 @@ test: setup
 bench: setup
 	@for bench in bench/[a-z]*.py; do echo "== $$bench"; $(PY) $$bench || exit 1; done
 
+# The zip a Flex Consumption deployment uploads: the app root as .funcignore
+# leaves it (see tools/package.py); Azure's remote build installs requirements.txt.
+PACKAGE ?= dist/runtime-cloud-host.zip
+package: $(VENV)/.installed
+	$(PY) tools/package.py --output $(PACKAGE)
+
 clean:
-	rm -rf $(VENV) node_modules .data
+	rm -rf $(VENV) node_modules .data dist
