@@ -6,11 +6,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup run test bench package clean
+.PHONY: setup run test bench package deploy clean
 
 setup: $(VENV)/.installed node_modules/.installed local.settings.json
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-worker.txt constraints.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-infra.txt requirements-worker.txt constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --ignore-requires-python \
@@ -40,6 +40,23 @@ bench: setup
 PACKAGE ?= dist/runtime-cloud-host.zip
 package: $(VENV)/.installed
 	$(PY) tools/package.py --output $(PACKAGE)
+
+# Deploy to Azure (README, Deploying): `pulumi up` of infra/ for the stack STACK
+# (infra/Pulumi.$(STACK).yaml), then the package above uploaded to the app it made.
+# Needs the Pulumi CLI, the Azure CLI and an Azure login, which machines without
+# internet access do not have: it says which one is missing and stops.
+STACK ?= dev
+PULUMI_ARGS ?=
+deploy: $(VENV)/.installed
+	@command -v pulumi >/dev/null 2>&1 || { echo "make deploy: the Pulumi CLI is not installed (https://www.pulumi.com/docs/iac/download-install/); see README, Deploying" >&2; exit 2; }
+	@command -v az >/dev/null 2>&1 || { echo "make deploy: the Azure CLI (az) is not installed; it uploads the package (README, Deploying)" >&2; exit 2; }
+	@az account show >/dev/null 2>&1 || { echo "make deploy: not logged in to Azure: az login, then az account set --subscription <id>" >&2; exit 2; }
+	@test -f infra/Pulumi.$(STACK).yaml || { echo "make deploy: no infra/Pulumi.$(STACK).yaml; copy infra/Pulumi.dev.yaml and change its names (README, Deploying)" >&2; exit 2; }
+	$(MAKE) --no-print-directory package
+	cd infra && pulumi up --stack $(STACK) $(PULUMI_ARGS)
+	az functionapp deployment source config-zip --build-remote true --src $(PACKAGE) \
+	    --resource-group "$$(cd infra && pulumi stack output resourceGroupName --stack $(STACK))" \
+	    --name "$$(cd infra && pulumi stack output functionAppName --stack $(STACK))"
 
 clean:
 	rm -rf $(VENV) node_modules .data dist

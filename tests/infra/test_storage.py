@@ -1,0 +1,62 @@
+"""The host's store, as the program declares it: no shared key, and receipts that cannot be rewritten."""
+
+from __future__ import annotations
+
+from shared.inventory.store import INVENTORY_CONTAINER
+from shared.provisioning.receipts import RECEIPTS_CONTAINER
+from tests.infra.conftest import Deployment
+
+SEVEN_YEARS_DAYS = 2557
+
+
+def test_storage_account_takes_no_shared_key_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    account = deployment.one("storage:StorageAccount").inputs
+
+    assert account["allowSharedKeyAccess"] is False
+    assert account["defaultToOAuthAuthentication"] is True
+    assert account["enableHttpsTrafficOnly"] is True
+    assert account["minimumTlsVersion"] == "TLS1_2"
+    assert account["allowBlobPublicAccess"] is False
+    assert account["allowCrossTenantReplication"] is False
+    assert account["isLocalUserEnabled"] is False and account["isSftpEnabled"] is False
+    assert account["encryption"]["requireInfrastructureEncryption"] is True
+
+
+def test_blob_versioning_and_soft_delete_are_on_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    blobs = deployment.one("storage:BlobServiceProperties").inputs
+
+    assert blobs["isVersioningEnabled"] is True
+    assert blobs["deleteRetentionPolicy"]["enabled"] is True and blobs["deleteRetentionPolicy"]["days"] >= 7
+    assert blobs["containerDeleteRetentionPolicy"]["enabled"] is True
+
+
+def test_receipts_are_write_once_for_seven_years_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    container = deployment.one("storage:BlobContainer", "receipts").inputs
+    policy = deployment.one("storage:BlobContainerImmutabilityPolicy").inputs
+
+    assert container["containerName"] == RECEIPTS_CONTAINER  # the container the host writes receipts to
+    assert container["publicAccess"] == "None"
+    # Version-level immutability: a receipt's own expiry can be extended to its environment's end + 7 years.
+    assert container["immutableStorageWithVersioning"] == {"enabled": True}
+    assert policy["containerName"] == RECEIPTS_CONTAINER
+    assert policy["immutabilityPeriodSinceCreationInDays"] >= SEVEN_YEARS_DAYS
+    assert policy["allowProtectedAppendWrites"] is False
+
+
+def test_lifecycle_rules_never_touch_receipts_and_follow_the_host_retention_with_mocked_pulumi_engine(
+        deployment: Deployment) -> None:
+    rules = deployment.one("storage:ManagementPolicy").inputs["policy"]["rules"]
+    prefixes = [prefix for rule in rules for prefix in rule["definition"]["filters"]["prefixMatch"]]
+    by_name = {rule["name"]: rule for rule in rules}
+
+    assert not any(prefix.startswith(f"{RECEIPTS_CONTAINER}/") for prefix in prefixes)
+    observations = by_name["abandoned-drift-observations"]["definition"]
+    assert observations["filters"]["prefixMatch"] == [f"{INVENTORY_CONTAINER}/"]
+    # Drift is kept 13 months: the blob rule and the host's purge timer read the same stack value.
+    days = observations["actions"]["baseBlob"]["delete"]["daysAfterModificationGreaterThan"]
+    assert str(int(days)) == deployment.app_settings()["RuntimeCloud__Inventory__FindingRetentionDays"]
+
+
+def test_deployment_and_state_containers_are_private_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    for name in ("app-package", "pulumi-state"):
+        assert deployment.one("storage:BlobContainer", name).inputs["publicAccess"] == "None"
