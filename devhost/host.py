@@ -17,8 +17,9 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from aiohttp import web
 
+from devhost.bad_requests import ProblemAppRunner
 from devhost.catalog import FunctionCatalog, FunctionInfo, load_catalog
-from devhost.config import HostJson, apply_local_settings
+from devhost.config import ConfigError, HostJson, apply_local_settings
 from devhost.host_keys import ensure_host_keys, key_directory
 from devhost.http_server import HttpFrontDoor
 from devhost.invoker import Invoker
@@ -57,7 +58,7 @@ class LocalHost:
         self.allow_remote = allow_remote
         self.extensions = list(extensions or [])
         self.invoker = Invoker()
-        self.host_json = HostJson.load(self.app_dir)
+        self.host_json = HostJson()  # read by start(), where a file it cannot use stops the host
         self.catalog: FunctionCatalog | None = None
         self.front_door: HttpFrontDoor | None = None
         self._runner: web.AppRunner | None = None
@@ -69,8 +70,11 @@ class LocalHost:
         return f"http://{self.bind}:{self.port}"
 
     async def start(self) -> None:
-        apply_local_settings(self.app_dir)
-        self.host_json = HostJson.load(self.app_dir)  # again: app settings may override host.json
+        try:
+            apply_local_settings(self.app_dir)
+            self.host_json = HostJson.load(self.app_dir)  # after the settings: they may override host.json
+        except ConfigError as error:
+            raise StartupError(str(error)) from None
         _prepare_local_issuer()
         if not self.allow_remote and self.bind not in LOOPBACK_BINDS:
             raise StartupError(f"refusing to listen on {self.bind}: the host is for this machine only. "
@@ -88,7 +92,7 @@ class LocalHost:
             extension.attach(self)
         for function in self.catalog:
             self.invoker.check_supported(function)
-        self._runner = web.AppRunner(self.front_door.build(), handle_signals=False, access_log=None)
+        self._runner = ProblemAppRunner(self.front_door.build(), handle_signals=False, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.bind, self.port).start()
         if self.bind not in LOOPBACK_BINDS:
@@ -167,8 +171,10 @@ class LocalHost:
             trigger = function.trigger
             if function.trigger_type.lower() == "httptrigger":
                 methods = ",".join(trigger.get("methods") or ["*"])
-                route = trigger.get("route") or function.name
-                lines.append(f"  {function.name}: [{methods}] {self.base_url}/{route}")
+                # the URL the front door serves: host.json's routePrefix ("api" unless set), then the route
+                path = "/".join(p for p in (self.host_json.route_prefix.strip("/"),
+                                            (trigger.get("route") or function.name).strip("/")) if p)
+                lines.append(f"  {function.name}: [{methods}] {self.base_url}/{path}")
             else:
                 lines.append(f"  {function.name}: {function.trigger_type}")
         return "\n".join(lines)

@@ -52,6 +52,8 @@ def mint_token(
     scopes: Iterable[str] = (),
     roles: Iterable[str] = (),
     client_id: str = "local-developer",
+    object_id: str | None = None,
+    subject: str | None = None,
     issuer: str = DEFAULT_ISSUER,
     audience: str = DEFAULT_AUDIENCE,
     lifetime_seconds: int = 3600,
@@ -63,7 +65,7 @@ def mint_token(
     claims = {
         "iss": issuer,
         "aud": audience,
-        "sub": client_id,
+        "sub": subject or client_id,
         "azp": client_id,
         tenant_claim: tenant,
         "scp": " ".join(scopes),
@@ -73,6 +75,8 @@ def mint_token(
         "exp": now + lifetime_seconds,
         "jti": uuid.uuid4().hex,
     }
+    if object_id is not None:  # who acts, as Entra ID names it; without it, sub (the client) stands in
+        claims["oid"] = object_id
     return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
 
 

@@ -22,6 +22,7 @@ from shared.capacity import editions, pools
 from shared.capacity.errors import (
     CapacityUnavailable,
     ContentionExhausted,
+    KindNotInEdition,
     LeaseIdInUse,
     LeaseLost,
     LeaseNotFound,
@@ -42,7 +43,6 @@ from shared.capacity.models import (
     PoolSpec,
     RenewRequest,
 )
-from shared.capacity.records import list_records
 from shared.capacity.retention import purge_expired_history
 from shared.capacity.store import default_store
 from shared.capacity.usage import tenant_usage
@@ -51,6 +51,8 @@ from shared.http import problems
 from shared.http.endpoint import endpoint
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_json_body, parse_model
+from shared.settings import get_settings
+from shared.timer_schedules import timer_schedule
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = logging.getLogger("runtime_cloud.capacity")
@@ -64,11 +66,18 @@ def capacity_problems() -> Iterator[None]:
     try:
         yield
     except QuotaExceeded as error:
-        problem = problems.too_many_requests("quota-exceeded", str(error), error.retry_after_seconds)
+        problem = problems.too_many_requests("quota-exceeded", str(error), error.retry_after_seconds,
+                                             error.retry_ceiling_seconds)
         problem.extensions.update(edition=error.edition, kind=error.kind, limit=error.limit)
         raise problem from None
+    except KindNotInEdition as error:
+        # 403, not 429: no amount of waiting helps (so no Retry-After); the edition must change.
+        problem = problems.Problem(403, "kind-not-in-edition", "Not in your edition", str(error))
+        problem.extensions.update(edition=error.edition, kind=error.kind, limit=0)
+        raise problem from None
     except CapacityUnavailable as error:
-        problem = problems.service_unavailable("capacity-unavailable", str(error), error.retry_after_seconds)
+        problem = problems.service_unavailable("capacity-unavailable", str(error), error.retry_after_seconds,
+                                               error.retry_ceiling_seconds)
         problem.extensions.update(kind=error.kind, pools=error.pools, draining=error.draining,
                                   contended=error.contended)
         raise problem from None
@@ -108,6 +117,11 @@ def _route_id(req: func.HttpRequest, name: str, pattern: re.Pattern[str]) -> str
     return value
 
 
+def _viewer(caller: Caller) -> str | None:
+    """Whose denials a pool view may name: all for a platform administrator, else the caller's tenant's."""
+    return None if caller.has_role(Role.PLATFORM_ADMIN) else caller.tenant
+
+
 def _visible_pool(caller: Caller, pool_id: str) -> pools.Pool:
     stored = pools.read_pool(default_store(), pool_id)
     if stored is None or not (stored.pool.serves(caller.tenant) or caller.has_role(Role.PLATFORM_ADMIN)):
@@ -123,14 +137,14 @@ def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
     store, now = default_store(), utcnow()
     admin = caller.has_role(Role.PLATFORM_ADMIN)
     visible = [p for p in pools.list_pools(store) if admin or p.serves(caller.tenant)]
-    return {"pools": [pools.pool_view(store, pool, now) for pool in visible]}
+    return {"pools": [pools.pool_view(store, pool, now, _viewer(caller)) for pool in visible]}
 
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ])
 def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> object:
     pool = _visible_pool(caller, _route_id(req, "id", POOL_ID))
-    return pools.pool_view(default_store(), pool, utcnow())
+    return pools.pool_view(default_store(), pool, utcnow(), _viewer(caller))
 
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["PUT"])
@@ -224,9 +238,9 @@ def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
         errors.append({"path": "/limit", "message": "an integer within 1..1000"})
     if errors:
         raise InvalidInput(errors)
-    page = list_records(default_store(), caller.tenant, utcnow(), pool=params.get("pool"),
-                        holder=params.get("holder"), state=state, limit=int(limit_text),
-                        continuation=params.get("continuation"))
+    page = LeaseService(default_store()).list_leases(caller.tenant, pool=params.get("pool"),
+                                                    holder=params.get("holder"), state=state,
+                                                    limit=int(limit_text), continuation=params.get("continuation"))
     return {"leases": page.leases, "continuation": page.continuation}
 
 
@@ -256,7 +270,10 @@ def capacity_release_lease(req: func.HttpRequest, caller: Caller) -> func.HttpRe
 
 # -- timers ----------------------------------------------------------------------------
 
-@bp.timer_trigger(arg_name="timer", schedule="0 * * * * *", run_on_startup=True)
+# No run_on_startup: on a scale-to-zero plan every instance start would run it. The first capacity
+# call of an instance seeds instead (shared.capacity.store.default_store).
+@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
+    "RuntimeCloud:Capacity:MaintenanceSchedule", get_settings().runtime_cloud.capacity.maintenance_schedule))
 def capacity_maintenance(timer: func.TimerRequest) -> None:
     """Seed the settings' pools and editions, and repair slot rows a crashed resize left behind."""
     store = default_store()
@@ -267,7 +284,8 @@ def capacity_maintenance(timer: func.TimerRequest) -> None:
         log.info("capacity maintenance repaired %d slot row(s)", repaired)
 
 
-@bp.timer_trigger(arg_name="timer", schedule="0 45 3 * * *")
+@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
+    "RuntimeCloud:Capacity:PurgeSchedule", get_settings().runtime_cloud.capacity.purge_schedule))
 def capacity_purge(timer: func.TimerRequest) -> None:
     """Purge lease history and records older than LeaseRetentionDays, denials older than a day."""
     result = purge_expired_history(default_store())

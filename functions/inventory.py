@@ -1,9 +1,10 @@
 """Inventory triggers: environments and their observed state, drift scans, ignore rules, proposals.
 
 Thin: parse, authorise, call ``shared.inventory``, shape the answer. Reads need
-``factory.runtime.read``; scans and ignore rules ``factory.runtime.write``;
+``factory.runtime.read``; scans ``factory.runtime.write``; ignore rules and
 accepting or rejecting a proposal ``factory.runtime.write`` and the role
-``Operator``. The tenant comes from the token: another tenant's environment,
+``Operator`` (an ignore rule hides drift exactly as accepting a proposal's
+``accept`` option does, so it needs the same role). The tenant comes from the token: another tenant's environment,
 finding or proposal answers 404.
 
 Timers: ``inventory_scan`` scans every environment on
@@ -14,7 +15,6 @@ the app is indexed), ``inventory_purge`` purges after 13 months, daily.
 
 from __future__ import annotations
 
-import json
 import logging
 from asyncio import to_thread
 from datetime import datetime, timezone
@@ -22,9 +22,11 @@ from datetime import datetime, timezone
 import azure.durable_functions as df
 import azure.functions as func
 
+from orchestrations.inventory import ScanState, read_scan, start_scan, status_url, wait_for_scan
 from orchestrations.provisioning_client import ensure_started, wake
+from shared import safe_json
 from shared.auth import Caller, Role, Scope
-from shared.errors import NotFound
+from shared.errors import Conflict, NotFound
 from shared.http.endpoint import endpoint
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_model
@@ -39,12 +41,15 @@ from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.rejections import record_rejection
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
+from shared.timer_schedules import timer_schedule
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = logging.getLogger("runtime_cloud.inventory")
 
-SCAN_SCHEDULE = get_settings().runtime_cloud.inventory.scan_schedule
-PURGE_SCHEDULE = "0 15 4 * * *"
+SCAN_SCHEDULE = timer_schedule("RuntimeCloud:Inventory:ScanSchedule",
+                               get_settings().runtime_cloud.inventory.scan_schedule)
+PURGE_SCHEDULE = timer_schedule("RuntimeCloud:Inventory:PurgeSchedule",
+                                get_settings().runtime_cloud.inventory.purge_schedule)
 
 
 # -- environments and their inventory ------------------------------------------------------------
@@ -62,10 +67,41 @@ def inventory_get(req: func.HttpRequest, caller: Caller) -> dict:
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/scan", methods=["POST"])
+@bp.durable_client_input(client_name="client")
 @endpoint(scopes=[Scope.RUNTIME_WRITE])
-def inventory_scan_now(req: func.HttpRequest, caller: Caller) -> dict:
-    """Scan one environment now; 409 ``scan-in-progress`` while another scan of it runs."""
-    return wiring.scanner().scan(caller.tenant, req.route_params["environment"]).public_view()
+async def inventory_scan_now(req: func.HttpRequest, client: df.DurableOrchestrationClient,
+                             caller: Caller) -> JsonResult:
+    """Scan one environment now. The scan is an orchestration (it may outlast Azure's 230 s for an HTTP
+    answer): ended within ``ScanWaitSeconds``, 200 with its outcome (409 ``scan-in-progress`` while
+    another scan of it runs); still running, 202 with its status URL."""
+    environment = req.route_params["environment"]
+    scan_id = await start_scan(client, caller.tenant, environment)
+    wait = get_settings().runtime_cloud.inventory.scan_wait_seconds
+    scan = await wait_for_scan(client, caller.tenant, environment, scan_id, wait)
+    if scan is None:
+        running = ScanState(scan_id, environment, "running")
+        return JsonResult(running.public_view(), status=202,
+                          headers={"Location": status_url(environment, scan_id), "Retry-After": "5"})
+    if scan.refusal == "not-found":
+        raise NotFound(scan.detail)
+    if scan.refusal is not None:
+        raise Conflict(scan.refusal, scan.detail)
+    if scan.outcome is None:
+        raise RuntimeError(f"scan {scan_id} of {environment} failed")  # logged; the caller gets a 500
+    return JsonResult({**scan.outcome, "scan_id": scan_id})
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/scans/{scan_id}", methods=["GET"])
+@bp.durable_client_input(client_name="client")
+@endpoint(scopes=[Scope.RUNTIME_READ])
+async def inventory_get_scan(req: func.HttpRequest, client: df.DurableOrchestrationClient,
+                             caller: Caller) -> JsonResult:
+    """A scan started by ``POST .../scan``: ``running`` (with ``Retry-After``), ``completed`` with its
+    ``outcome``, ``refused`` or ``failed``. Another tenant's scan is not found."""
+    scan = await read_scan(client, caller.tenant, req.route_params["environment"], req.route_params["scan_id"])
+    if scan is None:
+        raise NotFound("scan")
+    return JsonResult(scan.public_view(), headers={"Retry-After": "5"} if scan.state == "running" else {})
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/findings", methods=["GET"])
@@ -89,16 +125,16 @@ def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller) -> dict:
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["POST"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
 def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller) -> JsonResult:
     environment = req.route_params["environment"]
-    rule = wiring.rule_book().create(caller.tenant, environment, parse_model(req, NewIgnoreRule), caller.client_id)
+    rule = wiring.rule_book().create(caller.tenant, environment, parse_model(req, NewIgnoreRule), caller.principal)
     location = f"/runtime-cloud/environments/{environment}/ignore-rules/{rule.id}"
     return JsonResult(rule.public_view(datetime.now(timezone.utc)), status=201, headers={"Location": location})
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules/{rule_id}", methods=["DELETE"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
 def inventory_delete_ignore_rule(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     wiring.rule_book().delete(caller.tenant, req.route_params["environment"], req.route_params["rule_id"])
     return func.HttpResponse(status_code=204)
@@ -123,11 +159,12 @@ def inventory_get_proposal(req: func.HttpRequest, caller: Caller) -> dict:
 @endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
 async def inventory_accept_proposal(req: func.HttpRequest, client: df.DurableOrchestrationClient,
                                     caller: Caller) -> dict:
-    """Accept with ``{"option": "revert" | "adopt" | "accept"}``; revert and adopt start a provisioning run."""
+    """Accept with ``{"option": "revert" | "adopt" | "accept"}`` (the whole proposal) or
+    ``{"decisions": [{"finding": id, "option": ...}]}`` (each finding); revert and adopt start a provisioning run."""
     body = parse_model(req, AcceptBody)
     # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
     accepted = await to_thread(wiring.decisions().accept, caller.tenant, req.route_params["id"], body,
-                               caller.client_id)
+                               caller.principal, caller.client_id)
     view = accepted.proposal.public_view()
     if accepted.run is not None:
         run = accepted.run
@@ -144,7 +181,8 @@ async def inventory_accept_proposal(req: func.HttpRequest, client: df.DurableOrc
 @endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
 def inventory_reject_proposal(req: func.HttpRequest, caller: Caller) -> dict:
     body = parse_model(req, RejectBody)
-    return wiring.decisions().reject(caller.tenant, req.route_params["id"], body, caller.client_id).public_view()
+    return wiring.decisions().reject(caller.tenant, req.route_params["id"], body, caller.principal,
+                                     caller.client_id).public_view()
 
 
 # -- timers and the inbox ----------------------------------------------------------------------------
@@ -177,11 +215,11 @@ def inventory_inbox(message: func.QueueMessage) -> None:
     """Provisioning's events; one that cannot be read is kept with the reason, never retried in vain."""
     body = message.get_body().decode("utf-8", errors="replace")
     try:
-        event = json.loads(body)
+        event = safe_json.loads(body)
         if not isinstance(event, dict):
             raise NotAnEvent("not a JSON object")
         outcome = handle_event(wiring.store(), event)
-    except (json.JSONDecodeError, NotAnEvent) as error:
+    except (safe_json.MalformedJson, NotAnEvent) as error:
         record_rejection(shared_host_storage(), "inventory-inbox", message.id, body, f"not an event: {error}")
         return
     log.info("inventory inbox: event %s %s", event.get("id"), outcome)

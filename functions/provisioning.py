@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from asyncio import to_thread
 from typing import Any, Literal
@@ -14,21 +15,25 @@ import azure.functions as func
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrations.provisioning_client import ensure_started, notify_decision, wake
+from shared import safe_json
 from shared.auth import Caller, Role, Scope
 from shared.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from shared.http import problems
 from shared.http.endpoint import endpoint
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_json_body
+from shared.identifiers import IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN, is_idempotency_key
 from shared.provisioning import wiring
 from shared.provisioning.decisions import cancel, decide
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.rejections import record_rejection
 from shared.provisioning.runs import Run, RunState
-from shared.provisioning.service import field_errors
+from shared.provisioning.service import SecretInSpecification, field_errors
 from shared.provisioning.sources import Declaration
-from shared.provisioning.specification import NAME_PATTERN, TENANT_PATTERN
+from shared.provisioning.specification import NAME_PATTERN
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
+from shared.timer_schedules import timer_schedule
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = logging.getLogger("runtime_cloud.provisioning")
@@ -43,11 +48,12 @@ async def declare_specification(req: func.HttpRequest, client: df.DurableOrchest
                                 caller: Caller) -> JsonResult:
     """Declare desired state; 202 with the run. ``Idempotency-Key`` makes retries name the same run."""
     declaration = _model(Declaration, parse_json_body(req))
-    key = req.headers.get("Idempotency-Key") or f"request-{uuid.uuid4()}"
+    key = _idempotency_key(req)
     service = wiring.service()
     # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
     specification, source = await to_thread(service.specification_from, caller.tenant, declaration)
-    run, created = await to_thread(service.declare, specification, source, key, caller.client_id)
+    run, created = await to_thread(service.declare, specification, source, key, caller.principal,
+                                   caller.client_id)
     await _start_and_wake(client, run, created)
     status_url = _absolute(req, f"/runtime-cloud/runs/{run.id}")
     return JsonResult({"run_id": run.id, "state": run.state.value, "status_url": status_url,
@@ -55,13 +61,25 @@ async def declare_specification(req: func.HttpRequest, client: df.DurableOrchest
                       headers={"Location": status_url})
 
 
+def _idempotency_key(req: func.HttpRequest) -> str:
+    """The caller's ``Idempotency-Key`` (it becomes part of a table key), or a fresh one."""
+    key = req.headers.get("Idempotency-Key")
+    if key is None:
+        return f"request-{uuid.uuid4()}"
+    if not is_idempotency_key(key):
+        raise problems.bad_request("the Idempotency-Key header is 1-200 characters: letters, digits and "
+                                   "'._:@+=~-', starting with a letter or digit")
+    return key
+
+
 class Promotion(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    promotion_id: str = Field(min_length=1, max_length=200)
+    # The promotion id is the run's idempotency key, part of a table key: the same characters only.
+    promotion_id: str = Field(pattern=IDEMPOTENCY_KEY_PATTERN)
     tenant: str = Field(max_length=64, pattern=TENANT_PATTERN)
     environment: str = Field(pattern=NAME_PATTERN)
-    requested_by: str = Field(min_length=1)
+    requested_by: str = Field(min_length=1, max_length=256)
 
 
 @bp.queue_trigger(arg_name="message", queue_name="promotions", connection="AzureWebJobsStorage")
@@ -77,10 +95,10 @@ async def promotion_received(message: func.QueueMessage, client: df.DurableOrche
 def _declare_promotion(message_id: str, body: str) -> tuple[Run, bool] | None:
     """The run a promotion names, or None when the message was kept as a rejection."""
     try:
-        document = json.loads(body)
+        document = safe_json.loads(body)
         promotion = Promotion.model_validate(document)
         declaration = Declaration.model_validate({k: v for k, v in document.items() if k in Declaration.model_fields})
-    except (json.JSONDecodeError, ValidationError, AttributeError) as error:
+    except (safe_json.MalformedJson, ValidationError, AttributeError) as error:
         errors = field_errors(error) if isinstance(error, ValidationError) else [{"path": "/", "message": str(error)}]
         kept = record_rejection(shared_host_storage(), "promotions", message_id, body, "not a promotion", errors)
         if isinstance(document := _safe_json(body), dict) and _has_identity(document):
@@ -96,7 +114,8 @@ def _declare_promotion(message_id: str, body: str) -> tuple[Run, bool] | None:
             raise InvalidInput([{"path": "/specification/environment",
                                  "message": f"the promotion is for {promotion.environment}"}])
     except InvalidInput as error:
-        kept = record_rejection(shared_host_storage(), "promotions", message_id, body, "invalid specification",
+        kept_body = _withheld(body) if isinstance(error, SecretInSpecification) else body
+        kept = record_rejection(shared_host_storage(), "promotions", message_id, kept_body, "invalid specification",
                                 error.errors)
         service.record_invalid_promotion(promotion.tenant, promotion.environment, promotion.promotion_id,
                                          promotion.requested_by, body, str(error), kept)
@@ -109,10 +128,15 @@ def _declare_promotion(message_id: str, body: str) -> tuple[Run, bool] | None:
 
 
 async def _start_and_wake(client: df.DurableOrchestrationClient, run: Run, created: bool) -> None:
-    """Start the run's orchestration (idempotent); a new run wakes older waiting ones to yield."""
+    """Start the run's orchestration (idempotent); a new run supersedes older runs still awaiting
+    approval (nothing of them is applied yet) and wakes older waiting ones to yield."""
     await ensure_started(client, run)
+    ref = RunRef(run.tenant, run.environment, run.id)
+    if not run.state.is_final:  # idempotent, so a redelivered declaration finishes what a crash cut short
+        for superseded in await to_thread(wiring.steps().supersede_awaiting_approval, ref):
+            await notify_decision(client, superseded)
     if created:
-        waiting = await to_thread(wiring.steps().waiting_runs, RunRef(run.tenant, run.environment, run.id))
+        waiting = await to_thread(wiring.steps().waiting_runs, ref)
         await wake(client, waiting)
 
 
@@ -142,8 +166,8 @@ async def reject_run(req: func.HttpRequest, client: df.DurableOrchestrationClien
 async def _decide(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller,
                   decision: Literal["approved", "rejected"]) -> dict:
     body = _model(DecisionBody, parse_json_body(req))
-    run = await to_thread(decide, wiring.store(), caller.tenant, req.route_params["id"], caller.client_id,
-                          decision, body.plan_digest, body.reason, "http")
+    run = await to_thread(decide, wiring.store(), caller.tenant, req.route_params["id"], caller.principal,
+                          decision, body.plan_digest, body.reason, "http", caller.client_id)
     await notify_decision(client, run.id)
     return run.public_view()
 
@@ -160,8 +184,8 @@ class CancelBody(BaseModel):
 async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
     """Cancel a run that has not started applying (queued, planning or awaiting approval)."""
     body = _model(CancelBody, parse_json_body(req) if req.get_body() else {})
-    run = await to_thread(cancel, wiring.store(), caller.tenant, req.route_params["id"], caller.client_id,
-                          body.reason)
+    run = await to_thread(cancel, wiring.store(), caller.tenant, req.route_params["id"], caller.principal,
+                          body.reason, caller.client_id)
     await notify_decision(client, run.id)
     await wake(client, [run.id])
     return run.public_view()
@@ -170,12 +194,14 @@ async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClien
 class ApprovalMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tenant: str
-    run_id: str
+    # Tenant and run id become table keys: only characters keys can hold (else a rejection record).
+    tenant: str = Field(pattern=TENANT_PATTERN)
+    run_id: str = Field(pattern=IDEMPOTENCY_KEY_PATTERN)
     decision: Literal["approve", "reject"]
-    plan_digest: str
-    approver: str = Field(min_length=1)
-    reason: str = ""
+    plan_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    approver: str = Field(min_length=1, max_length=256, description="the person (oid, else sub)")
+    approver_client: str | None = Field(default=None, max_length=256, description="the app they used")
+    reason: str = Field(default="", max_length=2000)
 
 
 @bp.queue_trigger(arg_name="message", queue_name="approvals", connection="AzureWebJobsStorage")
@@ -187,7 +213,7 @@ async def approval_received(message: func.QueueMessage, client: df.DurableOrches
         approval = ApprovalMessage.model_validate_json(body)
         run = await to_thread(decide, wiring.store(), approval.tenant, approval.run_id, approval.approver,
                               "approved" if approval.decision == "approve" else "rejected",
-                              approval.plan_digest, approval.reason, "queue")
+                              approval.plan_digest, approval.reason, "queue", approval.approver_client)
     except ValidationError as error:
         await to_thread(record_rejection, shared_host_storage(), "approvals", message.id, body, "not an approval",
                         field_errors(error))
@@ -204,7 +230,8 @@ ENDED = {df.OrchestrationRuntimeStatus.Completed, df.OrchestrationRuntimeStatus.
          df.OrchestrationRuntimeStatus.Terminated}
 
 
-@bp.timer_trigger(arg_name="timer", schedule=get_settings().runtime_cloud.provisioning.reconcile_schedule)
+@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
+    "RuntimeCloud:Provisioning:ReconcileSchedule", get_settings().runtime_cloud.provisioning.reconcile_schedule))
 @bp.durable_client_input(client_name="client")
 async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
     """The explicit recovery path for stuck runs: a run whose orchestration never started is
@@ -230,12 +257,14 @@ async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOr
 @bp.route(route="runtime-cloud/runs", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ])
 def list_runs(req: func.HttpRequest, caller: Caller) -> dict:
-    state = req.params.get("state")
+    state, environment = req.params.get("state"), req.params.get("environment")
     try:
         wanted = RunState(state) if state else None
     except ValueError:
         raise InvalidInput([{"path": "/state", "message": f"one of {[s.value for s in RunState]}"}]) from None
-    runs = wiring.service().runs(caller.tenant, req.params.get("environment"), wanted)
+    if environment and not re.fullmatch(NAME_PATTERN, environment):
+        raise InvalidInput([{"path": "/environment", "message": "an environment name"}])
+    runs = wiring.service().runs(caller.tenant, environment, wanted)
     return {"runs": [run.public_view() for run in runs]}
 
 
@@ -282,9 +311,20 @@ def _absolute(req: func.HttpRequest, path: str) -> str:
 
 def _safe_json(body: str) -> Any:
     try:
-        return json.loads(body)
-    except json.JSONDecodeError:
+        return safe_json.loads(body)
+    except safe_json.MalformedJson:
         return None
+
+
+def _withheld(body: str) -> str:
+    """The promotion as kept in its rejection record when it carries a secret: without its desired state."""
+    document = _safe_json(body)
+    if not isinstance(document, dict):
+        return "(withheld: the message holds a secret value)"
+    for name in ("specification", "specification_text"):
+        if name in document:
+            document[name] = "(withheld: it holds a secret value; see errors)"
+    return json.dumps(document)
 
 
 def _has_identity(document: dict[str, Any]) -> bool:

@@ -18,9 +18,17 @@ Defaults (the source page's where it has one):
 - ``RuntimeCloud:Capacity:*``: see :class:`shared.capacity.settings.CapacitySettings`
 - ``RuntimeCloud:Provisioning:*``: see :class:`ProvisioningSettings`
 - ``RuntimeCloud:Inventory:*``: see :class:`shared.inventory.settings.InventorySettings`
+- ``RuntimeCloud:Outbox:DispatchSchedule`` / ``PurgeSchedule``: ``*/15 * * * * *`` / ``0 30 3 * * *``
+- ``RuntimeCloud:Durable:HistoryRetentionDays``: ``30``; ``PurgeSchedule``: ``0 0 5 * * *``
+- Every ``...Schedule`` is a 6-field NCRONTAB expression (seconds first), checked
+  when the settings are read; a timer declares it as a ``%...%`` reference (see
+  :mod:`shared.timer_schedules`)
 - ``OrleansMessaging:ServiceName``: ``runtime-cloud``
-- ``AzureWebJobsStorage``: connection string (local) or
-  ``AzureWebJobsStorage__accountName`` (Azure, with a managed identity)
+- ``AzureWebJobsStorage``: connection string (local) or the identity-based
+  settings ``AzureWebJobsStorage__accountName`` / ``__blobServiceUri`` /
+  ``__queueServiceUri`` / ``__tableServiceUri`` / ``__endpointSuffix`` /
+  ``__credential`` / ``__clientId`` (Azure, with a managed identity); see
+  :mod:`shared.storage.connection`
 
 An invalid setting stops the host at start with :class:`InvalidSettings`, whose
 message names the setting the way an operator writes it.
@@ -30,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from enum import Enum
 from typing import Annotated, Any
 
@@ -41,8 +48,10 @@ from shared.capacity.settings import CapacitySettings
 from shared.errors import InvalidSettings
 from shared.inventory.settings import InventorySettings
 from shared.modules import KNOWN_MODULES
+from shared.provisioning.git_policy import parse_allowed_sources
 from shared.targets import ProvisioningTarget
-from shared.settings_section import Section, six_field_ncrontab
+from shared.settings_section import NcrontabSchedule, Section, six_field_ncrontab
+from shared.storage.connection import read_connection
 from shared.uniqueness import repeated
 
 
@@ -91,6 +100,10 @@ class IaCSettings(Section):
     runner: RunnerName = Field(default=RunnerName.PULUMI, alias="Runner")
     # Pause between resource changes of one apply, to stay under a target API's rate limits.
     step_interval_seconds: float = Field(default=0.0, ge=0, le=60, alias="StepIntervalSeconds")
+    # An apply runs in slices of about this long, each one activity call: a slice plus one last step
+    # (at most a minute's pause and a target's retries) stays far inside the 30-minute functionTimeout,
+    # so no apply is ever cut off there. 0 stops after every change.
+    apply_slice_seconds: float = Field(default=300.0, ge=0, le=1200, alias="ApplySliceSeconds")
     pulumi_backend_url: str | None = Field(default=None, alias="PulumiBackendUrl")
     pulumi_work_root: str | None = Field(default=None, alias="PulumiWorkRoot")
 
@@ -105,11 +118,23 @@ class ProvisioningSettings(Section):
     queue_recheck_seconds: float = Field(default=60, gt=0, le=3600, alias="QueueRecheckSeconds")
     # The reconciler that restarts or fails stuck runs (6-field NCRONTAB, read when the app starts).
     reconcile_schedule: str = Field(default="0 */5 * * * *", alias="ReconcileSchedule")
+    # Where specifications may come from in Git: folders and https:// prefixes, for every tenant or per
+    # tenant (see shared.provisioning.git_policy). None by default: Git sources are refused.
+    git_allowed_sources: Annotated[dict[str, list[str]], NoDecode] = Field(
+        default_factory=dict, alias="GitAllowedSources")
+    # Bounds of one https fetch: bytes received and time taken.
+    git_max_fetch_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, alias="GitMaxFetchBytes")
+    git_fetch_timeout_seconds: float = Field(default=60, gt=0, le=600, alias="GitFetchTimeoutSeconds")
 
     @field_validator("reconcile_schedule")
     @classmethod
     def _schedule(cls, value: str) -> str:
         return six_field_ncrontab(value)
+
+    @field_validator("git_allowed_sources", mode="before")
+    @classmethod
+    def _git_sources(cls, value: Any) -> dict[str, list[str]]:
+        return parse_allowed_sources(value)
 
     def requires_approval(self, environment_class: str) -> bool:
         if environment_class == "production":
@@ -132,6 +157,27 @@ class AuthSettings(Section):
     local_signing_key_directory: str | None = Field(default=None, alias="LocalSigningKeyDirectory")
     tenant_claim: str = Field(default="tid", alias="TenantClaim")
     clock_skew_seconds: int = Field(default=60, ge=0, le=600, alias="ClockSkewSeconds")
+    # Longest accepted exp - iat: Entra ID access tokens live at most 24 h, so a longer one was not
+    # issued for this API's callers (or a stolen signing key minted it to outlive any rotation).
+    max_token_lifetime_seconds: int = Field(default=24 * 3600, ge=60, le=7 * 24 * 3600,
+                                            alias="MaxTokenLifetimeSeconds")
+
+
+class OutboxSettings(Section):
+    """The outbox timers: resending events a crash left unsent, and purging dispatched rows."""
+
+    # Events are sent right after their commit; this only recovers the ones a crash left behind.
+    dispatch_schedule: NcrontabSchedule = Field(default="*/15 * * * * *", alias="DispatchSchedule")
+    purge_schedule: NcrontabSchedule = Field(default="0 30 3 * * *", alias="PurgeSchedule")
+
+
+class DurableSection(Section):
+    """Durable Functions housekeeping (the task hub's own name is host.json's ``hubName``)."""
+
+    # Finished instances (Completed, Failed, Terminated) created longer ago than this lose their
+    # history. Keep it well above a day: the reconciler reads how a run's orchestration ended.
+    history_retention_days: float = Field(default=30, ge=0, le=3650, alias="HistoryRetentionDays")
+    purge_schedule: NcrontabSchedule = Field(default="0 0 5 * * *", alias="PurgeSchedule")
 
 
 class ConfigPlatformSettings(Section):
@@ -155,6 +201,8 @@ class RuntimeCloudSection(Section):
     capacity: CapacitySettings = Field(default_factory=CapacitySettings, alias="Capacity")
     provisioning: ProvisioningSettings = Field(default_factory=ProvisioningSettings, alias="Provisioning")
     inventory: InventorySettings = Field(default_factory=InventorySettings, alias="Inventory")
+    outbox: OutboxSettings = Field(default_factory=OutboxSettings, alias="Outbox")
+    durable: DurableSection = Field(default_factory=DurableSection, alias="Durable")
 
     @field_validator("targets")
     @classmethod
@@ -181,7 +229,8 @@ class Settings(BaseSettings):
 
     runtime_cloud: RuntimeCloudSection = Field(default_factory=RuntimeCloudSection, alias="RuntimeCloud")
     messaging: MessagingSection = Field(default_factory=MessagingSection, alias="OrleansMessaging")
-    storage_connection_string: str | None = Field(default=None, alias="AzureWebJobsStorage")
+    # The store's connection (AzureWebJobsStorage...) is read by shared.storage.connection, as the
+    # Functions host reads it: a connection string or identity-based settings, not one string field.
 
     def target(self, target_id: str) -> ProvisioningTarget | None:
         return next((t for t in self.runtime_cloud.targets if t.id == target_id), None)
@@ -207,7 +256,7 @@ def load_settings() -> Settings:
         ]
         raise InvalidSettings("invalid settings: " + "; ".join(problems)) from None
     _check_key_source(settings.runtime_cloud.auth)
-    _check_storage(settings)
+    _check_storage()
     return settings
 
 
@@ -219,12 +268,11 @@ def _check_key_source(auth: AuthSettings) -> None:
         )
 
 
-def _check_storage(settings: Settings) -> None:
-    if not settings.storage_connection_string and not os.environ.get("AzureWebJobsStorage__accountName"):
-        raise InvalidSettings(
-            "invalid settings: AzureWebJobsStorage: set a connection string, or "
-            "AzureWebJobsStorage__accountName to use the managed identity"
-        )
+def _check_storage() -> None:
+    try:
+        read_connection("AzureWebJobsStorage")
+    except InvalidSettings as error:
+        raise InvalidSettings(f"invalid settings: {error}") from None
 
 
 @functools.lru_cache(maxsize=1)

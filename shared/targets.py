@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-_SECRET_MARKERS = re.compile(r"(AccountKey=|SharedAccessSignature=|[?&]sig=|password=|client_secret)", re.I)
+from shared.secret_values import secret_kind
 
 
 class TargetKind(str, Enum):
@@ -72,7 +72,7 @@ class ProvisioningTarget(BaseModel):
     def _no_inline_secrets(cls, data: Any) -> Any:
         if isinstance(data, dict):
             for key, value in data.items():
-                if isinstance(value, str) and _SECRET_MARKERS.search(value):
+                if isinstance(value, str) and secret_kind(value):
                     raise ValueError(
                         f"{key} carries a secret value; reference it through Credential instead"
                     )

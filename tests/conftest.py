@@ -33,6 +33,11 @@ def key_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("auth")
 
 
+def git_sources_root(key_dir: Path) -> Path:
+    """The folder test hosts allow Git specifications from (in the session's temporary folder)."""
+    return key_dir.parent / "git-sources"
+
+
 def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str, str]:
     """The app's settings for a test host: the sample's shape, pointed at the test Azurite.
 
@@ -65,12 +70,16 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         "RuntimeCloud__ConfigPlatform__Url": "",
         "RuntimeCloud__Health__ProbeTimeoutSeconds": "2",
         "RuntimeCloud__Provisioning__QueueRecheckSeconds": "2",
+        "RuntimeCloud__Provisioning__GitAllowedSources": json.dumps([str(git_sources_root(key_dir))]),
         # Tests run the reconciler through the admin endpoint; on a timer it would reach
         # runs that other test hosts (with other task hubs) are running.
         "RuntimeCloud__Provisioning__ReconcileSchedule": "0 0 0 1 1 *",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
         # Each host its own Durable task hub, so hosts sharing the test Azurite do not share work.
         "AzureFunctionsJobHost__extensions__durableTask__hubName": f"Test{uuid.uuid4().hex[:12]}",
+        # A host a test kills hands its Durable messages back after 5 s instead of Azure's 5 min.
+        "AzureFunctionsJobHost__extensions__durableTask__storageProvider__controlQueueVisibilityTimeout": "00:00:05",
+        "AzureFunctionsJobHost__extensions__durableTask__storageProvider__workItemQueueVisibilityTimeout": "00:00:05",
     }
     settings.update(overrides)
     return settings

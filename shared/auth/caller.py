@@ -22,12 +22,23 @@ class Role(str, Enum):
 
 @dataclass(frozen=True)
 class Caller:
-    """An authenticated client. ``tenant`` is the row filter for everything it reads or writes."""
+    """An authenticated caller. ``tenant`` is the row filter for everything it reads or writes.
+
+    ``principal`` is who acts (the token's ``oid``, else ``sub``): the person or
+    service principal that four-eyes rules compare. ``client_id`` is the client
+    application it acts through (``azp``, else ``appid``), recorded beside it;
+    one person may use several client apps, so rules never compare client ids.
+    """
 
     client_id: str
     tenant: str
     scopes: frozenset[str]
     roles: frozenset[str]
+    principal: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.principal:  # a caller built without one acts as its client
+            object.__setattr__(self, "principal", self.client_id)
 
     def has_scope(self, scope: Scope | str) -> bool:
         return _value(scope) in self.scopes

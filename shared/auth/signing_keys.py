@@ -33,6 +33,8 @@ class JwksUriSource:
             return self._client.get_signing_key_from_jwt(token)
         except jwt.PyJWKClientError as error:
             raise AuthenticationFailed(f"signing key not found: {error}") from error
+        except jwt.PyJWTError as error:  # headers PyJWT refuses (crit, a kid that is not a string...)
+            raise AuthenticationFailed("malformed token") from error
 
 
 class LocalJwksSource:
@@ -63,10 +65,15 @@ class LocalJwksSource:
 
 
 def _unverified_kid(token: str) -> str | None:
+    # Any header PyJWT refuses (not only undecodable ones: crit, a kid that is not a string) is a
+    # malformed token, i.e. a 401, before any signature is checked.
     try:
-        return jwt.get_unverified_header(token).get("kid")
-    except jwt.DecodeError as error:
+        kid = jwt.get_unverified_header(token).get("kid")
+    except jwt.PyJWTError as error:
         raise AuthenticationFailed("malformed token") from error
+    if kid is not None and not isinstance(kid, str):
+        raise AuthenticationFailed("malformed token")
+    return kid
 
 
 def key_source_for(settings: AuthSettings) -> SigningKeySource:

@@ -1,10 +1,16 @@
 """Validation of bearer JWTs (OAuth2 client credentials).
 
 Checked: signature (RS256 only, so ``alg: none`` and HS/RS confusion are
-refused), issuer, audience, expiry and not-before. Scopes come from ``scp``
-(space separated) and, as Entra ID issues them to applications, from ``roles``
-entries that look like scopes; roles from ``roles``; the tenant from the claim
-named by ``RuntimeCloud:Auth:TenantClaim``.
+refused), issuer, audience, expiry and not-before, and a lifetime (``exp`` -
+``iat``) of at most ``RuntimeCloud:Auth:MaxTokenLifetimeSeconds``. Scopes come
+from ``scp`` (space separated) and, as Entra ID issues them to applications,
+from ``roles`` entries that look like scopes; roles from ``roles``; the tenant
+from the claim named by ``RuntimeCloud:Auth:TenantClaim``, which must be a
+tenant id (it starts every table key); who acts from ``oid``, else ``sub``;
+the client application from ``azp``, else ``appid``.
+
+Every token that cannot be accepted, however malformed (wrong claim types,
+headers PyJWT refuses), is :class:`AuthenticationFailed`, hence a 401.
 """
 
 from __future__ import annotations
@@ -16,9 +22,11 @@ import jwt
 from shared.auth.caller import Caller, Role
 from shared.auth.signing_keys import SigningKeySource
 from shared.errors import AuthenticationFailed
+from shared.identifiers import is_tenant
 from shared.settings import AuthSettings
 
 ACCEPTED_ALGORITHMS = ["RS256"]
+MAX_IDENTITY_LENGTH = 256
 _ROLE_NAMES = {role.value for role in Role}
 
 
@@ -28,15 +36,23 @@ class TokenValidator:
         self._keys = keys
 
     def validate(self, token: str) -> Caller:
-        claims = self._verified_claims(token)
+        try:
+            claims = self._verified_claims(token)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            # PyJWT assumes well-typed headers in places; a token it trips over is still just malformed.
+            raise AuthenticationFailed("malformed token") from None
+        self._check_lifetime(claims)
         tenant = claims.get(self._settings.tenant_claim)
-        if not isinstance(tenant, str) or not tenant:
+        if tenant is None or tenant == "":
             raise AuthenticationFailed(f"token has no tenant claim '{self._settings.tenant_claim}'")
-        client_id = claims.get("azp") or claims.get("appid") or claims.get("sub")
-        if not isinstance(client_id, str) or not client_id:
-            raise AuthenticationFailed("token names no client")
+        if not is_tenant(tenant):
+            raise AuthenticationFailed(f"the tenant claim '{self._settings.tenant_claim}' is not a tenant id")
+        principal = _identity(claims, "oid", "sub")
+        if principal is None:
+            raise AuthenticationFailed("token names no principal (oid or sub)")
+        client_id = _identity(claims, "azp", "appid") or principal
         scopes, roles = _scopes_and_roles(claims)
-        return Caller(client_id=client_id, tenant=tenant, scopes=scopes, roles=roles)
+        return Caller(client_id=client_id, tenant=tenant, scopes=scopes, roles=roles, principal=principal)
 
     def _verified_claims(self, token: str) -> dict[str, Any]:
         signing_key = self._keys.key_for(token)
@@ -62,14 +78,42 @@ class TokenValidator:
             raise AuthenticationFailed("token signature does not verify") from error
         except jwt.InvalidAlgorithmError as error:
             raise AuthenticationFailed("token signing algorithm not accepted") from error
-        except jwt.InvalidTokenError as error:
+        except jwt.PyJWTError as error:
             raise AuthenticationFailed(f"invalid token: {error}") from error
+
+    def _check_lifetime(self, claims: dict[str, Any]) -> None:
+        # A lifetime longer than any issuer of this API grants is refused. (PyJWT also accepts numeric
+        # strings for exp and iat; the JWT spec says numbers.)
+        exp, iat = claims.get("exp"), claims.get("iat")
+        if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in (exp, iat)):
+            raise AuthenticationFailed("the 'exp' and 'iat' claims must be numbers")
+        if exp - iat > self._settings.max_token_lifetime_seconds:  # type: ignore[operator]
+            raise AuthenticationFailed(
+                f"token lifetime exceeds {self._settings.max_token_lifetime_seconds} seconds")
+
+
+def _identity(claims: dict[str, Any], *names: str) -> str | None:
+    """The first of ``names`` that holds a usable identifier; a claim of another type refuses the token."""
+    for name in names:
+        value = claims.get(name)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str) or len(value) > MAX_IDENTITY_LENGTH or not value.isprintable():
+            raise AuthenticationFailed(f"the '{name}' claim is not an identifier")
+        return value
+    return None
 
 
 def _scopes_and_roles(claims: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
-    scopes = set(str(claims.get("scp", "")).split())
+    scp = claims.get("scp", "")
+    entries = claims.get("roles") or []
+    if not isinstance(scp, str):
+        raise AuthenticationFailed("the 'scp' claim is not a string")
+    if not isinstance(entries, list) or not all(isinstance(entry, str) for entry in entries):
+        raise AuthenticationFailed("the 'roles' claim is not a list of strings")
+    scopes = set(scp.split())
     roles: set[str] = set()
-    for entry in claims.get("roles") or []:
+    for entry in entries:
         # Application permissions arrive in "roles"; the product's roles are a fixed set.
-        (roles if entry in _ROLE_NAMES else scopes).add(str(entry))
+        (roles if entry in _ROLE_NAMES else scopes).add(entry)
     return frozenset(scopes), frozenset(roles)

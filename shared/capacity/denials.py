@@ -2,7 +2,9 @@
 
 Operators read them on ``GET /runtime-cloud/pools/{id}`` (``recent_denials``)
 to see pressure before workers complain, and ``LeaseDenied`` lets autoscaling
-react. A denial changes no lease, so its row is the state the event
+react. A shared pool serves many tenants: the counts are for everyone, but
+which tenant was refused and its worker's name are shown only to that tenant
+and to ``PlatformAdmin``. A denial changes no lease, so its row is the state the event
 announces.
 
 Denials are aggregated, as Kubernetes aggregates repeated events: each
@@ -84,7 +86,10 @@ def record_denial(store: CapacityStore, pool_id: str, tenant: str, kind: str, re
     log.warning("denial of %s on %s not recorded: too much contention", tenant, pool_id)
 
 
-def recent_denials(store: CapacityStore, pool_id: str, since: datetime, window: timedelta) -> dict[str, Any]:
+def recent_denials(store: CapacityStore, pool_id: str, since: datetime, window: timedelta,
+                   viewer_tenant: str | None = None) -> dict[str, Any]:
+    """The pool's denials in ``window``; another tenant's name and holder are blanked unless
+    ``viewer_tenant`` is None (a platform administrator)."""
     low = denial_partition(pool_id, 0)[:-1]
     # Denial rows are keyed by time; the partitions' outbox rows ("~outbox...") sort after every time.
     rows = query(store.pools, "PartitionKey ge @low and PartitionKey lt @high and RowKey ge @since and RowKey lt '~'",
@@ -97,9 +102,15 @@ def recent_denials(store: CapacityStore, pool_id: str, since: datetime, window: 
         "window_minutes": int(window.total_seconds() // 60),
         "count": sum(by_reason.values()),
         "by_reason": by_reason,
-        "latest": [{"at": r["At"], "tenant": r["Tenant"], "kind": r["Kind"], "reason": r["Reason"],
-                    "holder": r["Holder"], "count": int(r.get("Count", 1))} for r in rows[:RECENT_LIMIT]],
+        "latest": [_denial_view(row, viewer_tenant) for row in rows[:RECENT_LIMIT]],
     }
+
+
+def _denial_view(row: dict[str, Any], viewer_tenant: str | None) -> dict[str, Any]:
+    visible = viewer_tenant is None or row["Tenant"] == viewer_tenant
+    return {"at": row["At"], "tenant": row["Tenant"] if visible else None, "kind": row["Kind"],
+            "reason": row["Reason"], "holder": row["Holder"] if visible else None,
+            "count": int(row.get("Count", 1))}
 
 
 def purge_denials(store: CapacityStore, older_than: timedelta) -> int:

@@ -21,7 +21,7 @@ import base64
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Callable
 
 from azure.core.exceptions import (
     ResourceNotFoundError,
@@ -39,7 +39,7 @@ from shared.capacity.keys import (
 )
 from shared.capacity.models import LeaseState, LeaseView
 from shared.capacity.store import CapacityStore, LruCache, query
-from shared.errors import StoreUnavailable
+from shared.errors import InvalidInput, StoreUnavailable
 from shared.storage.conditional import insert_if_absent, read_row
 
 # Recently seen records, so renew and release find a lease's slot without a read. Only what
@@ -122,8 +122,13 @@ class LeasePage:
 
 def list_records(store: CapacityStore, tenant: str, now: datetime, *, pool: str | None = None,
                  holder: str | None = None, state: LeaseState | None = None, limit: int = 100,
-                 continuation: str | None = None) -> LeasePage:
-    """The tenant's leases, filtered; ``continuation`` pages through more than ``limit``."""
+                 continuation: str | None = None,
+                 settle: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> LeasePage:
+    """The tenant's leases, filtered; ``continuation`` pages through more than ``limit``.
+
+    ``settle`` brings a record in line with its slot before it is shown and filtered by state.
+    """
+    settle = settle or (lambda record: record)
     low, high = tenant_lease_partitions(tenant)
     clauses = ["PartitionKey ge @low", "PartitionKey lt @high"]
     parameters: dict[str, Any] = {"low": low, "high": high}
@@ -133,17 +138,17 @@ def list_records(store: CapacityStore, tenant: str, now: datetime, *, pool: str 
     if holder:
         clauses.append("Holder eq @holder")
         parameters["holder"] = holder
-    if state is LeaseState.RELEASED:
-        clauses.append("State eq 'released'")
+    if state is LeaseState.RELEASED:  # a record a crashed release left "active" may be released too
+        clauses.append("State ne 'expired'")
     elif state is not None:  # active and expired records may both still say "active"
         clauses.append("State ne 'released'")
-    token = json.loads(base64.urlsafe_b64decode(continuation)) if continuation else None
+    token = _decoded_continuation(continuation) if continuation else None
     try:
         pages = store.leases.query_entities(" and ".join(clauses), parameters=parameters,
                                             results_per_page=limit).by_page(continuation_token=token)
         found: list[LeaseView] = []
         for page in pages:
-            found.extend(v for v in (view(dict(row), now) for row in page) if state is None or v.state is state)
+            found.extend(v for v in (view(settle(dict(row)), now) for row in page) if state is None or v.state is state)
             if len(found) >= limit or pages.continuation_token is None:
                 break
     except (ServiceRequestError, ServiceResponseError) as error:
@@ -151,6 +156,22 @@ def list_records(store: CapacityStore, tenant: str, now: datetime, *, pool: str 
     next_token = pages.continuation_token
     encoded = base64.urlsafe_b64encode(json.dumps(next_token).encode()).decode() if next_token else None
     return LeasePage(found, encoded)
+
+
+def _decoded_continuation(continuation: str) -> dict[str, str | None]:
+    """The table's continuation token back from the opaque text a previous page handed out.
+
+    The text comes from the caller: anything but what this service produced is a 422, never a 500. (The
+    query's tenant filter still bounds the rows a forged token can reach.)
+    """
+    try:
+        token = json.loads(base64.urlsafe_b64decode(continuation.encode("ascii")))
+    except (ValueError, UnicodeEncodeError, RecursionError):  # not base64, not UTF-8, not JSON
+        token = None
+    if not (isinstance(token, dict) and token and set(token) <= {"PartitionKey", "RowKey"}
+            and all(value is None or (isinstance(value, str) and len(value) <= 1024) for value in token.values())):
+        raise InvalidInput([{"path": "/continuation", "message": "not a continuation this service handed out"}])
+    return token
 
 
 def purge_records(store: CapacityStore, older_than: timedelta) -> int:

@@ -2,25 +2,59 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeVar
 
 import azure.functions as func
 from pydantic import BaseModel, ValidationError
 
+from shared import safe_json
+from shared.errors import FieldError
 from shared.http import problems
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def json_pointer(location: tuple[Any, ...]) -> str:
-    return "/" + "/".join(str(part).replace("~", "~0").replace("/", "~1") for part in location)
+_UNKNOWN = object()
 
 
-def validation_problem(error: ValidationError) -> problems.Problem:
-    return problems.validation_failed(
-        [{"path": json_pointer(issue["loc"]), "message": issue["msg"]} for issue in error.errors()]
-    )
+def json_pointer(location: tuple[Any, ...], document: Any = _UNKNOWN) -> str:
+    """The RFC 6901 pointer at the field a pydantic error ``loc`` names ("" is the whole body).
+
+    A ``loc`` also holds steps that are not in the document: ``[key]`` after a dict key
+    that is itself invalid (the pointer ends at the key), and the union member or validator
+    pydantic tried (``int``, ``function-after[...]``). With the document at hand, steps that
+    are not in it are dropped, except a last one (a missing field); without it, only the
+    steps that cannot be field names are.
+    """
+    parts: list[str] = []
+    current = document
+    for index, step in enumerate(location):
+        if step == "[key]":
+            break
+        if isinstance(current, dict) and step in current:
+            current = current[step]
+        elif isinstance(current, list) and isinstance(step, int) and 0 <= step < len(current):
+            current = current[step]
+        elif document is _UNKNOWN:
+            if isinstance(step, str) and "[" in step:
+                continue
+        elif not (index == len(location) - 1 and isinstance(current, dict)):
+            continue  # a union member or validator's name, not a field of the document
+        parts.append(str(step))
+    return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def validation_problem(error: ValidationError, document: Any = _UNKNOWN) -> problems.Problem:
+    return problems.validation_failed([_issue(issue, document) for issue in error.errors()])
+
+
+def _issue(issue: Any, document: Any) -> dict[str, str]:
+    """One error; a cross-field check names its field by raising :class:`FieldError`."""
+    location = tuple(issue["loc"])
+    cause = (issue.get("ctx") or {}).get("error")
+    if isinstance(cause, FieldError):
+        return {"path": json_pointer(location + cause.location, document), "message": str(cause)}
+    return {"path": json_pointer(location, document), "message": issue["msg"]}
 
 
 def parse_json_body(req: func.HttpRequest) -> Any:
@@ -29,13 +63,17 @@ def parse_json_body(req: func.HttpRequest) -> Any:
         raise problems.unsupported_media_type("application/json")
     body = req.get_body()
     if not body:
-        raise problems.validation_failed([{"path": "/", "message": "a JSON body is required"}])
+        raise problems.validation_failed([{"path": "", "message": "a JSON body is required"}])
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise problems.bad_request(f"the body is not valid JSON: {error}") from None
+        return safe_json.loads(body)
+    except safe_json.MalformedJson as error:  # syntax, depth, absurd numbers: never a 500
+        raise problems.bad_request(f"the body cannot be read: {error}") from None
 
 
 def parse_model(req: func.HttpRequest, model: type[Model]) -> Model:
-    """Parse the JSON body into ``model``; a ValidationError becomes a 422 upstream."""
-    return model.model_validate(parse_json_body(req))
+    """Parse the JSON body into ``model``; invalid fields are a 422 pointing at each of them."""
+    document = parse_json_body(req)
+    try:
+        return model.model_validate(document)
+    except ValidationError as error:
+        raise validation_problem(error, document) from None

@@ -4,6 +4,9 @@ The rules hold for every channel (HTTP from the Studio, the ``approvals``
 queue from the control plane): the run must be waiting; the decision is bound
 to the plan's digest, so an approval of anything but the reviewed plan is
 refused; whoever requested the run cannot approve it; one decision per run.
+"Whoever" is a person (the token's ``oid``, else ``sub``), not a client
+application: one person approving their own run through a second client app
+is still refused. The client app is recorded beside the person.
 The decision is recorded on the run; the run's orchestration acts on it.
 """
 
@@ -20,31 +23,43 @@ DecisionKind = Literal["approved", "rejected"]
 
 
 def decide(store: ProvisioningStore, tenant: str, run_id: str, decided_by: str, decision: DecisionKind,
-           plan_digest: str, reason: str, channel: str) -> Run:
+           plan_digest: str, reason: str, channel: str, client: str | None = None) -> Run:
     def check(run: Run) -> None:
         _check(run, decided_by, decision, plan_digest)
 
-    return _record(store, tenant, run_id, check, lambda run: Decision(
-        decision=decision, by=decided_by, at=utc_now(), plan_digest=plan_digest, reason=reason, channel=channel))
+    return _record(store, tenant, run_id, check, lambda run: {"decision": Decision(
+        decision=decision, by=decided_by, client=client, at=utc_now(), plan_digest=plan_digest, reason=reason,
+        channel=channel)})
 
 
-def cancel(store: ProvisioningStore, tenant: str, run_id: str, cancelled_by: str, reason: str) -> Run:
-    """Ask a run that has not started applying to end ``cancelled``; its orchestration ends it."""
+def cancel(store: ProvisioningStore, tenant: str, run_id: str, cancelled_by: str, reason: str,
+           client: str | None = None) -> Run:
+    """Ask a run that has not ended to end ``cancelled``; its orchestration ends it.
+
+    Before it is approved, the cancel is the run's decision. Once approved or applying, it is
+    recorded beside the approval (``cancellation``): the apply stops before its next step, and
+    what it applied so far stays, listed in its apply receipt.
+    """
 
     def check(run: Run) -> None:
-        if run.state not in (RunState.QUEUED, RunState.PLANNING, RunState.AWAITING_APPROVAL):
-            raise Conflict("run-not-cancellable", f"run {run.id} is {run.state.value}; only runs that "
-                           "have not started applying can be cancelled")
-        if run.decision is not None:
+        if run.state.is_final:
+            raise Conflict("run-not-cancellable", f"run {run.id} is {run.state.value}: it has ended")
+        if run.cancel_requested:
+            raise Conflict("run-already-decided", f"run {run.id} was already cancelled")
+        if run.decision is not None and run.decision.decision != "approved":
             raise Conflict("run-already-decided", f"run {run.id} was already {run.decision.decision}")
 
-    return _record(store, tenant, run_id, check, lambda run: Decision(
-        decision="cancelled", by=cancelled_by, at=utc_now(), plan_digest=run.plan_digest or "", reason=reason,
-        channel="http"))
+    def record(run: Run) -> dict[str, Decision]:
+        cancelled = Decision(decision="cancelled", by=cancelled_by, client=client, at=utc_now(),
+                             plan_digest=run.plan_digest or "", reason=reason, channel="http")
+        approved = run.decision is not None or run.state is RunState.APPLYING
+        return {"cancellation": cancelled} if approved else {"decision": cancelled}
+
+    return _record(store, tenant, run_id, check, record)
 
 
 def _record(store: ProvisioningStore, tenant: str, run_id: str, check: Callable[[Run], None],
-            decision_for: Callable[[Run], Decision]) -> Run:
+            changes_for: Callable[[Run], dict[str, Decision]]) -> Run:
     """Record a decision on the run if ``check`` allows it, under the run's ETag."""
     environment = store.environment_of_run(tenant, run_id)
     if environment is None:
@@ -53,7 +68,7 @@ def _record(store: ProvisioningStore, tenant: str, run_id: str, check: Callable[
         with attempt:
             run, etag = store.run_with_etag(tenant, environment, run_id)
             check(run)
-            updated = run.model_copy(update={"decision": decision_for(run)})
+            updated = run.model_copy(update=changes_for(run))
             store.save_run(updated, etag)
             return updated
     raise AssertionError("unreachable")

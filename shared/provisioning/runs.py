@@ -41,10 +41,19 @@ ALLOWED: dict[RunState, frozenset[RunState]] = {
     RunState.QUEUED: frozenset({RunState.PLANNING, RunState.SUPERSEDED, RunState.CANCELLED, RunState.FAILED}),
     RunState.PLANNING: frozenset({RunState.AWAITING_APPROVAL, RunState.APPLYING, RunState.FAILED,
                                   RunState.CANCELLED}),
+    # A run still awaiting approval has applied nothing: a newer declaration supersedes it.
     RunState.AWAITING_APPROVAL: frozenset({RunState.APPLYING, RunState.REJECTED, RunState.EXPIRED,
-                                           RunState.CANCELLED, RunState.FAILED}),
-    RunState.APPLYING: frozenset({RunState.APPLIED, RunState.FAILED}),
+                                           RunState.CANCELLED, RunState.FAILED, RunState.SUPERSEDED}),
+    # An apply stops between steps when cancelled; what it applied is in its apply receipt.
+    RunState.APPLYING: frozenset({RunState.APPLIED, RunState.FAILED, RunState.CANCELLED}),
 }
+
+MAX_DETAIL_CHARS = 4000  # a run is one table property (64 KiB): a failure's detail is kept bounded
+
+
+def bounded_detail(text: str) -> str:
+    """``text``, cut to :data:`MAX_DETAIL_CHARS` (a validation failure can list thousands of fields)."""
+    return text if len(text) <= MAX_DETAIL_CHARS else text[:MAX_DETAIL_CHARS] + "... (truncated)"
 
 
 class FailureReason(str, Enum):
@@ -65,8 +74,9 @@ class TimelineEntry(BaseModel):
 
 
 class Decision(BaseModel):
-    decision: str  # "approved" | "rejected" | "cancelled"
-    by: str
+    decision: str  # "approved" | "rejected" | "cancelled" | "superseded" (by the run named in ``reason``)
+    by: str  # who decided: the person (oid, else sub), or the approver a queue message names
+    client: str | None = None  # the client application they decided through
     at: str
     plan_digest: str
     reason: str = ""
@@ -90,7 +100,8 @@ class Run(BaseModel):
     runner: str
     state: RunState
     ordinal: int
-    requested_by: str
+    requested_by: str  # who asked: the person (oid, else sub) or the promoting system
+    requested_by_client: str | None = None  # the client application they asked through
     idempotency_key: str
     specification_digest: str
     source: SourceInfo
@@ -101,6 +112,8 @@ class Run(BaseModel):
     requires_approval: bool | None = None
     approval_deadline: str | None = None
     decision: Decision | None = None
+    # A cancel asked for once the run was approved or applying: the apply stops before its next step.
+    cancellation: Decision | None = None
     apply_receipt_digest: str | None = None
     failure_reason: FailureReason | None = None
     failure_detail: str | None = None
@@ -108,8 +121,14 @@ class Run(BaseModel):
     def moved_to(self, state: RunState, note: str = "", **changes: Any) -> Run:
         if state not in ALLOWED.get(self.state, frozenset()):
             raise InvalidTransition(f"run {self.id}: {self.state.value} -> {state.value} is not allowed")
-        entry = TimelineEntry(state=state, at=utc_now(), note=note)
+        entry = TimelineEntry(state=state, at=utc_now(), note=bounded_detail(note))
+        if changes.get("failure_detail"):
+            changes["failure_detail"] = bounded_detail(changes["failure_detail"])
         return self.model_copy(update={"state": state, "timeline": [*self.timeline, entry], **changes})
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancellation is not None or (self.decision is not None and self.decision.decision == "cancelled")
 
     def public_view(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude={"ordinal"})

@@ -15,16 +15,50 @@ from pydantic import ValidationError
 
 from shared.errors import InvalidInput, NotFound
 from shared.provisioning import events
-from shared.provisioning.runs import FailureReason, Run, RunState, SourceInfo, TimelineEntry, run_id_for, utc_now
+from shared.provisioning.git_policy import sources_for
+from shared.provisioning.git_sources import GitLimits
+from shared.provisioning.runs import (
+    FailureReason,
+    Run,
+    RunState,
+    SourceInfo,
+    TimelineEntry,
+    bounded_detail,
+    run_id_for,
+    utc_now,
+)
 from shared.provisioning.sources import Declaration, SourceError, resolve
 from shared.provisioning.specification import EnvironmentSpecification
 from shared.provisioning.store import ProvisioningStore
+from shared.secret_values import find_secrets
 from shared.settings import Settings
+
+
+class SecretInSpecification(InvalidInput):
+    """The specification holds a secret value; ``errors`` name the fields (never the values)."""
 
 
 def field_errors(error: ValidationError, prefix: str = "") -> list[dict[str, str]]:
     return [{"path": prefix + "/" + "/".join(str(p) for p in issue["loc"]), "message": issue["msg"]}
             for issue in error.errors()]
+
+
+def _refuse_secrets(document: dict[str, Any]) -> None:
+    if secrets := find_secrets(document, "/specification"):
+        raise SecretInSpecification(secrets)
+
+
+def _undisclosing_errors(error: ValidationError, prefix: str) -> list[dict[str, str]]:
+    """Field errors for a file read from Git: the fields a specification has, but not the names of others.
+
+    The file may not be a specification at all (a caller pointing at some other file of an allowed
+    repository); naming its keys would disclose its contents.
+    """
+    errors = [e for e, issue in zip(field_errors(error, prefix), error.errors()) if issue["type"] != "extra_forbidden"]
+    unknown = sum(1 for issue in error.errors() if issue["type"] == "extra_forbidden")
+    if unknown:
+        errors.append({"path": prefix, "message": f"the file has {unknown} field(s) a specification does not"})
+    return errors
 
 
 class ProvisioningService:
@@ -35,20 +69,34 @@ class ProvisioningService:
     # -- declaring ---------------------------------------------------------------------------
 
     def specification_from(self, tenant: str, declaration: Declaration) -> tuple[EnvironmentSpecification, SourceInfo]:
-        """Resolve and validate; :class:`InvalidInput` with field paths when anything is wrong."""
+        """Resolve and validate; :class:`InvalidInput` with field paths when anything is wrong.
+
+        A secret value anywhere in the document is :class:`SecretInSpecification`: specifications
+        carry configuration and secrets only by reference, and are stored, receipted and evented.
+        """
         try:
-            document, source = resolve(declaration)
+            document, source = resolve(declaration, self._git_limits(tenant))
         except SourceError as error:
             raise InvalidInput([{"path": "/git" if declaration.git else "/specification", "message": str(error)}])
+        if not declaration.git:  # first, so that the message kept of a refused promotion can withhold it
+            _refuse_secrets(document)
         if document.setdefault("tenant", tenant) != tenant:
             raise InvalidInput([{"path": "/specification/tenant",
                                  "message": "must be the caller's tenant (or left out)"}])
         try:
             specification = EnvironmentSpecification.model_validate(document)
         except ValidationError as error:
-            raise InvalidInput(field_errors(error, "/specification")) from None
+            errors = _undisclosing_errors if declaration.git else field_errors
+            raise InvalidInput(errors(error, "/specification")) from None
+        if declaration.git:  # after validation: only a file that is a specification has its fields named
+            _refuse_secrets(document)
         self._check_installation(specification)
         return specification, source
+
+    def _git_limits(self, tenant: str) -> GitLimits:
+        policy = self._settings.runtime_cloud.provisioning
+        return GitLimits(sources_for(policy.git_allowed_sources, tenant), policy.git_max_fetch_bytes,
+                         policy.git_fetch_timeout_seconds)
 
     def _check_installation(self, specification: EnvironmentSpecification) -> None:
         if self._settings.target(specification.target) is None:
@@ -57,10 +105,15 @@ class ProvisioningService:
                                  "message": f"unknown target {specification.target!r}; configured: {known}"}])
 
     def declare(self, specification: EnvironmentSpecification, source: SourceInfo, idempotency_key: str,
-                requested_by: str) -> tuple[Run, bool]:
-        """Create the run for this declaration, or find the one an earlier delivery created."""
+                requested_by: str, requested_by_client: str | None = None) -> tuple[Run, bool]:
+        """Create the run for this declaration, or find the one an earlier delivery created.
+
+        ``requested_by`` is the person (or promoting system) the approval rule compares with the
+        approver; ``requested_by_client`` the client application they came through.
+        """
         run = self._new_run(specification.tenant, specification.environment, idempotency_key, requested_by,
                             specification.digest(), source, specification)
+        run = run.model_copy(update={"requested_by_client": requested_by_client})
         claimed = self._store.claim_idempotency_key(run.tenant, idempotency_key, run.id, run.environment,
                                                     run.specification_digest)
         self._store.save_specification(specification)
@@ -73,6 +126,7 @@ class ProvisioningService:
         digest = hashlib.sha256(raw_message.encode()).hexdigest()
         run = self._new_run(tenant, environment, promotion_id, requested_by, digest, SourceInfo(kind="inline"))
         now = utc_now()
+        detail = bounded_detail(detail)  # thousands of invalid fields would not fit the run's row
         failed = run.model_copy(update={
             "state": RunState.FAILED, "failure_reason": FailureReason.INVALID_SPECIFICATION,
             "failure_detail": f"{detail} (message kept as {rejection})",

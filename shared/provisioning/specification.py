@@ -21,13 +21,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from shared import safe_json
+from shared.identifiers import TENANT_PATTERN
 from shared.settings import RunnerName
 from shared.uniqueness import repeated
 
 NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
-TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 METADATA_KEY = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 RESERVED_METADATA_PREFIX = "rc_"  # the product's management tags (see shared.iac.tags)
+# The table in a target account where the embedded runner registers which environment owns each
+# table (tables carry no metadata; see shared.iac.embedded.table_registry): never a declared table.
+OWNERSHIP_TABLE = "RuntimeCloudTableOwners"
+
+# Limits (the README's "Limits"): one run plans, applies, receipts and reports an environment in
+# bounded time and storage. What a run records of it (plan, receipts, outputs) lives in blobs, so
+# these bound work per run, not a storage row.
+MAX_RESOURCES = 2000
+MAX_SPECIFICATION_BYTES = 1024 * 1024  # the canonical JSON
+MAX_METADATA_BYTES = 8 * 1024  # Azure's limit for a container's or queue's metadata, names and values
 
 
 class Strict(BaseModel):
@@ -65,6 +76,11 @@ class EmbeddedResource(Strict):
                 raise ValueError("tables carry no metadata in Azure Storage")
         elif not (3 <= len(self.name) <= 63 and re.fullmatch(NAME_PATTERN, self.name) and "--" not in self.name):
             raise ValueError(f"a {self.type.value} name is 3-63 lower-case letters, digits and single hyphens")
+        if self.type is ResourceType.TABLE and self.name.lower() == OWNERSHIP_TABLE.lower():
+            raise ValueError(f"the table name {OWNERSHIP_TABLE} is reserved for the product's ownership registry")
+        size = sum(len(key.encode()) + len(value.encode()) for key, value in self.metadata.items())
+        if size > MAX_METADATA_BYTES:
+            raise ValueError(f"metadata holds at most {MAX_METADATA_BYTES} bytes (names and values); this has {size}")
         for key in self.metadata:
             if not METADATA_KEY.match(key):
                 raise ValueError(f"metadata key {key!r}: lower-case letters, digits and underscores")
@@ -104,7 +120,11 @@ class EnvironmentSpecification(Strict):
     @field_validator("resources")
     @classmethod
     def _unique_resources(cls, resources: list[EmbeddedResource]) -> list[EmbeddedResource]:
-        if twice := repeated(r.address for r in resources):
+        if len(resources) > MAX_RESOURCES:
+            raise ValueError(f"a specification declares at most {MAX_RESOURCES} resources; this one declares "
+                             f"{len(resources)}: split the environment")
+        # Table names are case-insensitive in Azure Storage: "Ledger" and "ledger" are one table.
+        if twice := repeated(r.address.lower() if r.type is ResourceType.TABLE else r.address for r in resources):
             raise ValueError(f"resources repeat: {twice}")
         return sorted(resources, key=lambda r: r.address)
 
@@ -117,6 +137,10 @@ class EnvironmentSpecification(Strict):
         names = [ref.name for ref in self.configuration] + [ref.name for ref in self.secrets]
         if len(names) != len(set(names)):
             raise ValueError("configuration and secret reference names must be unique")
+        size = len(self.canonical_json())
+        if size > MAX_SPECIFICATION_BYTES:
+            raise ValueError(f"a specification is at most {MAX_SPECIFICATION_BYTES} bytes as canonical JSON; "
+                             f"this one is {size}")
         return self
 
     def canonical_json(self) -> bytes:
@@ -130,14 +154,51 @@ class EnvironmentSpecification(Strict):
         return self.model_copy(update={"resources": sorted(resources, key=lambda r: r.address)})
 
 
+class SpecificationTextError(ValueError):
+    """Specification text that cannot be read; the message says where, never quotes the text."""
+
+
 def parse_specification_text(text: str, media_type: Literal["json", "yaml"] = "json") -> dict[str, Any]:
     """JSON or YAML text to a plain document (validation is the model's job)."""
-    if media_type == "yaml":
-        import yaml
-
-        document = yaml.safe_load(text)
-    else:
-        document = json.loads(text)
+    try:
+        document = _yaml_document(text) if media_type == "yaml" else safe_json.loads(text)
+    except safe_json.MalformedJson as error:
+        raise SpecificationTextError(f"the specification is not valid {media_type}: {error}") from None
     if not isinstance(document, dict):
-        raise ValueError("a specification is a mapping")
+        raise SpecificationTextError("a specification is a mapping")
     return document
+
+
+def _yaml_document(text: str) -> Any:
+    import yaml
+
+    try:
+        document = yaml.load(text, Loader=_PlainYamlLoader)  # noqa: S506 - a SafeLoader, without aliases
+    except RecursionError:
+        raise safe_json.MalformedJson(f"it nests deeper than {safe_json.MAX_DEPTH} levels") from None
+    except yaml.MarkedYAMLError as error:  # its message quotes the text: only the position is kept
+        mark = error.problem_mark or error.context_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise safe_json.MalformedJson(f"{error.problem or 'a syntax error'}{where}") from None
+    except yaml.YAMLError:
+        raise safe_json.MalformedJson("a syntax error") from None
+    safe_json.check_depth(document)
+    return document
+
+
+def _plain_yaml_loader() -> type:
+    import yaml
+
+    class PlainYamlLoader(yaml.SafeLoader):
+        """Safe YAML without anchors and aliases: a few lines of aliases can expand into gigabytes."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.get_event()
+                raise yaml.composer.ComposerError(None, None, "aliases are not allowed", event.start_mark)
+            return super().compose_node(parent, index)
+
+    return PlainYamlLoader
+
+
+_PlainYamlLoader = _plain_yaml_loader()

@@ -131,7 +131,7 @@ def test_an_ignore_rule_suppresses_a_finding_until_it_expires(inventory_host, az
     import time
     from datetime import datetime, timedelta, timezone
 
-    token = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
+    token = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-alice")  # ignore rules: Operator
     environment, spec = applied_environment(inventory_host, token)
     queue = names(spec)["queue"]
     target_queues(azurite).get_queue_client(queue).set_queue_metadata(

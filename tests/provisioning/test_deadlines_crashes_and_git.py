@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dulwich import porcelain
 
-from tests.conftest import REPO
+from tests.conftest import REPO, git_sources_root
 from tests.provisioning.conftest import provisioning_settings
 from tests.provisioning.helpers import (
     WRITE,
@@ -63,10 +63,11 @@ def test_a_host_killed_during_apply_finishes_the_run_without_applying_twice(azur
         restarted.stop()
 
 
-def test_a_specification_from_git_pins_the_commit(provisioning_host, mint, tmp_path):
+def test_a_specification_from_git_pins_the_commit(provisioning_host, mint, key_dir):
     token = mint("tenant-a", scopes=WRITE)
     environment = unique("git")
-    repository = tmp_path / "desired-state"
+    repository = git_sources_root(key_dir) / environment  # the folder the test hosts allow
+    repository.mkdir(parents=True)
     repo = porcelain.init(str(repository))
     (repository / "envs").mkdir()
     (repository / "envs" / "dev.yaml").write_text(

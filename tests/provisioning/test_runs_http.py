@@ -56,26 +56,49 @@ def test_a_rejected_run_ends_rejected(provisioning_host, mint):
     assert run["failure_reason"] == "approval-rejected"
 
 
-def test_of_three_waiting_runs_only_the_newest_proceeds(provisioning_host, mint):
+def test_a_newer_declaration_supersedes_a_run_awaiting_approval_and_only_the_newest_proceeds(
+        provisioning_host, mint):
     requester = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")
     environment = unique("busy")
 
     first = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
-    holding = wait_for_run_state(provisioning_host, requester, first, {"awaiting-approval"})
-    waiting = [declare(provisioning_host, requester, specification(
+    stale = wait_for_run_state(provisioning_host, requester, first, {"awaiting-approval"})
+    newer = [declare(provisioning_host, requester, specification(
         environment, "production", resources=[{"type": "queue", "name": f"q{n}-{environment[-8:]}"}])).json()["run_id"]
         for n in range(3)]
-    provisioning_host.request("POST", f"runtime-cloud/runs/{first}/approve", token=operator,
-                              json={"plan_digest": holding["plan_digest"]})
-    assert wait_for_run_state(provisioning_host, requester, first, {"applied", "failed"})["state"] == "applied"
 
-    newest = wait_for_run_state(provisioning_host, requester, waiting[-1], {"awaiting-approval"})
-    for older in waiting[:-1]:
+    # Nothing of the first run was applied: the newer declarations supersede it instead of waiting 24 h.
+    superseded = wait_for_run_state(provisioning_host, requester, first, {"superseded", "applied", "expired"})
+    assert superseded["state"] == "superseded" and superseded["failure_reason"] == "superseded"
+    assert superseded["decision"]["decision"] == "superseded" and newer[0] in superseded["decision"]["reason"]
+    late = provisioning_host.request("POST", f"runtime-cloud/runs/{first}/approve", token=operator,
+                                     json={"plan_digest": stale["plan_digest"]})
+    assert late.status_code == 409, late.text  # the approvers cannot apply the stale plan any more
+    newest = wait_for_run_state(provisioning_host, requester, newer[-1], {"awaiting-approval"})
+    for older in newer[:-1]:
         assert wait_for_run_state(provisioning_host, requester, older, {"superseded"})["failure_reason"] == "superseded"
-    provisioning_host.request("POST", f"runtime-cloud/runs/{waiting[-1]}/approve", token=operator,
+    provisioning_host.request("POST", f"runtime-cloud/runs/{newer[-1]}/approve", token=operator,
                               json={"plan_digest": newest["plan_digest"]})
-    assert wait_for_run_state(provisioning_host, requester, waiting[-1], {"applied", "failed"})["state"] == "applied"
+    assert wait_for_run_state(provisioning_host, requester, newer[-1], {"applied", "failed"})["state"] == "applied"
+
+
+def test_an_approved_run_is_not_superseded_and_the_newer_run_follows_it(provisioning_host, mint):
+    requester = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
+    operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")
+    environment = unique("approved")
+    first = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
+    waiting = wait_for_run_state(provisioning_host, requester, first, {"awaiting-approval"})
+    approved = provisioning_host.request("POST", f"runtime-cloud/runs/{first}/approve", token=operator,
+                                         json={"plan_digest": waiting["plan_digest"]})
+    assert approved.status_code == 200, approved.text
+
+    second = declare(provisioning_host, requester, specification(environment, "production", resources=[
+        {"type": "queue", "name": f"next-{environment[-8:]}"}])).json()["run_id"]
+
+    assert wait_for_run_state(provisioning_host, requester, first, {"applied", "failed", "superseded"})["state"] \
+        == "applied"
+    assert wait_for_run_state(provisioning_host, requester, second, {"awaiting-approval"})["decision"] is None
 
 
 def test_an_idempotency_key_names_one_run_and_refuses_other_desired_state(provisioning_host, mint):
