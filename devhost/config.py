@@ -1,4 +1,9 @@
-"""The host's configuration: ``local.settings.json`` and ``host.json``."""
+"""The host's configuration: ``local.settings.json`` and ``host.json``.
+
+A file the host cannot use stops it with a :class:`ConfigError` that names the
+file and what is wrong with it (the host prints it; no traceback), as the
+Functions host refuses to start on a host.json it cannot parse.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+
+
+class ConfigError(ValueError):
+    """``host.json`` or ``local.settings.json`` cannot be used; the message names the file and the problem."""
 
 
 def parse_timespan(value: str | int | float | None, default: float) -> float:
@@ -41,22 +50,71 @@ class HostJson:
 
     @classmethod
     def load(cls, app_dir: Path) -> HostJson:
+        """Read ``host.json`` (with app-setting overrides); raises :class:`ConfigError` naming what is wrong."""
         path = app_dir / "host.json"
-        document = apply_host_overrides(json.loads(path.read_text()) if path.exists() else {}, os.environ)
-        extensions = document.get("extensions", {})
-        queues = extensions.get("queues", {})
+        document = _json_object(path) if path.exists() else {}
+        try:
+            return cls._from_document(apply_host_overrides(document, os.environ))
+        except (ValueError, TypeError, AttributeError) as error:
+            raise ConfigError(f"{path}: {error}") from None
+
+    @classmethod
+    def _from_document(cls, document: dict[str, Any]) -> HostJson:
+        extensions = _section(document, "extensions")
+        queues = _section(extensions, "queues", "extensions.")
+        route_prefix = _section(extensions, "http", "extensions.").get("routePrefix", "api")
+        if not isinstance(route_prefix, str):
+            raise ValueError(f"extensions.http.routePrefix must be a string, not {route_prefix!r}")
         return cls(
-            route_prefix=extensions.get("http", {}).get("routePrefix", "api"),
+            route_prefix=route_prefix,
             queues=QueueOptions(
-                max_polling_interval=parse_timespan(queues.get("maxPollingInterval"), 60.0),
-                visibility_timeout=parse_timespan(queues.get("visibilityTimeout"), 0.0),
-                batch_size=int(queues.get("batchSize", 16)),
-                max_dequeue_count=int(queues.get("maxDequeueCount", 5)),
+                max_polling_interval=_timespan(queues, "maxPollingInterval", 60.0, "extensions.queues."),
+                visibility_timeout=_timespan(queues, "visibilityTimeout", 0.0, "extensions.queues."),
+                batch_size=_whole(queues, "batchSize", 16, "extensions.queues."),
+                max_dequeue_count=_whole(queues, "maxDequeueCount", 5, "extensions.queues."),
                 message_encoding=str(queues.get("messageEncoding", "base64")).lower(),
             ),
-            durable_task=extensions.get("durableTask", {}),
-            function_timeout=parse_timespan(document.get("functionTimeout"), 300.0),
+            durable_task=_section(extensions, "durableTask", "extensions."),
+            function_timeout=_timespan(document, "functionTimeout", 300.0),
         )
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    """A JSON file that must hold an object; what is wrong with it is said with its line and column."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}, "
+                          f"column {error.colno}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path} cannot be read: {error}") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path} must hold a JSON object, not {type(document).__name__}")
+    return document
+
+
+def _section(document: dict[str, Any], key: str, where: str = "") -> dict[str, Any]:
+    value = document.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}{key} must be an object, not {value!r}")
+    return value
+
+
+def _timespan(section: dict[str, Any], key: str, default: float, where: str = "") -> float:
+    try:
+        return parse_timespan(section.get(key), default)
+    except ValueError:
+        raise ValueError(f"{where}{key} must be a time span such as \"00:05:00\" (hh:mm:ss), "
+                         f"not {section.get(key)!r}") from None
+
+
+def _whole(section: dict[str, Any], key: str, default: int, where: str = "") -> int:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
+        raise ValueError(f"{where}{key} must be a whole number, not {value!r}")
+    return int(value)
 
 
 HOST_OVERRIDE_PREFIX = "AzureFunctionsJobHost__"
@@ -82,20 +140,19 @@ def apply_local_settings(app_dir: Path) -> dict[str, str]:
     path = app_dir / "local.settings.json"
     if not path.exists():
         return {}
-    values = {str(k): str(v) for k, v in json.loads(path.read_text()).get("Values", {}).items()}
+    section = _json_object(path).get("Values") or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: Values must be an object of app settings, not {section!r}")
+    values = {str(k): str(v) for k, v in section.items()}
     for key, value in values.items():
         os.environ.setdefault(key, value)
     return values
 
 
 def resolve_app_setting_references(text: str) -> str:
-    """``%Name%`` in a binding is the value of app setting ``Name``, as in the Functions host."""
+    """``%Name%`` in a binding is the value of app setting ``Name``, resolved as the Functions host
+    resolves it (``:`` between sections, any case; see :mod:`devhost.app_settings`). Raises a
+    ``KeyError`` (:class:`~devhost.app_settings.UnresolvedAppSetting`) naming the setting."""
+    from devhost.app_settings import resolve_references
 
-    def lookup(match: re.Match[str]) -> str:
-        name = match.group(1)
-        value = os.environ.get(name) or os.environ.get(name.replace(":", "__"))
-        if value is None:
-            raise KeyError(f"app setting {name} (referenced as %{name}%) is not set")
-        return value
-
-    return re.sub(r"%([^%]+)%", lookup, text)
+    return resolve_references(text)

@@ -5,6 +5,11 @@ occurrence) is kept in the host's storage account, under
 ``azure-webjobs-hosts/timers/{host id}/{function}/status``. A host that was
 down when an occurrence was due runs the function once at start with
 ``past_due`` set, then follows the schedule.
+
+A schedule may be a ``%Name%`` reference to an app setting, resolved as the
+Functions host resolves it (:mod:`devhost.app_settings`). A reference that
+resolves to nothing, or a value that is not an NCRONTAB expression the host
+would accept, stops the host at start naming the function and the setting.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import logging
 import os
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from azure.functions.timer import TimerRequest
@@ -24,7 +29,7 @@ from azure.storage.blob.aio import BlobServiceClient
 from croniter import croniter
 
 from devhost.catalog import FunctionInfo
-from devhost.config import parse_timespan, resolve_app_setting_references
+from devhost.app_settings import UnresolvedAppSetting, resolve_references
 from devhost.invoker import Invoker
 
 log = logging.getLogger("devhost.timers")
@@ -32,23 +37,70 @@ log = logging.getLogger("devhost.timers")
 STATUS_CONTAINER = "azure-webjobs-hosts"
 
 
+# NCRONTAB as the Functions host parses it: six fields, seconds first, these bounds, month and
+# day names; no 'L', '#', '?' nor day-of-week 7, which croniter alone would accept.
+_BOUNDS = ((0, 59), (0, 59), (0, 23), (1, 31), (1, 12), (0, 6))
+_NAMES = {4: "jan feb mar apr may jun jul aug sep oct nov dec".split(), 5: "sun mon tue wed thu fri sat".split()}
+_ITEM = re.compile(r"(?P<start>\*|\d+|[a-z]{3})(?:-(?P<end>\d+|[a-z]{3}))?(?:/(?P<step>[1-9]\d*))?")
+_REFERENCE = re.compile(r"%([^%]+)%")
+
+
 class Schedule:
-    """A 6-field NCRONTAB expression or an ``hh:mm:ss`` interval."""
+    """A 6-field NCRONTAB expression, the only schedule form a Flex Consumption app may use.
+
+    The Functions host also takes ``hh:mm:ss`` intervals, but only on App
+    Service plans; this app runs on Flex Consumption, so the local host refuses
+    them rather than accept what Azure would not run.
+    """
 
     def __init__(self, expression: str) -> None:
         self.expression = expression.strip()
-        self._interval: timedelta | None = None
         if re.fullmatch(r"(\d+\.)?\d{1,2}:\d{2}:\d{2}", self.expression):
-            self._interval = timedelta(seconds=parse_timespan(self.expression, 0))
-            if self._interval <= timedelta(0):
-                raise ValueError(f"timer interval must be positive: {expression!r}")
-        elif len(self.expression.split()) != 6 or not croniter.is_valid(self.expression, second_at_beginning=True):
-            raise ValueError(f"not a 6-field NCRONTAB expression: {expression!r}")
+            raise ValueError(f"{expression!r} is a time-span schedule, which Azure runs only on App Service "
+                             "plans; write it as a 6-field NCRONTAB expression for Flex Consumption")
+        if not _is_ncrontab(self.expression):
+            raise ValueError(f"not a 6-field NCRONTAB expression (second minute hour day month day-of-week): "
+                             f"{expression!r}")
 
     def next_after(self, moment: datetime) -> datetime:
-        if self._interval is not None:
-            return moment + self._interval
         return croniter(self.expression, moment, second_at_beginning=True).get_next(datetime)
+
+
+def _is_ncrontab(expression: str) -> bool:
+    fields = expression.split()
+    return (len(fields) == 6
+            and all(_is_item(index, item) for index, field in enumerate(fields) for item in field.lower().split(","))
+            and croniter.is_valid(expression, second_at_beginning=True))
+
+
+def _is_item(index: int, item: str) -> bool:
+    match = _ITEM.fullmatch(item)
+    if match is None or (match["start"] == "*" and match["end"] is not None):
+        return False
+    low, high = _BOUNDS[index]
+    values = []
+    for part in (match["start"], match["end"]):
+        if part is None or part == "*":
+            continue
+        if not part.isdigit() and part not in _NAMES.get(index, ()):
+            return False
+        values.append(int(part) if part.isdigit() else _NAMES[index].index(part) + low)
+    return all(low <= value <= high for value in values) and values == sorted(values)
+
+
+def resolve_schedule(function: FunctionInfo) -> Schedule:
+    """The function's schedule, its ``%Name%`` references resolved; refuses what the Functions host would."""
+    from devhost.host import StartupError  # (the host imports this module)
+
+    declared = str(function.trigger.get("schedule") or "")
+    names = _REFERENCE.findall(declared)
+    source = f" (app setting {', '.join(n.replace(':', '__') for n in names)})" if names else ""
+    try:
+        return Schedule(resolve_references(declared))
+    except UnresolvedAppSetting as error:
+        raise StartupError(f"timer function {function.name}: {error}") from None
+    except ValueError as error:
+        raise StartupError(f"timer function {function.name}: schedule {declared}{source} is invalid: {error}") from None
 
 
 @dataclass
@@ -64,7 +116,7 @@ class TimerRunner:
     def __init__(self, function: FunctionInfo, invoker: Invoker, host_id: str) -> None:
         trigger = function.trigger
         self.function = function
-        self.schedule = Schedule(resolve_app_setting_references(trigger["schedule"]))
+        self.schedule = resolve_schedule(function)
         self._run_on_startup = bool(trigger.get("runOnStartup", False))
         self._invoker = invoker
         self._blob_name = f"timers/{host_id}/{function.name}/status"

@@ -11,13 +11,13 @@ from typing import Iterable
 
 import azure.durable_functions as df
 
-HOST_BLUEPRINTS: tuple[str, ...] = ("functions.host_api", "functions.outbox")
+HOST_BLUEPRINTS: tuple[str, ...] = ("functions.host_api", "functions.outbox", "functions.durable_history")
 
 # Module name -> the functions.* modules that carry its triggers. A module
 # listed with no blueprints is known to the settings but has no triggers yet.
 MODULE_BLUEPRINTS: dict[str, tuple[str, ...]] = {
-    "provisioning": ("functions.provisioning", "orchestrations.provisioning"),
-    "inventory": ("functions.inventory",),
+    "provisioning": ("functions.provisioning", "functions.receipts", "orchestrations.provisioning"),
+    "inventory": ("functions.inventory", "orchestrations.inventory"),
     "capacity": ("functions.capacity", "orchestrations.capacity"),
 }
 

@@ -30,6 +30,8 @@ import azure.functions as func
 from shared.capacity.pools import list_pools
 from shared.capacity.store import default_store
 from shared.capacity.sweeper import sweep_pool
+from shared.settings import get_settings
+from shared.timer_schedules import timer_schedule
 
 bp = df.Blueprint()
 log = logging.getLogger("runtime_cloud.capacity")
@@ -101,7 +103,10 @@ async def ensure_expiry_sweep(client: df.DurableOrchestrationClient, pool_id: st
     return True
 
 
-@bp.timer_trigger(arg_name="timer", schedule="30 * * * * *", run_on_startup=True)
+# No run_on_startup (each instance start of a scale-to-zero plan would run it): the sweep only
+# frees slots nobody asks for, so its first start may wait for the schedule.
+@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
+    "RuntimeCloud:Capacity:ExpiryStarterSchedule", get_settings().runtime_cloud.capacity.expiry_starter_schedule))
 @bp.durable_client_input(client_name="client")
 async def capacity_expiry_starter(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
     store = default_store()

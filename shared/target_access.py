@@ -13,11 +13,13 @@ import time
 from dataclasses import dataclass
 
 import requests
+from azure.core.credentials import TokenCredential
 from azure.core.exceptions import AzureError
 from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
+from shared.credentials import azure_credential
 from shared.errors import InvalidSettings
 from shared.storage.clients import fail_fast_options
 from shared.targets import CredentialKind, ProvisioningTarget, TargetKind
@@ -45,10 +47,7 @@ def target_blob_service(target: ProvisioningTarget, **options: object) -> BlobSe
     connection_string = storage_connection_string(target)
     if connection_string:
         return BlobServiceClient.from_connection_string(connection_string, **options)
-    from azure.identity import DefaultAzureCredential
-
-    credential = DefaultAzureCredential(managed_identity_client_id=target.credential.client_id)
-    return BlobServiceClient(target.endpoint or "", credential=credential, **options)
+    return BlobServiceClient(target.endpoint or "", credential=_identity(target), **options)
 
 
 def target_queue_service(target: ProvisioningTarget, **options: object) -> QueueServiceClient:
@@ -65,18 +64,17 @@ def target_table_service(target: ProvisioningTarget, **options: object) -> Table
     return TableServiceClient(_sibling_endpoint(target, "table"), credential=_identity(target), **options)
 
 
-def _identity(target: ProvisioningTarget) -> object:
-    from azure.identity import DefaultAzureCredential
-
-    return DefaultAzureCredential(managed_identity_client_id=target.credential.client_id)
+def _identity(target: ProvisioningTarget) -> TokenCredential:
+    """The process's credential for the target's identity (its ``ClientId``, else the host's)."""
+    return azure_credential(target.credential.client_id)
 
 
 def _sibling_endpoint(target: ProvisioningTarget, service: str) -> str:
     """The queue or table endpoint of the account whose blob endpoint the target names.
 
     Targets reached by identity name only the blob endpoint
-    (``https://<account>.blob.core.windows.net``); the account's other services
-    live on sibling host names.
+    (``https://<account>.blob.<suffix>``, whatever the cloud's suffix); the
+    account's other services live on sibling host names.
     """
     endpoint = target.endpoint or ""
     sibling = re.sub(r"^(https?://[^./]+)\.blob\.", rf"\1.{service}.", endpoint, count=1)

@@ -33,8 +33,11 @@ def test_six_field_ncrontab_schedules():
 
     assert every_fifteen_minutes.next_after(datetime(2026, 1, 1, 0, 3, tzinfo=timezone.utc)) == \
         datetime(2026, 1, 1, 0, 15, tzinfo=timezone.utc)
-    assert Schedule("00:00:30").next_after(datetime(2026, 1, 1, tzinfo=timezone.utc)) == \
-        datetime(2026, 1, 1, 0, 0, 30, tzinfo=timezone.utc)
+
+
+def test_time_span_schedules_are_refused_as_flex_consumption_refuses_them():
+    with pytest.raises(ValueError, match="App Service plans"):
+        Schedule("00:00:30")
 
 
 @pytest.mark.parametrize("expression", ["*/5 * * * *", "not a schedule", "0 0 25 * * *", "00:00:00"])

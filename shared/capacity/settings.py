@@ -23,6 +23,13 @@ Defaults:
 - ``LeaseRetentionDays``: ``90``; ``DenialRetentionHours``: ``24``;
   ``RecentDenialsMinutes``: ``15`` (the window ``GET pools/{id}`` reports).
 - ``SweepIntervalSeconds``: ``30``, the expiry orchestration's period.
+- ``MaintenanceSchedule``: ``0 * * * * *`` (every minute): seeds missing pools
+  and editions and repairs slot rows (the first capacity call of an instance
+  seeds too, so nothing waits for it).
+- ``ExpiryStarterSchedule``: ``30 * * * * *``: starts each pool's expiry
+  orchestration unless it runs.
+- ``PurgeSchedule``: ``0 45 3 * * *`` (daily at 03:45 UTC): lease history,
+  records and denials past their retention.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from shared.capacity.models import EDITION_NAME, POOL_ID, PoolKind, PoolScope
-from shared.settings_section import Section
+from shared.settings_section import NcrontabSchedule, Section
 from shared.uniqueness import repeated
 
 
@@ -86,6 +93,9 @@ class CapacitySettings(Section):
     denial_retention_hours: int = Field(default=24, ge=1, alias="DenialRetentionHours")
     recent_denials_minutes: int = Field(default=15, ge=1, alias="RecentDenialsMinutes")
     sweep_interval_seconds: int = Field(default=30, ge=1, le=3600, alias="SweepIntervalSeconds")
+    maintenance_schedule: NcrontabSchedule = Field(default="0 * * * * *", alias="MaintenanceSchedule")
+    expiry_starter_schedule: NcrontabSchedule = Field(default="30 * * * * *", alias="ExpiryStarterSchedule")
+    purge_schedule: NcrontabSchedule = Field(default="0 45 3 * * *", alias="PurgeSchedule")
 
     @field_validator("pools", "editions", "tenant_editions", mode="before")
     @classmethod

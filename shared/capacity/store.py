@@ -173,9 +173,17 @@ def commit_and_dispatch(outbox: Outbox, stream: str, operations: Sequence[tuple[
 
 @functools.lru_cache(maxsize=1)
 def default_store() -> CapacityStore:
+    """The process's store. Its first use on an instance seeds the settings' pools and editions, so
+    no timer has to run at start (on a scale-to-zero plan that would run on every instance start);
+    seeding that fails (the store is down) is not cached, and the next use tries again."""
+    from shared.capacity.editions import seed_editions  # (both import this module)
+    from shared.capacity.pools import seed_pools
     from shared.settings import get_settings
     from shared.storage.clients import shared_host_storage
 
     settings = get_settings()
-    return CapacityStore.from_clients(shared_host_storage(), settings.runtime_cloud.capacity,
-                                      f"/{settings.messaging.service_name}")
+    store = CapacityStore.from_clients(shared_host_storage(), settings.runtime_cloud.capacity,
+                                       f"/{settings.messaging.service_name}")
+    seed_editions(store)
+    seed_pools(store)
+    return store

@@ -16,11 +16,16 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import requests
 
+from shared.credentials import azure_credential
 from shared.provisioning.specification import ConfigReference, SecretReference
+
+if TYPE_CHECKING:
+    from azure.keyvault.secrets import SecretClient
 
 
 class SecretUnresolvable(Exception):
@@ -99,14 +104,18 @@ def _local_secret(local_values: str, ref: SecretReference) -> str:
     return str(value)
 
 
-def _key_vault_secret(ref: SecretReference) -> str:
-    from azure.identity import DefaultAzureCredential
+def key_vault_client(vault_url: str) -> SecretClient:
+    """A Key Vault client with the process's credential (its tokens are reused across secrets)."""
     from azure.keyvault.secrets import SecretClient
 
+    return SecretClient(vault_url, azure_credential())
+
+
+def _key_vault_secret(ref: SecretReference) -> str:
     vault_url, _, rest = ref.uri.partition("/secrets/")
     name, _, version = rest.partition("/")
     try:
-        secret = SecretClient(vault_url, DefaultAzureCredential()).get_secret(name, version or None)
+        secret = key_vault_client(vault_url).get_secret(name, version or None)
     except Exception as error:
         raise SecretUnresolvable(f"secret {ref.name} ({ref.uri}) cannot be resolved: {type(error).__name__}") from None
     if secret.value is None:

@@ -1,13 +1,14 @@
 """The one place that creates Table, Blob and Queue clients.
 
 Locally (and in tests) the ``AzureWebJobsStorage`` connection string points at
-Azurite; in Azure, ``AzureWebJobsStorage__accountName`` plus the host's managed
-identity (``DefaultAzureCredential``) is used, so no key is ever configured.
+Azurite; in Azure, the identity-based settings ``AzureWebJobsStorage__...``
+(see :mod:`shared.storage.connection`) name the endpoints and the host's
+managed identity authenticates (the process's one credential, from
+:mod:`shared.credentials`), so no key is ever configured.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,8 @@ from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient, QueueServiceClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
-from shared.errors import InvalidSettings
+from shared.credentials import azure_credential
+from shared.storage.connection import IdentityConnection, read_connection
 
 
 @dataclass(frozen=True)
@@ -56,30 +58,23 @@ def clients_from_connection_string(connection_string: str, **options: Any) -> St
     )
 
 
-def clients_from_account_name(account_name: str, **options: Any) -> StorageClients:
-    from azure.identity import DefaultAzureCredential
-
-    credential = DefaultAzureCredential()
+def clients_from_identity(identity: IdentityConnection, **options: Any) -> StorageClients:
+    """Clients for an identity-based connection; building them fetches no token (the first call does)."""
+    credential = azure_credential(identity.client_id)
     return StorageClients(
-        tables=TableServiceClient(f"https://{account_name}.table.core.windows.net", credential=credential, **options),
-        blobs=BlobServiceClient(f"https://{account_name}.blob.core.windows.net", credential=credential, **options),
-        queues=QueueServiceClient(
-            f"https://{account_name}.queue.core.windows.net", credential=credential, **QUEUE_CODEC, **options
-        ),
+        tables=TableServiceClient(identity.endpoint("table"), credential=credential, **options),
+        blobs=BlobServiceClient(identity.endpoint("blob"), credential=credential, **options),
+        queues=QueueServiceClient(identity.endpoint("queue"), credential=credential, **QUEUE_CODEC, **options),
     )
 
 
 def host_storage(connection_setting: str = "AzureWebJobsStorage", **options: Any) -> StorageClients:
     """Clients for the host's own store, named like a Functions connection setting."""
-    connection_string = os.environ.get(connection_setting)
-    if connection_string:
-        return clients_from_connection_string(connection_string, **options)
-    account_name = os.environ.get(f"{connection_setting}__accountName")
-    if account_name:
-        return clients_from_account_name(account_name, **options)
-    raise InvalidSettings(
-        f"{connection_setting}: set a connection string, or {connection_setting}__accountName"
-    )
+    connection = read_connection(connection_setting)
+    if connection.connection_string:
+        return clients_from_connection_string(connection.connection_string, **options)
+    assert connection.identity is not None  # read_connection returns one form or raises
+    return clients_from_identity(connection.identity, **options)
 
 
 def fail_fast_options(timeout_seconds: float) -> dict[str, Any]:

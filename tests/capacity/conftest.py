@@ -53,6 +53,8 @@ class CapacityApi:
 
     def call(self, method: str, path: str, token: str | None, **kwargs: Any) -> requests.Response:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if path.startswith(HostProcess.HOST_KEY_PATHS):  # the host's own endpoints want its key
+            headers["x-functions-key"] = self.host.master_key
         return self.session.request(method, self.host.url(path), headers=headers, timeout=30, **kwargs)
 
     def create_pool(self, kind: str = "sandbox", size: int = 2, **spec: Any) -> Pool:

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError, ServiceRequestError, ServiceResponseError
 
+from shared.credentials import azure_credential
 from shared.iac.tags import ENVIRONMENT_KEY, ManagementTags
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
@@ -54,14 +55,17 @@ def arm_state(tags: dict[str, str] | None, location: str | None) -> dict[str, An
 
 
 def default_client(target: ProvisioningTarget, **options: Any) -> Any:
-    """A Resource Manager client for the target, with the host's identity and short time-outs."""
-    from azure.identity import DefaultAzureCredential
+    """A Resource Manager client for the target, with the process's credential and short time-outs.
+
+    The token's audience follows the endpoint, so a sovereign cloud's Resource
+    Manager (``Endpoint``, e.g. ``https://management.chinacloudapi.cn``) gets a
+    token for itself, not for the public cloud's."""
     from azure.mgmt.resource.resources import ResourceManagementClient
 
-    credential = DefaultAzureCredential(managed_identity_client_id=target.credential.client_id)
-    return ResourceManagementClient(credential, target.subscription_id or "", base_url=target.endpoint or
-                                    DEFAULT_ARM_ENDPOINT, retry_total=1, connection_timeout=5, read_timeout=15,
-                                    **options)
+    endpoint = (target.endpoint or DEFAULT_ARM_ENDPOINT).rstrip("/")
+    return ResourceManagementClient(azure_credential(target.credential.client_id), target.subscription_id or "",
+                                    base_url=endpoint, credential_scopes=[f"{endpoint}/.default"], retry_total=1,
+                                    connection_timeout=5, read_timeout=15, **options)
 
 
 class ArmObserver:
