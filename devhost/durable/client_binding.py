@@ -6,7 +6,8 @@ which the Python SDK calls the extension (a second, local-only port there).
 Here both point at this host's management API under
 ``/runtime/webhooks/durabletask/``: the RPC paths the SDK uses are the
 webhook paths, so one set of endpoints answers both and the host claims no
-route prefix an app might use.
+route prefix an app might use. The management URLs offer what the local
+engine does: restart (``restartPostUri``) but not rewind.
 
 Both want the Durable system key (``devhost.host_keys``). The webhook URLs
 carry it as ``code=``, as Azure's do. The SDK builds its RPC URLs from
@@ -54,7 +55,6 @@ class ClientBinding:
                 "statusQueryGetUri": f"{instance}?{query}",
                 "sendEventPostUri": f"{instance}/raiseEvent/{{eventName}}?{query}",
                 "terminatePostUri": f"{instance}/terminate?reason={{text}}&{query}",
-                "rewindPostUri": f"{instance}/rewind?reason={{text}}&{query}",
                 "purgeHistoryDeleteUri": f"{instance}?{query}",
                 "restartPostUri": f"{instance}/restart?{query}",
                 "suspendPostUri": f"{instance}/suspend?reason={{text}}&{query}",

@@ -46,9 +46,14 @@ class DurableExtension:
             return  # nothing Durable in this app: no task hub, no storage needed
         try:
             settings = DurableSettings.from_host_json(host.host_json.durable_task, host.host_json.function_timeout)
+        except DurableSettingsError as error:
+            raise StartupError(f"{host.app_dir / 'host.json'}: extensions.{error}") from None
+        except KeyError as error:  # a %Setting% reference to an app setting that is not set
+            raise StartupError(str(error).strip("'\"")) from None
+        try:
             self._hub = TaskHub(settings)
-        except (DurableSettingsError, KeyError) as error:
-            raise StartupError(str(error).strip("'\"")) from error
+        except DurableSettingsError as error:
+            raise StartupError(str(error)) from None
         self._host = host
         self._functions = DurableFunctions(host.catalog)
         keys = host.front_door.keys

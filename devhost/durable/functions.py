@@ -23,6 +23,9 @@ class DurableFunctions:
     def orchestrator(self, name: str) -> FunctionInfo | None:
         return self._orchestrators.get(name.lower())
 
+    def orchestrator_names(self) -> list[str]:
+        return sorted({function.name for function in self._orchestrators.values()})
+
     def activity(self, name: str) -> FunctionInfo | None:
         return self._activities.get(name.lower())
 

@@ -78,9 +78,19 @@ class Origin:
 
 @dataclass
 class Record:
+    """A history event, with what the engine keeps beside it.
+
+    ``message_id``: the queue message that brought the event (for dedupe).
+    ``consumed``: on a ``continue_as_new`` execution's ``ExecutionStarted``,
+    the messages the previous execution's last episode applied; should one of
+    them come back (its delete was cut short), it is recognised and not
+    handed to the new execution.
+    """
+
     event: dict[str, Any]
     origin: Origin | None = None
     message_id: str | None = None
+    consumed: tuple[str, ...] = ()
 
     @property
     def type(self) -> int:

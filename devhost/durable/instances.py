@@ -3,9 +3,10 @@
 The row is the commit point of every episode: history rows beyond
 ``history_length`` are ignored until a row update (conditional on the row's
 ETag) says they belong, so an episode cut short by a crash leaves nothing
-half-applied. ``dispatched_length`` says up to where the messages that history
-implies (activity work items, timers, sub-orchestration starts, a parent's
-notice) are known to have been sent; a host that restarts sends the rest again.
+half-applied. The messages an episode implies (activity work items, timers,
+sub-orchestration starts, a parent's notice) are sent before that update, as
+the Azure Storage provider sends them before its checkpoint: committed
+history never waits on a message that was not sent.
 """
 
 from __future__ import annotations
@@ -67,7 +68,6 @@ class InstanceState:
     updated: datetime = field(default_factory=now)
     parent: ParentRef | None = None
     history_length: int = 0
-    dispatched_length: int = 0
     failure: dict[str, str] | None = None
     etag: str | None = None
 

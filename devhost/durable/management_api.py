@@ -2,11 +2,16 @@
 
 The endpoints answer under ``/runtime/webhooks/durabletask/``, both as the
 public webhook URLs that ``create_check_status_response`` hands out and as the
-RPC base URL the Python SDK's client calls: start,
+RPC base URL the Python SDK's client calls: start, restart,
 status (``showHistory``, ``showHistoryOutput``, ``showInput``), list with
-filters, raise event, terminate, suspend, resume and purge. Errors are
-``application/problem+json``; the status codes are the API's (404 unknown
-orchestrator or instance, 410 an event or command for a finished instance).
+filters, raise event, terminate, suspend, resume and purge. The status codes
+are the extension's: 400 an unknown orchestrator or instance to restart, 404
+an unknown instance, 409 an instance id in use that host.json says not to
+replace, 410 an event or command for a finished instance, 412 purging or
+rewinding an instance in the wrong state. The errors the SDK's client reads
+(start and restart) have the extension's body (``Message``, and
+``ExceptionMessage`` for the SDK's ``start_new``); the others are
+``application/problem+json``.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from devhost.durable.client_binding import WEBHOOK_PREFIX, ClientBinding
 from devhost.durable.functions import DurableFunctions
 from devhost.durable.instances import InstanceState, RuntimeStatus
 from devhost.durable.queues import ControlMessage
+from devhost.durable.starter import InstanceExists, Starter, UnknownOrchestrator
 from devhost.durable.status import status_document
-from devhost.durable.store import InstanceConflict
 from devhost.durable.task_hub import TaskHub
 from devhost.http_server import problem
 from devhost.routes import compile_route
@@ -45,7 +50,7 @@ LIST_PAGE = 100
 class ManagementApi:
     def __init__(self, hub: TaskHub, functions: DurableFunctions, binding: ClientBinding) -> None:
         self._hub = hub
-        self._functions = functions
+        self._starter = Starter(hub, functions)
         self._binding = binding
 
     def routes(self) -> list[tuple[str, list[str], Handler]]:
@@ -66,8 +71,8 @@ class ManagementApi:
             (f"{instance}/terminate", ["POST"], self.terminate),
             (f"{instance}/suspend", ["POST"], self.suspend),
             (f"{instance}/resume", ["POST"], self.resume),
-            (f"{instance}/rewind", ["POST"], self.not_supported),
-            (f"{instance}/restart", ["POST"], self.not_supported),
+            (f"{instance}/rewind", ["POST"], self.rewind),
+            (f"{instance}/restart", ["POST"], self.restart),
             (f"{prefix}/{{*rest}}", [], self.unknown),
         ]
 
@@ -76,9 +81,6 @@ class ManagementApi:
     async def start(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
         if (wrong_hub := self._check_hub(request)) is not None:
             return wrong_hub
-        function = self._functions.orchestrator(params["functionName"])
-        if function is None:
-            return problem(404, "Not Found", f"no orchestrator function named '{params['functionName']}' in this app")
         instance_id = params.get("instanceId") or uuid.uuid4().hex
         if (bad_id := _check_instance_id(instance_id)) is not None:
             return bad_id
@@ -86,25 +88,37 @@ class ManagementApi:
             input_json = request_json(await request.read())
         except ValueError as error:
             return problem(400, "Bad Request", f"the orchestration input must be JSON: {error}")
+        try:
+            await self._starter.start(params["functionName"], instance_id, input_json)
+        except UnknownOrchestrator as error:
+            # the SDK's start_new raises Exception(ExceptionMessage) on a 400: the user reads this message
+            return extension_error(400, str(error))
+        except InstanceExists as error:
+            return extension_error(409, str(error))  # the SDK raises Exception({"Message": ...}), as in Azure
+        return self._check_status_response(request, instance_id)
+
+    async def restart(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+        """Start the instance's orchestrator again with its input, as a new instance (the default) or in its place."""
+        if (wrong_hub := self._check_hub(request)) is not None:
+            return wrong_hub
         await self._hub.ready()
-        existing = await self._hub.store.get(instance_id)
-        if existing is not None and not existing.status.finished:
-            return problem(409, "Conflict", f"an orchestration instance with ID '{instance_id}' is already "
-                                            f"{existing.status.value.lower()}; wait for it to finish or terminate it")
-        execution_id = uuid.uuid4().hex
-        event = h.execution_started(h.now(), instance_id, execution_id, function.name, input_json)
-        await self._hub.queues.send_control(ControlMessage(instance_id, execution_id, event))
-        await self._record_pending(InstanceState(instance_id, function.name, execution_id, input=input_json,
-                                                 etag=existing.etag if existing else None))
+        state = await self._hub.store.get(params["instanceId"])
+        if state is None:
+            return extension_error(400, "InstanceId does not match a valid orchestration instance.",
+                                   f"An orchestration with the instanceId {params['instanceId']} was not found.")
+        same_id = request.query.get("restartWithNewInstanceId", "true").lower() == "false"
+        instance_id = state.instance_id if same_id else uuid.uuid4().hex
+        try:
+            await self._starter.start(state.name, instance_id, state.input)
+        except UnknownOrchestrator as error:
+            return extension_error(400, "InstanceId does not match a valid orchestration instance.", str(error))
+        except InstanceExists:
+            return extension_error(409, "A non-terminal instance with this instance ID already exists.")
+        return self._check_status_response(request, instance_id)
+
+    def _check_status_response(self, request: web.Request, instance_id: str) -> web.StreamResponse:
         payload = self._binding.management_payload(instance_id, _origin(request))
         return web.json_response(payload, status=202, headers={"Location": payload["statusQueryGetUri"]})
-
-    async def _record_pending(self, state: InstanceState) -> None:
-        """Show the instance as Pending until its first episode; the engine may already be ahead."""
-        try:
-            await self._hub.store.replace(state)
-        except InstanceConflict:
-            pass
 
     # -- queries -----------------------------------------------------------
 
@@ -198,8 +212,8 @@ class ManagementApi:
         if state is None:
             return missing
         if not state.status.finished:
-            return problem(409, "Conflict", f"instance '{state.instance_id}' is {state.status.value.lower()}; "
-                                            "only finished instances can be purged (terminate it first)")
+            return problem(412, "Precondition Failed", "only orchestrations in a terminal state can be purged, but "
+                           f"instance '{state.instance_id}' is {state.status.value} (terminate it first)")
         await self._hub.store.purge(state.instance_id)
         return web.json_response({"instancesDeleted": 1}, status=200)
 
@@ -222,8 +236,16 @@ class ManagementApi:
 
     # -- the rest ----------------------------------------------------------
 
-    async def not_supported(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
-        return problem(501, "Not Implemented", "rewind and restart are not supported by the local Durable engine")
+    async def rewind(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+        """Not run by the local engine (so the check-status payload does not offer it); answered as Azure
+        answers a storage provider without rewind, after the checks Azure makes first."""
+        state, missing = await self._instance(request, params)
+        if state is None:
+            return missing
+        if state.status != RuntimeStatus.FAILED:
+            return problem(412, "Precondition Failed", f"instance '{state.instance_id}' is {state.status.value}, "
+                                                       "but only failed orchestrations can be rewound")
+        return problem(501, "Not Implemented", "rewind is not supported by the local Durable engine")
 
     async def unknown(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
         for template, methods, _ in self._routes()[:-1]:
@@ -324,3 +346,13 @@ def _origin(request: web.Request) -> str:
 
 def _matches(template: str, path: str) -> bool:
     return compile_route("", template, None, None).match(path) is not None
+
+
+def extension_error(status: int, message: str, exception_message: str | None = None,
+                    exception_type: str = "System.ArgumentException") -> web.Response:
+    """An error as the Durable extension writes it (ASP.NET's ``HttpError``), for the SDK's client to read:
+    ``Message``, and with an exception ``ExceptionMessage`` and ``ExceptionType``."""
+    body: dict[str, str] = {"Message": message}
+    if exception_message is not None or status == 400:
+        body.update(ExceptionMessage=exception_message or message, ExceptionType=exception_type)
+    return web.json_response(body, status=status)

@@ -5,19 +5,25 @@ session; a session handles its instance's messages one batch at a time, so an
 instance never runs two episodes at once, and at most
 ``maxConcurrentOrchestratorFunctions`` episodes run together.
 
-An episode is committed in an order that survives a crash at any point:
+An episode is committed in the Azure Storage provider's order, which survives
+a crash at any point:
 
-1. new history rows are written (beyond the instance's committed length);
+1. the messages the new history implies are sent (work items, timers,
+   sub-orchestration starts, the parent's notice), and the new history rows
+   are written (beyond the instance's committed length, so not yet counted);
 2. the instance row is replaced, if unchanged since read (its ETag): this is
    the commit;
-3. the messages the new history implies are sent (work items, timers,
-   sub-orchestration starts, the parent's notice);
-4. the messages that caused the episode are deleted.
+3. the messages that caused the episode are deleted.
 
-A crash before 2 leaves the episode undone (its messages come back); between
-2 and 4, the messages come back, are recognised as applied, and the sends of
-3 are repeated (activities run at least once; timers and results are
-deduplicated by task id).
+A crash before 2 leaves the episode undone: its messages come back after the
+control queue's visibility timeout and the episode is replayed, sending the
+same tasks again (activities run at least once; results and timers are
+deduplicated by task id). A crash after 2 sends nothing again: the causing
+messages come back, are recognised as applied, and are deleted; whatever the
+dead host was holding (work items it was running) comes back after its
+visibility timeout. As the sends come first, a result can reach an instance
+before the episode that scheduled its task has committed (only after a
+crash); it waits for that commit.
 """
 
 from __future__ import annotations
@@ -43,14 +49,14 @@ from devhost.durable.polling import QueuePoller
 from devhost.durable.queues import ControlMessage, HeldMessage, TaskHubQueues
 from devhost.durable.settings import DurableSettings
 from devhost.durable.store import InstanceConflict, InstanceStore
-from devhost.durable.triage import Triage, triage
+from devhost.durable.triage import Triage, spent, task_of, triage
 
 log = logging.getLogger("devhost.durable")
 
 CACHE_SIZE = 500
-DISPATCH_MEMORY = 20_000
 MAX_HELD = 2000  # messages held in memory before the pollers pause
 POSTPONE_SECONDS = 1.0
+MAX_POSTPONE_SECONDS = 30.0
 
 
 @dataclass
@@ -74,8 +80,9 @@ class OrchestrationDispatcher:
         self._held = 0
         self._room_changed = asyncio.Event()
         self._cache: OrderedDict[str, tuple[str, list[Record]]] = OrderedDict()
-        # instance -> (execution, history length) whose implied messages this process has sent
-        self._dispatched: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        # how long a result for a task its execution has not recorded may wait for that record: the
+        # episode that scheduled it is replayed once its message comes back after a crash
+        self._early_patience = 2 * settings.control_visibility + 30
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
@@ -129,7 +136,7 @@ class OrchestrationDispatcher:
 
     async def _work(self, instance_id: str, held: list[HeldMessage]) -> None:
         try:
-            spent = await self._process(instance_id, held)
+            later = await self._process(instance_id, held)
         except InstanceConflict:
             log.info("instance %s changed while an episode ran; its messages will be handled again", instance_id)
             self._cache.pop(instance_id, None)
@@ -140,34 +147,52 @@ class OrchestrationDispatcher:
             self._cache.pop(instance_id, None)
             await asyncio.gather(*(m.release(2 * POSTPONE_SECONDS) for m in held))
             return
-        await asyncio.gather(*(m.delete() if m in spent else m.release(POSTPONE_SECONDS) for m in held))
+        await asyncio.gather(*(m.release(later[m]) if m in later else m.delete() for m in held))
 
-    async def _process(self, instance_id: str, held: list[HeldMessage]) -> list[HeldMessage]:
-        """Apply ``held`` messages to the instance; returns those that are done with."""
+    async def _process(self, instance_id: str, held: list[HeldMessage]) -> dict[HeldMessage, float]:
+        """Apply ``held`` messages to the instance.
+
+        Returns the messages to handle later, each with the delay before it is seen again; the
+        others are done with.
+        """
         held = sorted(held, key=lambda m: m.message.inserted_on.timestamp() if m.message.inserted_on else 0.0)
         messages = [ControlMessage.from_json(m.body) for m in held]
-        early = await self._rearm_early_timers(messages)
+        rearmed = await self._rearm_early_timers(messages)
         state = await self._store.get(instance_id)
         records = await self._history(state)
-        if state is not None:
-            await self._resend_undispatched(state, records)
-        ready = [m for i, m in enumerate(messages) if i not in early]
-        sorted_out = triage(state, records, ready)
+        ready = [i for i in range(len(messages)) if i not in rearmed]
+        sorted_out = triage(state, records, [messages[i] for i in ready])
         await self._refuse(sorted_out.refused_starts)
-        postponed = {id(ready[i]) for i in sorted_out.postponed}
-        spent = [m for m, c in zip(held, messages) if id(c) not in postponed]
-        replaced = False
+        later = self._later([held[i] for i in ready], [messages[i] for i in ready], sorted_out)
+        previous = state
         if sorted_out.start is not None:
-            replaced = state is not None and state.history_length > 0
             state, records = self._begin(state, sorted_out.start), []
         if state is None:
-            return spent
-        await self._advance(state, records, sorted_out)
-        if replaced:  # the previous execution's rows go once the new one is committed
-            await self._store.delete_other_executions(state.instance_id, sorted_out.start.execution_id or "")
-        return spent
+            return later
+        consumed = tuple(c.message_id for m, c in zip(held, messages) if m not in later)
+        await self._advance(state, records, sorted_out, consumed)
+        if sorted_out.start is not None and previous is not None:
+            # the execution it replaced (or the rows of one long gone) go once the new one is committed
+            await self._store.delete_other_executions(instance_id, str(sorted_out.start.execution_id))
+        return later
 
-    async def _advance(self, state: InstanceState, records: list[Record], sorted_out: Triage) -> None:
+    def _later(self, held: list[HeldMessage], messages: list[ControlMessage],
+               sorted_out: Triage) -> dict[HeldMessage, float]:
+        """The messages triage held back, and when to look at each again."""
+        later = {held[i]: POSTPONE_SECONDS for i in sorted_out.postponed}
+        for i in sorted_out.early:
+            inserted = held[i].message.inserted_on
+            age = (h.now() - inserted).total_seconds() if inserted else 0.0
+            if age > self._early_patience:
+                spent(messages[i], f"task {task_of(messages[i])} was never scheduled by its execution")
+                continue
+            # the episode that scheduled it has not committed: after a crash, not before the message
+            # that caused that episode comes back (the control queue's visibility timeout)
+            later[held[i]] = min(MAX_POSTPONE_SECONDS, POSTPONE_SECONDS * 2 ** min(held[i].dequeue_count, 5))
+        return later
+
+    async def _advance(self, state: InstanceState, records: list[Record], sorted_out: Triage,
+                       consumed: tuple[str, ...]) -> None:
         """Run episodes until the instance waits (one, or more after a continue-as-new)."""
         if state.status.finished:
             # Triage spent whatever arrived for a finished execution (say, a work item's result sent
@@ -187,12 +212,13 @@ class OrchestrationDispatcher:
             if len(outcome.records) == len(records) and outcome.status == state.status.value:
                 return
             if outcome.status == RuntimeStatus.CONTINUED_AS_NEW.value:
-                state, records = await self._continue_as_new(state, outcome)
+                # What this episode received and the old execution did not use is dropped with it (the
+                # Python SDK cannot carry events over); the new execution starts with its input only.
+                state, records = await self._continue_as_new(state, outcome, consumed)
                 incoming, terminate_reason, suspended = [], None, False
                 await asyncio.sleep(0)
                 continue
             state, records = await self._commit(state, len(records), outcome)
-            await self._dispatch(state, records)
             self._log_outcome(state)
             return
 
@@ -206,6 +232,9 @@ class OrchestrationDispatcher:
         )
         if keep_created and state is not None:
             fresh.created = state.created
+        if state is not None and not keep_created:
+            log.info("instance %s: execution %s replaces execution %s (%s)", start.instance_id,
+                     start.execution_id, state.execution_id, state.status.value)
         self._cache.pop(start.instance_id, None)
         return fresh
 
@@ -214,37 +243,57 @@ class OrchestrationDispatcher:
                                       self._settings.function_timeout)
 
     async def _commit(self, state: InstanceState, committed: int, outcome: Outcome) -> tuple[InstanceState, list[Record]]:
-        await self._store.write_history(state.instance_id, state.execution_id, committed, outcome.records[committed:])
         status = RuntimeStatus(outcome.status)
         updated = state.copy(
             status=status, output=outcome.output if status.finished else state.output,
             custom_status=outcome.custom_status if outcome.ran else state.custom_status,
             failure=outcome.failure, updated=h.now(), history_length=len(outcome.records),
-            dispatched_length=self._dispatched_from(state),
         )
-        updated.etag = await self._store.replace(updated)
+        # Messages first, then the checkpoint, as the Azure Storage provider does: once the row says
+        # the episode happened, everything it implied is on a queue, so nothing is ever sent twice
+        # because of where a crash fell after the commit. A crash before the commit replays the
+        # episode, which sends the same tasks (same ids) again: at least once.
+        await asyncio.gather(self._outbox.send(updated, outcome.records, committed),
+                             self._store.write_history(state.instance_id, state.execution_id, committed,
+                                                       outcome.records[committed:]))
+        try:
+            updated.etag = await self._store.replace(updated)
+        except InstanceConflict:
+            updated.etag = await self._commit_over_pending_mark(updated)
         self._remember(updated, outcome.records)
         return updated, outcome.records
 
-    async def _continue_as_new(self, state: InstanceState, outcome: Outcome) -> tuple[InstanceState, list[Record]]:
+    async def _commit_over_pending_mark(self, updated: InstanceState) -> str:
+        """The management API writes its Pending row just after it sends the start, so the first episode
+        can find that row changed under it. The row then names this very execution and no history:
+        nothing the episode relied on changed, and it commits over it (instead of being replayed,
+        which would send its tasks twice). Any other change is a real conflict."""
+        current = await self._store.get(updated.instance_id)
+        if current is None or current.execution_id != updated.execution_id or current.history_length != 0:
+            raise InstanceConflict(updated.instance_id)
+        updated.created, updated.etag = current.created, current.etag
+        return await self._store.replace(updated)
+
+    async def _continue_as_new(self, state: InstanceState, outcome: Outcome,
+                               consumed: tuple[str, ...]) -> tuple[InstanceState, list[Record]]:
         """Start the next execution with the new input; the old execution's history goes once it is committed.
 
         The episode that asked for it needs no commit of its own: had the host died before this, the
-        episode would simply run again.
+        episode would simply run again. ``consumed`` (the messages of the batch) is recorded on the new
+        execution, so that one of them delivered again is not applied to it.
         """
         at = h.now()
         execution_id = uuid.uuid4().hex
         parent = state.parent.to_event() if state.parent else None
         records = [Record(h.orchestrator_started(at)),
                    Record(h.execution_started(at, state.instance_id, execution_id, state.name,
-                                              outcome.continue_input, parent))]
+                                              outcome.continue_input, parent), consumed=consumed)]
         await self._store.write_history(state.instance_id, execution_id, 0, records)
         fresh = state.copy(execution_id=execution_id, status=RuntimeStatus.RUNNING, input=outcome.continue_input,
                            output=None, failure=None, custom_status=outcome.custom_status, updated=at,
-                           history_length=len(records), dispatched_length=0)
+                           history_length=len(records))
         fresh.etag = await self._store.replace(fresh)
         await self._store.delete_other_executions(state.instance_id, execution_id)
-        self._dispatched.pop(state.instance_id, None)
         self._remember(fresh, records)
         return fresh, records
 
@@ -266,25 +315,6 @@ class OrchestrationDispatcher:
         self._cache.move_to_end(state.instance_id)
         while len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
-
-    def _dispatched_from(self, state: InstanceState) -> int:
-        known = self._dispatched.get(state.instance_id)
-        if known is not None and known[0] == state.execution_id:
-            return max(known[1], state.dispatched_length)
-        return state.dispatched_length
-
-    async def _dispatch(self, state: InstanceState, records: list[Record]) -> None:
-        await self._outbox.send(state, records, self._dispatched_from(state))
-        self._dispatched[state.instance_id] = (state.execution_id, len(records))
-        self._dispatched.move_to_end(state.instance_id)
-        while len(self._dispatched) > DISPATCH_MEMORY:
-            self._dispatched.popitem(last=False)  # forgetting only means sending again: harmless
-
-    async def _resend_undispatched(self, state: InstanceState, records: list[Record]) -> None:
-        """After a restart: what the last committed episode implied may not have been sent."""
-        if self._dispatched_from(state) < len(records):
-            log.info("instance %s: sending again what its last episode implied", state.instance_id)
-            await self._dispatch(state, records)
 
     async def _rearm_early_timers(self, messages: list[ControlMessage]) -> set[int]:
         """A timer never fires early: one due within a second is waited for, a later one is sent again.

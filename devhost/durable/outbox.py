@@ -1,12 +1,12 @@
-"""The messages that committed history implies, derived from the history itself.
+"""The messages an episode implies, derived from the history it adds.
 
-Because they are derived rather than stored, sending them again after a crash
-needs nothing but the history: a ``TaskScheduled`` without a result means a
-work item, a ``TimerCreated`` without ``TimerFired`` a timer message, a
-``SubOrchestrationInstanceCreated`` without a result the child's start, and an
-``ExecutionCompleted`` of a sub-orchestration the parent's notice. Receivers
-deduplicate, so a repeat is harmless (an activity may run again: at least
-once, as in Azure).
+A ``TaskScheduled`` without a result means a work item, a ``TimerCreated``
+without ``TimerFired`` a timer message, a ``SubOrchestrationInstanceCreated``
+without a result the child's start, and an ``ExecutionCompleted`` of a
+sub-orchestration the parent's notice. They are sent before the episode
+commits (see ``orchestrations``); an episode replayed because its commit did
+not happen sends them again, and receivers deduplicate, so a repeat is
+harmless (an activity may run again: at least once, as in Azure).
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ from devhost.config import parse_timespan, resolve_app_setting_references
 
 _HUB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{2,44}")
 
+AZURE_VISIBILITY = 300.0  # the Azure Storage provider's control and work-item queue visibility timeout
+ANY_STATE = "AnyState"
+NON_RUNNING_STATES = "NonRunningStates"
+
 
 class DurableSettingsError(ValueError):
     """host.json asks for something the engine cannot do; the host stops and says what."""
@@ -33,8 +37,8 @@ class DurableSettings:
     - ``control_visibility`` / ``work_item_visibility``: how long a message that
       a crashed host was holding stays invisible
       (``storageProvider.controlQueueVisibilityTimeout`` /
-      ``workItemQueueVisibilityTimeout``); default 30 s locally (Azure: 5 min),
-      so that a restarted local host resumes quickly.
+      ``workItemQueueVisibilityTimeout``); default 5 min, as in Azure. Set them
+      shorter in a development host.json to resume sooner after a crash.
     - ``max_polling_interval``: ``storageProvider.maxQueuePollingInterval``;
       default 2 s locally (Azure: 30 s). Messages the host sends itself wake its
       pollers at once; polling only matters for other writers.
@@ -42,6 +46,10 @@ class DurableSettings:
       ``connectionName``), default ``AzureWebJobsStorage``.
     - ``function_timeout``: host.json ``functionTimeout``, for each activity call
       and each orchestrator episode (a run past it fails the task or instance).
+    - ``overridable_states``: ``overridableExistingInstanceStates``, default
+      ``AnyState``: starting an instance id that exists replaces that instance
+      whatever its state; with ``NonRunningStates`` only a finished one is
+      replaced, and starting a pending, running or suspended one is refused.
     """
 
     hub_name: str = "TestHubName"
@@ -49,11 +57,16 @@ class DurableSettings:
     max_concurrent_orchestrators: int = 10
     partition_count: int = 4
     control_queue_batch_size: int = 32
-    control_visibility: float = 30.0
-    work_item_visibility: float = 30.0
+    control_visibility: float = AZURE_VISIBILITY
+    work_item_visibility: float = AZURE_VISIBILITY
     max_polling_interval: float = 2.0
     connection_setting: str = "AzureWebJobsStorage"
     function_timeout: float = 300.0
+    overridable_states: str = ANY_STATE
+
+    @property
+    def replaces_running_instances(self) -> bool:
+        return self.overridable_states == ANY_STATE
 
     @classmethod
     def from_host_json(cls, durable_task: dict[str, Any], function_timeout: float = 300.0) -> DurableSettings:
@@ -63,19 +76,20 @@ class DurableSettings:
             hub_name=_hub_name(durable_task.get("hubName")),
             max_concurrent_activities=_positive(durable_task, "maxConcurrentActivityFunctions", 10 * cores),
             max_concurrent_orchestrators=_positive(durable_task, "maxConcurrentOrchestratorFunctions", 10 * cores),
-            partition_count=_positive(provider, "partitionCount", 4),
-            control_queue_batch_size=min(32, _positive(provider, "controlQueueBatchSize", 32)),
-            control_visibility=parse_timespan(provider.get("controlQueueVisibilityTimeout"), 30.0),
-            work_item_visibility=parse_timespan(provider.get("workItemQueueVisibilityTimeout"), 30.0),
-            max_polling_interval=parse_timespan(provider.get("maxQueuePollingInterval"), 2.0),
+            partition_count=_positive(provider, "partitionCount", 4, "storageProvider."),
+            control_queue_batch_size=min(32, _positive(provider, "controlQueueBatchSize", 32, "storageProvider.")),
+            control_visibility=_timespan(provider, "controlQueueVisibilityTimeout", AZURE_VISIBILITY),
+            work_item_visibility=_timespan(provider, "workItemQueueVisibilityTimeout", AZURE_VISIBILITY),
+            max_polling_interval=_timespan(provider, "maxQueuePollingInterval", 2.0),
             connection_setting=str(provider.get("connectionStringName") or provider.get("connectionName")
                                    or "AzureWebJobsStorage"),
             function_timeout=function_timeout,
+            overridable_states=_overridable_states(durable_task.get("overridableExistingInstanceStates")),
         )
         if settings.partition_count > 16:
-            raise DurableSettingsError("storageProvider.partitionCount can be at most 16")
+            raise DurableSettingsError("durableTask.storageProvider.partitionCount can be at most 16")
         if settings.control_visibility < 3 or settings.work_item_visibility < 3:
-            raise DurableSettingsError("queue visibility timeouts must be at least 00:00:03")
+            raise DurableSettingsError("durableTask.storageProvider: queue visibility timeouts must be at least 00:00:03")
         return settings
 
     @property
@@ -97,12 +111,30 @@ def _hub_name(value: Any) -> str:
     return name
 
 
-def _positive(section: dict[str, Any], key: str, default: int) -> int:
+def _positive(section: dict[str, Any], key: str, default: int, where: str = "") -> int:
     value = section.get(key, default)
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise DurableSettingsError(f"durableTask.{key} must be a whole number, not {value!r}") from None
+        raise DurableSettingsError(f"durableTask.{where}{key} must be a whole number, not {value!r}") from None
     if number < 1:
-        raise DurableSettingsError(f"durableTask.{key} must be at least 1")
+        raise DurableSettingsError(f"durableTask.{where}{key} must be at least 1")
     return number
+
+
+def _timespan(section: dict[str, Any], key: str, default: float) -> float:
+    try:
+        return parse_timespan(section.get(key), default)
+    except ValueError as error:
+        raise DurableSettingsError(f"durableTask.storageProvider.{key}: {error}") from None
+
+
+def _overridable_states(value: Any) -> str:
+    """Read as the extension's enum is: by name, in any case."""
+    if value is None:
+        return ANY_STATE
+    for name in (ANY_STATE, NON_RUNNING_STATES):
+        if str(value).lower() == name.lower():
+            return name
+    raise DurableSettingsError(f"durableTask.overridableExistingInstanceStates must be {ANY_STATE} or "
+                               f"{NON_RUNNING_STATES}, not {value!r}")

@@ -103,7 +103,7 @@ class InstanceStore:
             "PartitionKey": state.instance_id, "RowKey": "", "Name": state.name,
             "ExecutionId": state.execution_id, "RuntimeStatus": state.status.value,
             "CreatedTime": state.created, "LastUpdatedTime": state.updated,
-            "HistoryLength": state.history_length, "DispatchedLength": state.dispatched_length,
+            "HistoryLength": state.history_length,
         }
         for key, value in (("Input", state.input), ("Output", state.output), ("CustomStatus", state.custom_status)):
             await self._put_text(entity, key, value, state.instance_id)
@@ -122,7 +122,6 @@ class InstanceStore:
             created=entity["CreatedTime"], updated=entity["LastUpdatedTime"],
             parent=ParentRef.from_event(json.loads(entity["Parent"])) if entity.get("Parent") else None,
             history_length=int(entity.get("HistoryLength", 0)),
-            dispatched_length=int(entity.get("DispatchedLength", 0)),
             failure=json.loads(entity["FailureDetails"]) if entity.get("FailureDetails") else None,
             etag=entity.metadata.get("etag"),
         )
@@ -201,9 +200,12 @@ class InstanceStore:
             entity["Origin"] = json.dumps(record.origin.to_json())
         if record.message_id:
             entity["MessageId"] = record.message_id
+        if record.consumed:
+            await self._put_text(entity, "Consumed", json.dumps(list(record.consumed)), instance_id)
         return entity
 
     async def _record(self, entity: Any) -> Record:
         event = json.loads(await self._get_text(entity, "Event") or "{}")
         origin = Origin.from_json(json.loads(entity["Origin"])) if entity.get("Origin") else None
-        return Record(event, origin, entity.get("MessageId"))
+        consumed = tuple(json.loads(await self._get_text(entity, "Consumed") or "[]"))
+        return Record(event, origin, entity.get("MessageId"), consumed)

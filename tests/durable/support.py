@@ -69,6 +69,13 @@ class DurableApp:
         except ResourceNotFoundError:
             return Counter()
 
+    def executions_in_history(self, instance_id: str) -> set[str]:
+        """The executions the instance has rows of in the task hub's history table."""
+        table = TableServiceClient.from_connection_string(self.connection_string).get_table_client(
+            f"{self.hub}History")
+        rows = table.query_entities("PartitionKey eq @pk", parameters={"pk": instance_id}, select=["ExecutionId"])
+        return {row["ExecutionId"] for row in rows}
+
     def history_rows(self, instance_id: str) -> int:
         """Rows the instance has in the task hub's history table."""
         table = TableServiceClient.from_connection_string(self.connection_string).get_table_client(

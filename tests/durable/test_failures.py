@@ -7,12 +7,27 @@ from tests.durable.support import DurableApp, events
 WEBHOOKS = "runtime/webhooks/durabletask"
 
 
-def test_an_unknown_orchestrator_is_404(durable: DurableApp) -> None:
+def test_an_unknown_orchestrator_is_a_400_whose_message_the_client_raises(durable: DurableApp) -> None:
     direct = durable.host.request("POST", f"{WEBHOOKS}/orchestrators/no_such_orchestrator")
-    assert direct.status_code == 404
-    assert direct.headers["Content-Type"].startswith("application/problem+json")
-    assert "no_such_orchestrator" in direct.json()["detail"]
-    assert durable.host.request("POST", "start/no_such_orchestrator").status_code == 404
+    assert direct.status_code == 400
+    message = direct.json()["ExceptionMessage"]  # what the SDK's start_new raises on a 400
+    assert "no_such_orchestrator" in message and "'sequence'" in message  # names the ones there are
+    assert direct.json()["Message"] == message
+
+    through_the_client = durable.host.request("POST", "start/no_such_orchestrator")
+    assert through_the_client.status_code == 400
+    assert through_the_client.json() == {"error": message}  # a readable message, not a raw document
+
+
+def test_rewind_is_not_offered_and_answers_as_azure_does_without_it(durable: DurableApp) -> None:
+    links = durable.start("failing")
+    assert "rewindPostUri" not in links
+    durable.wait(links["id"])
+    completed = durable.run("sequence", ["Riga"])["instanceId"]
+
+    assert durable.host.request("POST", f"{WEBHOOKS}/instances/{completed}/rewind").status_code == 412
+    assert durable.host.request("POST", f"{WEBHOOKS}/instances/nobody-home/rewind").status_code == 404
+    assert durable.host.request("POST", f"{WEBHOOKS}/instances/{links['id']}/rewind").status_code == 501
 
 
 def test_an_unknown_instance_is_404(durable: DurableApp) -> None:

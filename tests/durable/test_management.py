@@ -55,7 +55,7 @@ def test_purge_deletes_a_finished_instance_and_its_history(durable: DurableApp) 
     assert durable.host.request("GET", f"{WEBHOOKS}/instances/{finished}").status_code == 404
     assert durable.history_rows(finished) == 0
     assert durable.host.request("DELETE", f"client/purge/{finished}").json() == {"instancesDeleted": 0}
-    assert durable.host.request("DELETE", f"{WEBHOOKS}/instances/{running}").status_code == 409
+    assert durable.host.request("DELETE", f"{WEBHOOKS}/instances/{running}").status_code == 412  # as in Azure
     assert durable.status(running)["runtimeStatus"] == "Running"
 
 
@@ -116,13 +116,42 @@ def test_listing_pages_with_a_continuation_token(durable: DurableApp) -> None:
     assert sorted(seen) == sorted(ids)
 
 
-def test_a_start_with_the_id_of_a_running_instance_is_refused(durable: DurableApp) -> None:
+def test_starting_the_id_of_a_running_instance_replaces_it(durable: DurableApp) -> None:
+    """host.json leaves overridableExistingInstanceStates at Azure's default, AnyState."""
     instance_id = f"single-{uuid.uuid4().hex[:6]}"
     durable.start("long_wait", instance_id=instance_id)
+    durable.wait_for_custom_status(instance_id, "waiting")
 
-    again = durable.host.request("POST", f"start/long_wait/{instance_id}")
-    assert again.status_code == 409
-    durable.host.request("POST", f"client/terminate/{instance_id}")
-    durable.wait(instance_id)
-    restarted = durable.start("sequence", ["again"], instance_id=instance_id)
-    assert durable.wait(restarted["id"])["output"] == ["Hello again!"]
+    replaced = durable.start("sequence", ["again"], instance_id=instance_id)
+    assert replaced["id"] == instance_id
+    status = durable.wait(instance_id, history=True)
+    assert (status["name"], status["runtimeStatus"], status["input"]) == ("sequence", "Completed", ["again"])
+    assert status["output"] == ["Hello again!"]
+    assert [e["FunctionName"] for e in events(status, "ExecutionStarted")] == ["sequence"]
+    assert len(durable.executions_in_history(instance_id)) == 1  # the replaced execution's rows are gone
+
+
+def test_restart_runs_the_orchestrator_again_with_its_input(durable: DurableApp) -> None:
+    links = durable.start("long_wait")
+    instance_id = links["id"]
+    durable.wait_for_custom_status(instance_id, "waiting")
+    durable.host.request("POST", f"client/event/{instance_id}/Go", json="Ada")
+    assert durable.wait(instance_id)["output"] == "Hello Ada!"
+
+    # the advertised URL: a new instance (restartWithNewInstanceId defaults to true)
+    fresh = requests.post(links["restartPostUri"], timeout=10)
+    assert fresh.status_code == 202
+    fresh_id = fresh.json()["id"]
+    assert fresh_id != instance_id
+    assert durable.wait_for_custom_status(fresh_id, "waiting")["name"] == "long_wait"
+
+    # the SDK's client, in place: the finished instance runs again and waits for its event again
+    again = durable.host.request("POST", f"client/restart/{instance_id}", params={"same_id": "true"})
+    assert again.status_code == 202
+    assert again.json()["restarted"]["id"] == instance_id  # the SDK hands back the check-status payload
+    durable.wait(instance_id, {"Running"})
+    durable.host.request("POST", f"client/event/{instance_id}/Go", json="Bob")
+    assert durable.wait(instance_id)["output"] == "Hello Bob!"
+
+    unknown = durable.host.request("POST", f"{WEBHOOKS}/instances/nobody-home/restart")
+    assert unknown.status_code == 400  # as the extension answers (the SDK raises on it)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import requests
 
 from tests.durable.support import DurableApp, events
+from tests.support.host import wait_until
 
 
 def test_a_sequence_runs_its_activities_in_order(durable: DurableApp) -> None:
@@ -124,3 +125,22 @@ def test_the_durable_client_waits_for_a_quick_orchestration(durable: DurableApp)
 
     assert response.status_code == 200
     assert response.json() == ["Hello Rome!"]
+
+
+def test_continue_as_new_drops_unused_events_and_later_ones_reach_the_new_generation(durable: DurableApp) -> None:
+    """As the Python SDK behaves on Azure: it cannot carry events over a continue_as_new (README)."""
+    instance_id = durable.start("generations", {"generation": 1, "extra_seconds": 4})["id"]
+    durable.wait_for_custom_status(instance_id, {"generation": 1, "waiting": "Next"})
+
+    assert durable.host.request("POST", f"client/event/{instance_id}/Extra", json="unused").status_code == 202
+    wait_until(lambda: events(durable.status(instance_id, history=True), "EventRaised"), timeout=30,
+               message="generation 1 to record the Extra event")
+    assert durable.host.request("POST", f"client/event/{instance_id}/Next", json="n").status_code == 202
+
+    # Raised once generation 2 has started, before it waits for it: it must be there when it does.
+    durable.wait_for_custom_status(instance_id, {"generation": 2, "waiting": "Extra"})
+    assert durable.host.request("POST", f"client/event/{instance_id}/Late", json="l").status_code == 202
+
+    status = durable.wait(instance_id)
+    assert status["runtimeStatus"] == "Completed", status
+    assert status["output"] == {"next": "n", "extra_carried_over": False, "late": "l"}

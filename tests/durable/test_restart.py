@@ -82,6 +82,38 @@ def test_a_killed_host_resumes_every_instance_from_history(azurite: Azurite, hos
     assert _poison_messages(azurite) == 0
 
 
+def test_after_a_kill_queued_work_items_run_once_and_held_ones_come_back(azurite: Azurite, hosts: Hosts) -> None:
+    """The work items of a committed episode are on the queue: a new host must not send them again.
+
+    24 activities of a second each, 8 at a time (host.json): when the host is killed, some have begun
+    (their work items held by the dead host) and the rest wait on the queue. The held ones come back
+    after host.json's workItemQueueVisibilityTimeout (5 s here; Azure's default is 5 min) and run
+    again; the queued ones run exactly once.
+    """
+    count = 24
+    app = DurableApp(hosts.start(), azurite.connection_string(), hub="")
+    instance_id = app.start("tracked_fan_out", {"count": count})["id"]
+
+    def first_episode_committed_and_work_begun() -> bool:
+        began = [k for k in app.effects(instance_id) if k.startswith("began-")]
+        return bool(began) and app.status(instance_id)["runtimeStatus"] == "Running"
+
+    wait_until(first_episode_committed_and_work_begun, timeout=60, interval=0.05, message="activities to begin")
+    app.host.kill()
+    begun_on_the_dead_host = {k for k in app.effects(instance_id) if k.startswith("began-")}
+    assert 0 < len(begun_on_the_dead_host) < count
+
+    app.host = hosts.start()
+    status = app.wait(instance_id, timeout=90)
+    assert status["runtimeStatus"] == "Completed", status
+    assert status["output"] == sum(n * n for n in range(count))
+    runs = app.effects(instance_id)
+    queued = [n for n in range(count) if f"began-{n}" not in begun_on_the_dead_host]
+    assert {n: runs[f"began-{n}"] for n in queued if runs[f"began-{n}"] != 1} == {}  # once each
+    assert all(1 <= runs[key] <= 2 for key in begun_on_the_dead_host)  # again only if the dead host was running it
+    assert _poison_messages(azurite) == 0
+
+
 def test_a_result_arriving_again_after_the_instance_finished_leaves_it_finished(durable: DurableApp) -> None:
     """Work items are sent again after a restart, so an activity can run twice and its second result
     arrive after the orchestration completed: it is discarded, and the instance stays Completed."""

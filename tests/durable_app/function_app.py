@@ -43,10 +43,13 @@ def _json(value: Any, status: int = 200) -> func.HttpResponse:
 
 
 def _client_error(error: Exception) -> func.HttpResponse:
+    """What the SDK's client raised, as the test sees it: its first argument (a message, or the
+    extension's error document when the SDK passes that on), with a status that fits the words."""
     detail = error.args[0] if error.args else str(error)
-    status = detail.get("status", 500) if isinstance(detail, dict) else 500
-    for code, words in ((404, "found"), (410, "gone"), (409, "409")):
-        if isinstance(detail, str) and words in detail.lower():
+    text = json.dumps(detail).lower()
+    status = 500
+    for code, words in ((404, "found"), (410, "gone"), (409, "already exists"), (400, "doesn't exist")):
+        if words in text:
             status = code
     return _json({"error": detail}, status)
 
@@ -107,6 +110,17 @@ async def client_purge(req: func.HttpRequest, client: df.DurableOrchestrationCli
     except Exception as error:
         return _client_error(error)
     return _json({"instancesDeleted": result.instances_deleted})
+
+
+@app.route(route="client/restart/{instance_id}", methods=["POST"])
+@app.durable_client_input(client_name="client")
+async def client_restart(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
+    same_id = req.params.get("same_id") == "true"
+    try:
+        restarted = await client.restart(req.route_params["instance_id"], restart_with_new_instance_id=not same_id)
+    except Exception as error:
+        return _client_error(error)
+    return _json({"restarted": restarted}, 202)
 
 
 @app.route(route="client/list", methods=["GET"])
@@ -203,6 +217,43 @@ def eternal(context: df.DurableOrchestrationContext):
     if state["count"] >= state["until"]:
         return state["count"]
     context.continue_as_new(state)
+
+
+@app.orchestration_trigger(context_name="context")
+def generations(context: df.DurableOrchestrationContext):
+    """An eternal orchestration that takes one "Next" event per generation.
+
+    Generation 1 only waits for "Next": an "Extra" event raised meanwhile reaches it, unused.
+    Generation 2 shows whether "Extra" was carried over (it must not be: the SDK drops what the old
+    generation did not use), then waits for "Late", raised after it started, which must reach it.
+    """
+    state = context.get_input()
+    generation = state["generation"]
+    if generation == 1:
+        context.set_custom_status({"generation": 1, "waiting": "Next"})
+        state["next"] = yield context.wait_for_external_event("Next")
+        state["generation"] = 2
+        context.continue_as_new(state)
+        return None
+    extra = context.wait_for_external_event("Extra")
+    deadline = context.create_timer(context.current_utc_datetime + timedelta(seconds=state["extra_seconds"]))
+    context.set_custom_status({"generation": 2, "waiting": "Extra"})
+    winner = yield context.task_any([extra, deadline])
+    carried = winner == extra
+    if carried:
+        deadline.cancel()
+    context.set_custom_status({"generation": 2, "waiting": "Late"})
+    late = yield context.wait_for_external_event("Late")
+    return {"next": state["next"], "extra_carried_over": carried, "late": late}
+
+
+@app.orchestration_trigger(context_name="context")
+def tracked_fan_out(context: df.DurableOrchestrationContext):
+    """Slow activities that record when they begin, so a test can tell which ones a killed host had begun."""
+    count = context.get_input()["count"]
+    results = yield context.task_all(
+        [context.call_activity("tracked_square", {"instance": context.instance_id, "n": n}) for n in range(count)])
+    return sum(results)
 
 
 @app.orchestration_trigger(context_name="context")
@@ -312,6 +363,14 @@ def slow_square(request: dict) -> int:
     finally:
         with _running_lock:
             _running["now"] -= 1
+    return request["n"] ** 2
+
+
+@app.activity_trigger(input_name="request")
+def tracked_square(request: dict) -> int:
+    record_effect(request["instance"], f"began-{request['n']}")
+    time.sleep(request.get("seconds", 1.0))
+    record_effect(request["instance"], f"ended-{request['n']}")
     return request["n"] ** 2
 
 
