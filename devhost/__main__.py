@@ -23,9 +23,10 @@ from devhost.tokens import DEFAULT_AUDIENCE, DEFAULT_ISSUER, mint_token
 
 
 def _local_values(app_dir: Path) -> dict[str, str]:
-    path = app_dir / "local.settings.json"
-    values = json.loads(path.read_text()).get("Values", {}) if path.exists() else {}
-    return {**values, **os.environ}
+    """``local.settings.json`` Values under the environment (which wins), without changing the environment."""
+    from devhost.config import local_settings_values
+
+    return {**local_settings_values(app_dir), **os.environ}
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -137,7 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--key-dir", default=None)
     token.set_defaults(run=_token)
     args = parser.parse_args(argv)
-    return args.run(args)
+    from devhost.config import ConfigError
+
+    try:
+        return int(args.run(args))
+    except ConfigError as error:  # a malformed host.json or local.settings.json: say which, no traceback
+        print(error, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

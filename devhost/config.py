@@ -135,15 +135,20 @@ def apply_host_overrides(document: dict[str, Any], environment: Mapping[str, str
     return document
 
 
-def apply_local_settings(app_dir: Path) -> dict[str, str]:
-    """Put ``local.settings.json`` ``Values`` into the environment; variables already set win."""
+def local_settings_values(app_dir: Path) -> dict[str, str]:
+    """The ``Values`` of ``local.settings.json`` (none if the file is missing)."""
     path = app_dir / "local.settings.json"
     if not path.exists():
         return {}
     section = _json_object(path).get("Values") or {}
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: Values must be an object of app settings, not {section!r}")
-    values = {str(k): str(v) for k, v in section.items()}
+    return {str(k): str(v) for k, v in section.items()}
+
+
+def apply_local_settings(app_dir: Path) -> dict[str, str]:
+    """Put ``local.settings.json`` ``Values`` into the environment; variables already set win."""
+    values = local_settings_values(app_dir)
     for key, value in values.items():
         os.environ.setdefault(key, value)
     return values

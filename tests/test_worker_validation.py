@@ -81,3 +81,13 @@ def test_a_str_result_is_served_as_the_body(fixture_host):
 
     assert answer.status_code == 200
     assert answer.text == "plain text"
+
+
+def test_a_malformed_local_settings_file_is_named_without_a_traceback(tmp_path):
+    (tmp_path / "local.settings.json").write_text('{"Values": {')
+
+    result = _validate(tmp_path, {})
+
+    assert result.returncode == 2
+    assert "local.settings.json is not valid JSON" in result.stderr
+    assert "Traceback" not in result.stderr
