@@ -54,6 +54,9 @@ class MemoryJournal:
     def record(self, result) -> None:
         self.steps.setdefault(result.address, result)
 
+    def flush(self) -> None:
+        pass
+
 
 def specification(environment: str, tag: str) -> dict:
     return {"tenant": "bench", "environment": environment, "environment_class": "non-production",

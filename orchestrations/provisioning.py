@@ -22,7 +22,8 @@ bp = df.Blueprint()
 RETRY = df.RetryOptions(first_retry_interval_in_milliseconds=2000, max_number_of_attempts=6)
 WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW = 40  # keeps a long wait's history short
 DECISION_DETAILS = {"expired": "the approval deadline passed", "rejected": "an operator rejected the plan",
-                    "cancelled": "an operator cancelled the run"}
+                    "cancelled": "an operator cancelled the run",
+                    "superseded": "newer desired state was declared while the run awaited approval"}
 
 Steps = Generator[Any, Any, Any]
 
@@ -56,6 +57,8 @@ def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
 
     context.set_custom_status("applying")
     result = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
+    while result["outcome"] == "continue":  # one slice done; each slice is its own activity (functionTimeout)
+        result = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
     return (yield from _finish(context, run, result["outcome"], result.get("reason"), result.get("detail", "")))
 
 
@@ -83,6 +86,7 @@ def _wait_for_approval(context: df.DurableOrchestrationContext, run: dict[str, A
     deadline = datetime.fromisoformat(deadline_text)
     context.set_custom_status("awaiting-approval")
     while True:
+        # A run superseded as it began to wait gets a deadline of now: the timer fires at once.
         timer = context.create_timer(deadline)
         decided = context.wait_for_external_event(APPROVAL_DECIDED)
         winner = yield context.task_any([decided, timer])

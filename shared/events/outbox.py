@@ -18,6 +18,12 @@ out to queues of other modules of this host (the inventory listens to
 provisioning's events on ``inventory-inbox``), so no module steals another's
 messages from a shared queue.
 
+An event is one table property and one queue message, so it is bounded by
+:data:`MAX_EVENT_BYTES`: a property holds 64 KiB (UTF-16), a queue message
+64 KiB after base64. Anything that grows with an environment goes by
+reference (a blob and its digest), and an event over the bound is refused
+here, by name, instead of failing the batch with the store's raw error.
+
 Dispatch is at-least-once: right after the commit the writer sends its events
 to the ``runtime-cloud-events`` queue and marks them dispatched; the
 ``outbox_dispatcher`` timer sends whatever a crash left pending. Consumers
@@ -44,7 +50,7 @@ from azure.core.exceptions import HttpResponseError, ResourceModifiedError, Reso
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 from azure.storage.queue import QueueClient
 
-from shared.errors import AlreadyExists, ConcurrencyConflict
+from shared.errors import AlreadyExists, ConcurrencyConflict, RuntimeCloudError
 from shared.events.cloudevents import CloudEvent, NewEvent
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import read_row
@@ -59,7 +65,14 @@ SEQUENCE_ROW = "~outbox-sequence"
 OUTBOX_PREFIX = "~outbox|"
 _OUTBOX_END = "~outbox}"  # the character after "|": an exclusive upper bound for the prefix
 
+# 32 KiB of UTF-8 is at most 64 KiB as UTF-16 (a table property) and ~43 KiB as base64 (a queue message).
+MAX_EVENT_BYTES = 32 * 1024
+
 TransactionOperation = tuple[Any, ...]
+
+
+class EventTooLarge(RuntimeCloudError):
+    """An event would not fit a table property or a queue message: its payload belongs in a blob."""
 
 
 def outbox_row_key(sequence: int) -> str:
@@ -82,6 +95,8 @@ class Outbox:
         last = int(sequence_row["Last"]) if sequence_row else 0
         now = datetime.now(timezone.utc).isoformat()
         cloud_events = [self._envelope(stream, event, last + offset, now) for offset, event in enumerate(pending, 1)]
+        for event in cloud_events:
+            _check_size(event)
         batch = list(operations) + [("create", self._outbox_entity(stream, e)) for e in cloud_events]
         if pending:
             batch.append(self._sequence_operation(stream, sequence_row, last + len(pending)))
@@ -188,6 +203,13 @@ class Outbox:
             if error.status_code in (412, 404):
                 raise ConcurrencyConflict(f"{self._table.table_name}: {error.error_code}") from error
             raise
+
+
+def _check_size(event: CloudEvent) -> None:
+    size = len(event.to_json().encode("utf-8"))
+    if size > MAX_EVENT_BYTES:
+        raise EventTooLarge(f"event {event.type} of {event.subject} is {size} bytes, over the {MAX_EVENT_BYTES} "
+                            "an event may hold: put what grows with the environment in a blob and reference it")
 
 
 def outbox_for(storage: StorageClients, table_name: str, source: str) -> Outbox:

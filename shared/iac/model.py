@@ -14,7 +14,7 @@ reviewed is ever applied.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -130,12 +130,23 @@ class ApplyFailed(RunnerError):
         super().__init__(message, result)
 
 
+class ApplySliceEnded(RunnerError):
+    """The apply reached its slice's deadline between two steps; ``result`` holds what it did.
+
+    Not a failure: the same apply is called again (a new activity, with a new
+    ``functionTimeout``) and the journal lets it go on from the next step. An
+    apply that cannot stop between steps ignores the deadline."""
+
+
 class StepJournal(Protocol):
     """Durable record of finished steps of one run (idempotency per run and step)."""
 
     def finished(self, address: str) -> StepResult | None: ...
 
     def record(self, result: StepResult) -> None: ...
+
+    def flush(self) -> None:
+        """Make what was recorded durable; a runner calls it before it returns or raises."""
 
 
 class IaCRunner(Protocol):
@@ -151,4 +162,11 @@ class IaCRunner(Protocol):
         plan: PlanResult,
         journal: StepJournal,
         resolved_configuration: dict[str, str],
-    ) -> ApplyResult: ...
+        *,
+        deadline: float | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> ApplyResult:
+        """Apply ``plan``; past ``deadline`` (``time.monotonic()``), stop between two steps with
+        :class:`ApplySliceEnded` once at least one step was done in this call. ``stop`` is asked
+        between steps too (an operator's cancel): when it answers true, the same exception."""
+        ...

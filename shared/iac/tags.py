@@ -15,13 +15,10 @@ the inventory reports a tagged resource that no specification declares as
 ``unexpected``. The same keys are used as Azure resource tags for programs run
 by the Pulumi runner, so the Azure Resource Manager observer can list them.
 
-Tables cannot carry metadata in Azure Storage, so a table carries no tags.
-The consequence: tables are tracked only by the specification. A table the
-specification declares is taken as this environment's when it already exists
-(ownership cannot be checked, so it is never a conflict); a table dropped from
-the specification is not deleted by a plan (nothing in the target says it was
-ours; delete it by hand or keep it); and the inventory can report a declared
-table as ``missing`` but never an undeclared one as ``unexpected``.
+Tables cannot carry metadata in Azure Storage, so a table's tags live in the
+target's ownership registry instead (one row per table, see
+:mod:`shared.iac.embedded.table_registry`); read back, they are the table's
+tags, and tables are owned, refused, deleted and reported like the rest.
 """
 
 from __future__ import annotations

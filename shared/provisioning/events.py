@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from shared.events.cloudevents import NewEvent
+from shared.provisioning.outputs import OutputsReference
 from shared.provisioning.runs import FailureReason, Run
+
+MAX_DETAIL = 2000  # a failure's detail can list many fields; the event stays small
 
 
 def _subject(run: Run) -> str:
@@ -20,17 +21,20 @@ def specification_declared(run: Run) -> NewEvent:
     })
 
 
-def provisioning_applied(run: Run, outputs: dict[str, Any]) -> NewEvent:
+def provisioning_applied(run: Run, outputs: OutputsReference) -> NewEvent:
+    # The outputs go by reference: they grow with the environment, an event may not (claim check).
     return NewEvent("ProvisioningApplied", _subject(run), run.tenant, {
         "run_id": run.id, "promotion_id": run.idempotency_key, "environment": run.environment,
         "specification_digest": run.specification_digest, "plan_digest": run.plan_digest,
-        "apply_receipt_digest": run.apply_receipt_digest, "counts": run.plan_counts, "outputs": outputs,
+        "apply_receipt_digest": run.apply_receipt_digest, "counts": run.plan_counts,
+        "outputs_ref": outputs.model_dump(mode="json"),
     })
 
 
 def provisioning_failed(run: Run, reason: FailureReason, detail: str) -> NewEvent:
     return NewEvent("ProvisioningFailed", _subject(run), run.tenant, {
         "run_id": run.id, "promotion_id": run.idempotency_key, "environment": run.environment,
-        "specification_digest": run.specification_digest, "reason": reason.value, "detail": detail,
+        "specification_digest": run.specification_digest, "reason": reason.value,
+        "detail": detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL] + "... (truncated; see the run)",
         "apply_receipt_digest": run.apply_receipt_digest,
     })

@@ -9,11 +9,19 @@ state; HTTP and queue triggers only record declarations and decisions.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from shared.iac.model import ApplyResult, PlanNoLongerHolds, PlanResult, RunnerError, TargetUnreachable
+from shared.iac.model import (
+    ApplyResult,
+    ApplySliceEnded,
+    PlanNoLongerHolds,
+    PlanResult,
+    RunnerError,
+    TargetUnreachable,
+)
 from shared.iac.registry import runner_for
 from shared.provisioning import events
 from shared.provisioning.configuration import (
@@ -23,10 +31,13 @@ from shared.provisioning.configuration import (
     resolve_configuration,
     resolve_secrets,
 )
+from shared.provisioning.cancellation import CancelWatch
 from shared.provisioning.journal import TableStepJournal
+from shared.provisioning.outputs import OutputsReference, OutputsStore
 from shared.provisioning.receipts import ApplyReceipt, ConfigurationRecord, PlanReceipt, ReceiptStore
 from shared.provisioning.runs import FINAL_STATES, FailureReason, Run, RunState, utc_now
 from shared.provisioning.store import ProvisioningStore
+from shared.provisioning.supersession import newer_run, supersede_awaiting_approval, superseded_by
 from shared.storage.streams import optimistic
 from shared.settings import Settings
 from shared.storage.clients import StorageClients
@@ -64,6 +75,7 @@ class RunSteps:
         self._settings = settings
         self._store = ProvisioningStore(storage, source)
         self._receipts = ReceiptStore(storage)
+        self._outputs = OutputsStore(storage)
 
     # -- waiting for the environment ------------------------------------------------------
 
@@ -78,7 +90,7 @@ class RunSteps:
                     return "cancelled"
                 if run.state is not RunState.QUEUED:
                     return "proceed"  # claimed by an earlier attempt of this step
-                if self._newer_run_exists(run):
+                if newer_run(self._store, run) is not None:
                     return "superseded"
                 env = self._store.environment(ref.tenant, ref.environment)
                 active = env.get("ActiveRunId")
@@ -89,15 +101,6 @@ class RunSteps:
                 return "proceed"
         raise AssertionError("unreachable")
 
-    def _newer_run_exists(self, run: Run) -> bool:
-        # A newer run that never stood a chance (invalid, or cancelled) does not supersede.
-        return any(
-            other.ordinal > run.ordinal
-            and other.failure_reason not in (FailureReason.INVALID_SPECIFICATION, FailureReason.CANCELLED)
-            and not (other.decision is not None and other.decision.decision == "cancelled")
-            for other in self._store.runs(run.tenant, run.environment)
-        )
-
     def _is_finished(self, ref: RunRef, run_id: str) -> bool:
         # A lock held by a run that already ended is orphaned (a crash between steps): take it over.
         active = self._store.find_run(ref.tenant, ref.environment, run_id)
@@ -105,6 +108,10 @@ class RunSteps:
 
     def waiting_runs(self, ref: RunRef) -> list[str]:
         return [r.id for r in self._store.runs(ref.tenant, ref.environment, RunState.QUEUED) if r.id != ref.run_id]
+
+    def supersede_awaiting_approval(self, ref: RunRef) -> list[str]:
+        """Older runs awaiting approval that the newly declared run ``ref`` supersedes (see :mod:`.supersession`)."""
+        return supersede_awaiting_approval(self._store, ref.tenant, ref.environment, ref.run_id)
 
     # -- plan ---------------------------------------------------------------------------------
 
@@ -143,16 +150,27 @@ class RunSteps:
     # -- approval ---------------------------------------------------------------------------
 
     def await_approval(self, ref: RunRef) -> str:
-        """Move to awaiting-approval with a deadline; returns the deadline (ISO 8601)."""
+        """Move to awaiting-approval with a deadline; returns how long to wait (ISO 8601).
+
+        If newer desired state was declared meanwhile, the run is superseded at once (its
+        decision says so) and the answer is *now*, so the orchestration reads the decision
+        without waiting. The move is written with the environment row under that row's
+        ETag: a declaration committed between our read of the runs and this write moves
+        the row, so the step runs again and sees it.
+        """
         for attempt in optimistic():
             with attempt:
                 run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
                 if run.approval_deadline:
-                    return run.approval_deadline
+                    return utc_now() if run.decision is not None else run.approval_deadline
+                env = self._store.environment(ref.tenant, ref.environment)
                 timeout = self._settings.runtime_cloud.provisioning.approval_timeout_seconds
                 deadline = (datetime.now(timezone.utc) + timedelta(seconds=timeout)).isoformat()
-                self._store.save_run(run.moved_to(RunState.AWAITING_APPROVAL, approval_deadline=deadline), etag)
-                return deadline
+                waiting = run.moved_to(RunState.AWAITING_APPROVAL, approval_deadline=deadline)
+                if (newer := newer_run(self._store, run)) is not None and run.decision is None:
+                    waiting = waiting.model_copy(update={"decision": superseded_by(newer, run.plan_digest)})
+                self._store.save_run(waiting, etag, env_changes={}, env=env)
+                return utc_now() if waiting.decision is not None else deadline
         raise AssertionError("unreachable")
 
     def decision(self, ref: RunRef) -> str | None:
@@ -162,9 +180,17 @@ class RunSteps:
     # -- apply --------------------------------------------------------------------------------
 
     def apply(self, ref: RunRef) -> dict[str, Any]:
+        """Apply the reviewed plan, or one slice of it: ``{"outcome": "continue"}`` asks to be called
+        again (the journal makes the next call go on from the next step); any other outcome is final,
+        with the apply receipt written."""
+        waiting, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        if waiting.cancel_requested and waiting.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
+            return _cancelled("cancelled before the apply began: nothing was applied")
         run = self._start_applying(ref)
         if run.apply_receipt_digest:  # an earlier attempt finished and recorded its receipt
             return _outcome_of(run)
+        if run.cancel_requested:  # asked between two slices: stop here, recording what was applied
+            return self._end_cancelled(ref, run, utc_now(), None)
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
         target = self._settings.target(run.target)
         plan = self._reviewed_plan(run)
@@ -179,7 +205,13 @@ class RunSteps:
             secrets = resolve_secrets(specification.secrets)
             runner = runner_for(specification.runner, self._settings.runtime_cloud.iac)
             result = runner.apply(specification, target, plan, TableStepJournal(self._storage, run.id),
-                                  {**configuration.values, **secrets})
+                                  {**configuration.values, **secrets}, deadline=self._slice_deadline(),
+                                  stop=CancelWatch(self._store, ref.tenant, ref.environment, ref.run_id))
+        except ApplySliceEnded as paused:  # not an end: no receipt until the last slice
+            current, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+            if current.cancel_requested:
+                return self._end_cancelled(ref, current, started, paused.result)
+            return {"outcome": "continue", "steps_done": len(paused.result.steps) if paused.result else 0}
         except SecretUnresolvable as error:
             failure = (FailureReason.APPLY_FAILED, str(error))
         except PlanNoLongerHolds as error:
@@ -192,7 +224,27 @@ class RunSteps:
         updated = self._update(ref, apply_receipt_digest=digest,
                                failure_reason=failure[0] if failure else None,
                                failure_detail=failure[1] if failure else None)
-        return _outcome_of(updated, result.outputs if result else {})
+        return _outcome_of(updated)  # the outputs are in the receipt: a history event stays small
+
+    def _end_cancelled(self, ref: RunRef, run: Run, started: str, result: ApplyResult | None) -> dict[str, Any]:
+        """Record an apply an operator stopped between steps: its receipt lists what was applied."""
+        if result is None:
+            steps = {step.address: step for step in TableStepJournal(self._storage, run.id).all()}
+            plan = self._reviewed_plan(run)
+            done = [steps[change.address] for change in (plan.changes if plan else []) if change.address in steps]
+            result = ApplyResult(runner=run.runner, runner_version="", steps=done,
+                                 outputs={step.address: step.outputs for step in done if step.outputs})
+        by = run.cancellation or run.decision  # the cancel: beside an approval, or as the decision
+        planned = sum((run.plan_counts or {}).values())
+        detail = (f"cancelled by {by.by if by else 'an operator'} after {len(result.steps)} of {planned} step(s); "
+                  "what was applied stays, listed in the apply receipt")
+        failure = (FailureReason.CANCELLED, detail)
+        digest = self._write_apply_receipt(run, started, result, failure)
+        self._update(ref, apply_receipt_digest=digest, failure_reason=FailureReason.CANCELLED, failure_detail=detail)
+        return _cancelled(detail)
+
+    def _slice_deadline(self) -> float:
+        return time.monotonic() + self._settings.runtime_cloud.iac.apply_slice_seconds
 
     def _start_applying(self, ref: RunRef) -> Run:
         for attempt in optimistic():
@@ -222,7 +274,7 @@ class RunSteps:
             runner=result.runner if result else run.runner,
             runner_version=result.runner_version if result else "",
             specification_digest=run.specification_digest, plan_digest=run.plan_digest,
-            outcome="failed" if failure else "applied",
+            outcome=("cancelled" if failure[0] is FailureReason.CANCELLED else "failed") if failure else "applied",
             failure_reason=failure[0].value if failure else None, failure_detail=failure[1] if failure else None,
             steps=result.steps if result else [], outputs=result.outputs if result else {},
             logs=result.logs if result else [], approvals=[run.decision] if run.decision else [],
@@ -259,13 +311,14 @@ class RunSteps:
             env_changes["LastReceiptDigest"] = final.apply_receipt_digest
         if outcome == "applied":
             env_changes.update(AppliedDigest=run.specification_digest, AppliedRunId=run.id)
-        event = (events.provisioning_applied(final, self._outputs(final)) if outcome == "applied"
+        event = (events.provisioning_applied(final, self._publish_outputs(final)) if outcome == "applied"
                  else events.provisioning_failed(final, failure or FailureReason.APPLY_FAILED, detail))
         self._store.save_run(final, etag, [event], env_changes=env_changes or None, env=env)
 
-    def _outputs(self, run: Run) -> dict[str, Any]:
+    def _publish_outputs(self, run: Run) -> OutputsReference:
+        """The outputs go by reference: an environment's outputs outgrow any event (claim check)."""
         document, _ = self._receipts.read(run.tenant, run.environment, run.id, "apply")
-        return document.get("outputs", {})
+        return self._outputs.publish(run.tenant, run.environment, run.id, document.get("outputs", {}))
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -283,7 +336,13 @@ def _failed(reason: FailureReason, detail: str) -> dict[str, Any]:
     return {"outcome": "failed", "reason": reason.value, "detail": detail}
 
 
-def _outcome_of(run: Run, outputs: dict[str, Any] | None = None) -> dict[str, Any]:
+def _cancelled(detail: str) -> dict[str, Any]:
+    return {"outcome": "cancelled", "reason": FailureReason.CANCELLED.value, "detail": detail}
+
+
+def _outcome_of(run: Run) -> dict[str, Any]:
+    if run.failure_reason is FailureReason.CANCELLED:
+        return _cancelled(run.failure_detail or "")
     if run.failure_reason:
         return _failed(run.failure_reason, run.failure_detail or "")
-    return {"outcome": "applied", "reason": None, "detail": "", "outputs": outputs or {}}
+    return {"outcome": "applied", "reason": None, "detail": ""}

@@ -59,7 +59,7 @@ class ConfigurationRecord(BaseModel):
 class ApplyReceipt(ReceiptHeader):
     kind: Literal["apply"] = "apply"
     plan_digest: str | None
-    outcome: Literal["applied", "failed"]
+    outcome: Literal["applied", "failed", "cancelled"]  # cancelled: stopped between steps by an operator
     failure_reason: str | None = None
     failure_detail: str | None = None
     steps: list[StepResult] = Field(default_factory=list)

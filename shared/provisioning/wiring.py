@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from shared.provisioning.lifecycle import RunSteps
+from shared.provisioning.outputs import OutputsStore
 from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.service import ProvisioningService
 from shared.provisioning.store import ProvisioningStore
@@ -34,3 +35,8 @@ def steps() -> RunSteps:
 @functools.lru_cache(maxsize=1)
 def receipts() -> ReceiptStore:
     return ReceiptStore(shared_host_storage())
+
+
+@functools.lru_cache(maxsize=1)
+def outputs() -> OutputsStore:
+    return OutputsStore(shared_host_storage())

@@ -34,6 +34,9 @@ class DictJournal(dict[str, StepResult]):
     def record(self, result: StepResult) -> None:
         self[result.address] = result
 
+    def flush(self) -> None:
+        pass  # a dict is written at once
+
 
 @dataclass
 class TargetAccount:

@@ -6,7 +6,9 @@ import pytest
 
 from shared.iac.embedded import EmbeddedRunner, PlanNotForThisRunner
 from shared.iac.model import PlanNoLongerHolds, StepResult, StepStatus
-from tests.iac.conftest import DictJournal, specification, tags_for
+from shared.iac.embedded.table_registry import registry_of
+from shared.iac.tags import ManagementTags
+from tests.iac.conftest import TENANT, DictJournal, specification, tags_for
 
 
 def three_resources(names, owner="team-a"):
@@ -139,3 +141,20 @@ def test_apply_pauses_the_step_interval_between_changes(target, names, environme
     runner.apply(spec, target, runner.plan(spec, target), DictJournal(), {})
 
     assert pauses == [1.5, 1.5]
+
+
+def test_a_table_is_registered_when_created_and_deleted_with_its_registration_when_dropped(
+        target, account, names, environment):
+    runner = EmbeddedRunner()
+    first = specification(environment, three_resources(names))
+    runner.apply(first, target, runner.plan(first, target), DictJournal(), {})
+    ledger = names("Ledger", table=True)
+    assert registry_of(account.tables).owner(ledger) == ManagementTags(tenant=TENANT, environment=environment)
+
+    second = specification(environment, three_resources(names)[:2])  # the table is dropped
+    result = runner.apply(second, target, runner.plan(second, target), DictJournal(), {})
+
+    statuses = {step.address: (step.action.value, step.status.value) for step in result.steps}
+    assert statuses[f"table/{ledger}"] == ("delete", "applied")
+    assert ledger not in account.table_names()
+    assert registry_of(account.tables).owner(ledger) is None

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from shared.iac.embedded import EmbeddedRunner, OwnedElsewhere, read_target_state
+from shared.iac.embedded import EmbeddedRunner, ObservedResource, ObservedState, OwnedElsewhere, plan_changes
+from shared.iac.embedded import read_target_state
+from shared.iac.embedded.table_registry import registry_of
+from shared.iac.tags import ManagementTags
 from shared.iac.model import Action, FieldChange
 from shared.provisioning.specification import ResourceType
 from tests.iac.conftest import TENANT, specification, tags_for
@@ -31,7 +34,8 @@ def test_plan_of_an_absent_environment_creates_everything_with_each_field(target
     assert FieldChange(path="metadata.owner", before=None, after="team-a") in container.fields
     assert FieldChange(path="metadata.rc_environment", before=None, after=environment) in container.fields
     table = by_address(plan)[f"table/{names('Ledger', table=True)}"]
-    assert (table.before, table.after, table.fields) == (None, {}, [])
+    assert (table.before, table.after) == (None, {"registration": tags_for(environment)})
+    assert FieldChange(path="registration.rc_tenant", before=None, after=TENANT) in table.fields
 
 
 def test_plan_lists_update_no_change_and_delete_with_field_level_diffs(target, account, names, environment):
@@ -40,6 +44,7 @@ def test_plan_lists_update_no_change_and_delete_with_field_level_diffs(target, a
     account.queues.create_queue(names("orders"), metadata=ours)
     account.queues.create_queue(names("retired"), metadata={**ours, "owner": "team-a"})
     account.tables.create_table(names("Ledger", table=True))
+    register(account, names("Ledger", table=True), environment)
     spec = specification(environment, [
         {"type": "blob-container", "name": names("data"), "metadata": {"owner": "team-b", "region": "eu"}},
         {"type": "queue", "name": names("orders")},
@@ -64,6 +69,45 @@ def test_plan_lists_update_no_change_and_delete_with_field_level_diffs(target, a
     assert FieldChange(path="metadata.owner", before="team-a", after=None) in deletion.fields
     assert plan.changes[-1] is deletion  # deletes come last
     assert any("deletes it, with its messages" in line for line in plan.diagnostics)
+
+
+def register(account, table: str, environment: str, tenant: str = TENANT) -> None:
+    """Register ``table`` for an environment, as an earlier apply of that environment would have."""
+    registry_of(account.tables).claim(table, ManagementTags(tenant=tenant, environment=environment), lambda: True)
+
+
+def test_tables_are_owned_through_the_registry_adopted_refused_and_deleted(target, account, names, environment):
+    for table in ("Found", "Theirs", "Retired"):
+        account.tables.create_table(names(table, table=True))
+    register(account, names("Theirs", table=True), environment, tenant="tenant-secret-b")
+    register(account, names("Retired", table=True), environment)
+    found = {"type": "table", "name": names("Found", table=True)}
+
+    plan = EmbeddedRunner().plan(specification(environment, [found]), target)
+
+    changes = by_address(plan)
+    adopted = changes[f"table/{names('Found', table=True)}"]
+    assert adopted.action is Action.UPDATE and adopted.before == {}
+    assert any("adopts it" in line for line in plan.diagnostics)
+    retired = changes[f"table/{names('Retired', table=True)}"]
+    assert retired.action is Action.DELETE and any("with its entities" in line for line in plan.diagnostics)
+    with pytest.raises(OwnedElsewhere) as refused:
+        EmbeddedRunner().plan(specification(environment, [{"type": "table", "name": names("Theirs", table=True)}]),
+                              target)
+    assert "another tenant" in str(refused.value) and "tenant-secret-b" not in str(refused.value)
+
+
+def test_a_listing_that_repeats_a_resource_plans_its_change_once(environment):
+    ours = ManagementTags(tenant=TENANT, environment=environment)
+    retired = ObservedResource(type=ResourceType.QUEUE, name="retired-q", tags=ours.as_metadata())
+    kept = ObservedResource(type=ResourceType.QUEUE, name="kept-q", tags=ours.as_metadata())
+    # Azurite's queue listing repeats queues past its first page (it pages by insertion, sorts by name).
+    observed = ObservedState(target="t", account="a", observed_at="now", resources=[retired, kept, retired, kept])
+
+    planned = plan_changes(specification(environment, [{"type": "queue", "name": "kept-q"}]), observed)
+
+    assert [(c.address, c.action) for c in planned.changes] == [
+        ("queue/kept-q", Action.NO_CHANGE), ("queue/retired-q", Action.DELETE)]
 
 
 def test_plan_leaves_other_environments_and_untagged_resources_and_tables_alone(target, account, names, environment):

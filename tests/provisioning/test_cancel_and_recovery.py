@@ -7,23 +7,20 @@ from tests.support.host import wait_until
 
 
 def test_waiting_runs_can_be_cancelled_and_applied_ones_cannot(provisioning_host, mint):
+    # (A queued run, and an apply stopped between steps: tests/provisioning/test_apply_cancel.py.)
     requester = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")
     environment = unique("cancel")
     holding = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
     wait_for_run_state(provisioning_host, requester, holding, {"awaiting-approval"})
-    queued = declare(provisioning_host, requester, specification(environment, "production", resources=[
-        {"type": "queue", "name": f"later-{environment[-8:]}"}])).json()["run_id"]
 
-    for run_id in (queued, holding):
-        answer = provisioning_host.request("POST", f"runtime-cloud/runs/{run_id}/cancel", token=operator,
-                                           json={"reason": "wrong release"})
-        assert answer.status_code == 200, answer.text
+    answer = provisioning_host.request("POST", f"runtime-cloud/runs/{holding}/cancel", token=operator,
+                                       json={"reason": "wrong release"})
+    assert answer.status_code == 200, answer.text
 
-    for run_id in (queued, holding):
-        run = wait_for_run_state(provisioning_host, requester, run_id, {"cancelled", "failed", "superseded"})
-        assert run["state"] == "cancelled", run
-        assert run["failure_reason"] == "cancelled"
+    run = wait_for_run_state(provisioning_host, requester, holding, {"cancelled", "failed", "superseded"})
+    assert run["state"] == "cancelled", run
+    assert run["failure_reason"] == "cancelled"
 
     done = declare(provisioning_host, requester, specification(unique("done"))).json()["run_id"]
     wait_for_run_state(provisioning_host, requester, done, {"applied"})

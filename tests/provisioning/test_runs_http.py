@@ -83,6 +83,20 @@ def test_a_newer_declaration_supersedes_a_run_awaiting_approval_and_only_the_new
     assert wait_for_run_state(provisioning_host, requester, newer[-1], {"applied", "failed"})["state"] == "applied"
 
 
+def test_a_run_superseded_while_it_plans_does_not_wait_for_approval(provisioning_host, mint):
+    # The second declaration lands while the first plans or as it begins to wait: either way
+    # (the declaration or the first run's move to awaiting-approval sees the other) it is superseded.
+    requester = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
+    environment = unique("racing")
+    first = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
+    second = declare(provisioning_host, requester, specification(environment, "production", resources=[
+        {"type": "queue", "name": f"second-{environment[-8:]}"}])).json()["run_id"]
+
+    assert wait_for_run_state(provisioning_host, requester, first, {"superseded", "expired", "applied"})["state"] \
+        == "superseded"
+    assert wait_for_run_state(provisioning_host, requester, second, {"awaiting-approval"})
+
+
 def test_an_approved_run_is_not_superseded_and_the_newer_run_follows_it(provisioning_host, mint):
     requester = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")

@@ -10,6 +10,7 @@ One concept per module:
   :class:`~shared.iac.model.TargetUnreachable`;
 - :mod:`.observed`: the typed observed state of a target account;
 - :mod:`.reader`: reading that state (also used by the inventory);
+- :mod:`.table_registry`: who owns each table (tables carry no metadata tags);
 - :mod:`.state`: the comparable state of a resource and field-level diffs;
 - :mod:`.planner`: specification + observed state -> changes;
 - :mod:`.applier`: applies exactly those changes, idempotently per step;

@@ -30,7 +30,8 @@ class ObservedResource(BaseModel):
     type: ResourceType
     name: str
     metadata: dict[str, str] = Field(default_factory=dict, description="the user's metadata (no rc_ tags)")
-    tags: dict[str, str] = Field(default_factory=dict, description="the product's rc_ management tags")
+    tags: dict[str, str] = Field(default_factory=dict, description="the product's rc_ management tags "
+                                 "(of a table: its registration in the ownership registry)")
     properties: dict[str, Any] = Field(
         default_factory=dict, description="read-only facts: url, and for containers last_modified, public_access"
     )
@@ -45,13 +46,13 @@ class ObservedResource(BaseModel):
 
     @property
     def management(self) -> ManagementTags | None:
-        """Who manages it according to its tags (None: not this product; always None for tables)."""
+        """Who manages it according to its tags or registration (None: not this product)."""
         return ManagementTags.from_metadata(self.tags)
 
     def state(self) -> dict[str, Any]:
         """The comparable state: what a specification controls, tags included."""
         if self.type is ResourceType.TABLE:
-            return {}
+            return {"registration": dict(self.tags)} if self.tags else {}
         return {"metadata": {**self.metadata, **self.tags}}
 
 

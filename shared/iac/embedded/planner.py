@@ -6,18 +6,19 @@ For each declared resource:
 
 - absent -> ``create`` (every field listed with ``before = None``);
 - present and equal (metadata and management tags) -> ``no-change``;
-- present and different -> ``update`` with the differing fields; a container
-  or queue that carries no management tags is adopted this way (the diff shows
-  the tags being added, and a diagnostic says so);
-- present but tagged for another environment or tenant -> :class:`OwnedElsewhere`:
-  planning stops, nothing is adopted from another owner.
+- present and different -> ``update`` with the differing fields; a resource
+  that carries no management tags (a table: no registration) is adopted this
+  way (the diff shows the tags being added, and a diagnostic says so);
+- present but tagged (or registered) for another environment or tenant ->
+  :class:`OwnedElsewhere`: planning stops, nothing is adopted from another owner.
 
-For each resource tagged as managed for this tenant and environment that the
-specification no longer declares -> ``delete``. Tables carry no tags, so they
-are never deleted by a plan and never conflict (see :mod:`shared.iac.tags`).
+For each resource tagged (a table: registered, see
+:mod:`shared.iac.embedded.table_registry`) as managed for this tenant and
+environment that the specification no longer declares -> ``delete``.
 
-Changes come in the order they are applied: creates, updates and no-changes by
-address, then deletes by address.
+Each resource appears once, whatever the listing returned. Changes come in
+the order they are applied: creates, updates and no-changes by address, then
+deletes by address.
 """
 
 from __future__ import annotations
@@ -52,12 +53,13 @@ def plan_changes(specification: EnvironmentSpecification, observed: ObservedStat
         found = actual.get(lookup_key(resource.type, resource.name))
         if found is not None:
             _check_owner(found, ours, observed.target)
-            if found.type is not ResourceType.TABLE and found.management is None:
+            if found.management is None:
                 diagnostics.append(f"{found.address} exists without management tags: the plan adopts it")
         changes.append(_change_for(resource, found, ours))
-    declared = {lookup_key(resource.type, resource.name) for resource in specification.resources}
+    planned = {lookup_key(resource.type, resource.name) for resource in specification.resources}
     for resource in observed.managed_for(ours):
-        if resource.key not in declared:
+        if resource.key not in planned:  # once each, even if the listing repeated it
+            planned.add(resource.key)
             changes.append(_deletion(resource))
             diagnostics.append(_deletion_warning(resource))
     return PlannedChanges(changes=changes, diagnostics=diagnostics)
@@ -114,6 +116,7 @@ def _check_owner(found: ObservedResource, ours: ManagementTags, target_id: str) 
 
 
 def _deletion_warning(resource: ObservedResource) -> str:
-    contents = {ResourceType.BLOB_CONTAINER: "its blobs", ResourceType.QUEUE: "its messages"}
+    contents = {ResourceType.BLOB_CONTAINER: "its blobs", ResourceType.QUEUE: "its messages",
+                ResourceType.TABLE: "its entities"}
     lost = contents.get(resource.type, "its contents")
     return f"{resource.address} is no longer declared: the plan deletes it, with {lost}"

@@ -21,7 +21,8 @@ from azure.core.exceptions import ResourceNotFoundError
 
 from shared.iac.embedded.access import AccessPolicy, TargetClients, open_target, unreachable_on_failure
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
-from shared.iac.tags import split_metadata
+from shared.iac.embedded.table_registry import is_registry, registry_of
+from shared.iac.tags import ManagementTags, split_metadata
 from shared.provisioning.specification import ResourceType
 from shared.targets import ProvisioningTarget
 
@@ -41,11 +42,21 @@ def read_target_state(target: ProvisioningTarget, policy: AccessPolicy | None = 
 def read_state(clients: TargetClients) -> ObservedState:
     """:func:`read_target_state` with clients the caller already holds."""
     observed_at = datetime.now(timezone.utc).isoformat()
-    resources = [*_containers(clients), *_queues(clients), *_tables(clients)]
+    resources = _once_each([*_containers(clients), *_queues(clients), *_tables(clients)])
     resources.sort(key=lambda resource: resource.address)
     return ObservedState(
         target=clients.target.id, account=clients.account_name, observed_at=observed_at, resources=resources
     )
+
+
+def _once_each(resources: list[ObservedResource]) -> list[ObservedResource]:
+    """Each resource once: a paged listing can return one twice (Azurite's queue listing pages by
+    insertion order but sorts by name, so past one page it repeats some queues and skips others;
+    Azure's can repeat one that changed while it was listed)."""
+    seen: dict[str, ObservedResource] = {}
+    for resource in resources:
+        seen.setdefault(resource.key, resource)
+    return list(seen.values())
 
 
 def read_resource(clients: TargetClients, resource_type: ResourceType, name: str) -> ObservedResource | None:
@@ -76,7 +87,9 @@ def _queues(clients: TargetClients) -> list[ObservedResource]:
 
 def _tables(clients: TargetClients) -> list[ObservedResource]:
     with unreachable_on_failure(clients.target, "listing tables"):
-        return [_table(clients, item.name) for item in clients.tables.list_tables(results_per_page=1000)]
+        owners = registry_of(clients.tables).owners()
+        return [_table(clients, item.name, owners.get(item.name.lower()))
+                for item in clients.tables.list_tables(results_per_page=1000) if not is_registry(item.name)]
 
 
 def _one_container(clients: TargetClients, name: str) -> ObservedResource | None:
@@ -96,15 +109,22 @@ def _one_queue(clients: TargetClients, name: str) -> ObservedResource | None:
 
 
 def _one_table(clients: TargetClients, name: str) -> ObservedResource | None:
+    if is_registry(name):
+        return None
+    found = _table_name(clients, name)
+    return _table(clients, found, registry_of(clients.tables).owner(found)) if found else None
+
+
+def _table_name(clients: TargetClients, name: str) -> str | None:
     exact = list(clients.tables.query_tables("TableName eq @name", parameters={"name": name}))
     if exact:
-        return _table(clients, exact[0].name)
+        return str(exact[0].name)
     # Table names are case-insensitive in Azure Storage but a filter compares exactly:
     # only when the exact name is absent, look for the same table under other casing.
     key = lookup_key(ResourceType.TABLE, name)
     other = next((item for item in clients.tables.list_tables() if lookup_key(ResourceType.TABLE, item.name) == key),
                  None)
-    return _table(clients, other.name) if other else None
+    return str(other.name) if other else None
 
 
 def _container(clients: TargetClients, name: str, metadata: Mapping[str, str] | None, last_modified: Any,
@@ -125,5 +145,6 @@ def _queue(clients: TargetClients, name: str, metadata: Mapping[str, str] | None
                             properties={"url": clients.queue_url(name)})
 
 
-def _table(clients: TargetClients, name: str) -> ObservedResource:
-    return ObservedResource(type=ResourceType.TABLE, name=name, properties={"url": clients.table_url(name)})
+def _table(clients: TargetClients, name: str, owner: ManagementTags | None) -> ObservedResource:
+    return ObservedResource(type=ResourceType.TABLE, name=name, tags=owner.as_metadata() if owner else {},
+                            properties={"url": clients.table_url(name)})

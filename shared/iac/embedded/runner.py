@@ -66,6 +66,9 @@ class EmbeddedRunner:
         plan: PlanResult,
         journal: StepJournal,
         resolved_configuration: dict[str, str],
+        *,
+        deadline: float | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> ApplyResult:
         _check_specification(specification, target)
         _check_plan(specification, plan)
@@ -79,7 +82,7 @@ class EmbeddedRunner:
         progress.log(f"configuration supplied: {supplied} (the embedded runner writes no configuration)")
         with open_target(target, self.access) as clients:
             applier = Applier(clients, journal, self.step_interval_seconds, self._sleep)
-            return applier.apply(plan.changes, progress)
+            return applier.apply(plan.changes, progress, deadline, stop)
 
 
 def _check_target(target: ProvisioningTarget) -> None:
@@ -112,6 +115,7 @@ def _check_plan(specification: EnvironmentSpecification, plan: PlanResult) -> No
     for change in plan.changes:
         if change.action is Action.REPLACE:
             raise PlanNotForThisRunner(f"{change.address}: the embedded runner never replaces")
-        owner = ManagementTags.from_metadata(((change.before or {}).get("metadata") or {}))
+        before = change.before or {}
+        owner = ManagementTags.from_metadata(before.get("metadata") or before.get("registration") or {})
         if change.action is Action.DELETE and owner != ours:
             raise PlanNotForThisRunner(f"{change.address}: the plan deletes a resource this environment does not own")

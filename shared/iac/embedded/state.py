@@ -1,8 +1,9 @@
 """A resource's comparable state, and field-level differences between two states.
 
 A state is a small JSON document: ``{"metadata": {...}}`` for containers and
-queues (the user's metadata plus the management tags), ``{}`` for tables,
-which carry nothing a specification controls. ``None`` means "absent".
+queues (the user's metadata plus the management tags), ``{"registration":
+{...}}`` for tables (the same tags, from the ownership registry, since a
+table carries no metadata; ``{}`` when unregistered). ``None`` means "absent".
 
 Differences are listed per leaf field as dotted paths (``metadata.owner``) so
 that a reviewer, a drift finding or an ignore rule can name one field. The
@@ -22,7 +23,7 @@ from shared.provisioning.specification import EmbeddedResource, ResourceType
 def desired_state(resource: EmbeddedResource, tags: ManagementTags) -> dict[str, Any]:
     """The state a declared resource should have in the target, management tags included."""
     if resource.type is ResourceType.TABLE:
-        return {}
+        return {"registration": tags.as_metadata()}
     return {"metadata": {**resource.metadata, **tags.as_metadata()}}
 
 

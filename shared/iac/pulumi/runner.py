@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from typing import Any
+from typing import Any, Callable
 
 from shared.iac.model import (
     Action,
@@ -95,7 +95,12 @@ class PulumiRunner:
         plan: PlanResult,
         journal: StepJournal,
         resolved_configuration: dict[str, str],
+        *,
+        deadline: float | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> ApplyResult:
+        # ``deadline`` and ``stop`` are not used: a Pulumi update is one engine operation and cannot
+        # stop between resources and resume, so it must end within one functionTimeout (see the README).
         self._require_cli(specification)
         location = locate_program(specification, self.work_root)
         digest = _check_plan(plan, location)
@@ -124,6 +129,7 @@ class PulumiRunner:
         for step in result.steps:
             if step.status is not StepStatus.FAILED:
                 journal.record(step)
+        journal.flush()
         return result.model_copy(update={"logs": logs + result.logs})
 
     def _stack(self, location: ProgramLocation, specification: EnvironmentSpecification,

@@ -1,0 +1,51 @@
+"""Receipt verification and run outputs: what auditors and delivery read after a run.
+
+- ``GET /runtime-cloud/environments/{environment}/receipts/verify`` walks the
+  environment's receipts and reports the first broken digest or link
+  (:mod:`shared.provisioning.verification`; the same check runs from the command
+  line: ``python -m shared.provisioning.verify_receipts``).
+- ``GET /runtime-cloud/runs/{id}/outputs`` serves the outputs that
+  ``ProvisioningApplied`` references instead of carrying (a claim check,
+  :mod:`shared.provisioning.outputs`).
+
+Both are read-only (``factory.runtime.read``) and tenant-scoped: another
+tenant's environment or run answers 404.
+"""
+
+from __future__ import annotations
+
+import re
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from shared.auth import Caller, Scope
+from shared.errors import NotFound
+from shared.http.endpoint import endpoint
+from shared.http.views.provisioning import RunOutputs
+from shared.provisioning import wiring
+from shared.provisioning.specification import NAME_PATTERN
+from shared.provisioning.verification import ChainReport, verify_environment
+
+bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+ENVIRONMENT = re.compile(NAME_PATTERN)
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/receipts/verify", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ], path={"environment": NAME_PATTERN}, responses={200: ChainReport})
+def verify_receipts(req: func.HttpRequest, caller: Caller) -> dict:
+    """200 with the report whether or not the chain verifies: ``verified`` and ``first_broken`` say."""
+    environment = req.route_params["environment"]
+    if not ENVIRONMENT.fullmatch(environment):  # it becomes part of a table key
+        raise NotFound(f"environment {environment}")
+    report = verify_environment(wiring.store(), wiring.receipts(), caller.tenant, environment)
+    return report.model_dump(mode="json")
+
+
+@bp.route(route="runtime-cloud/runs/{id}/outputs", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: RunOutputs})
+def get_outputs(req: func.HttpRequest, caller: Caller) -> dict:
+    run = wiring.service().run(caller.tenant, req.route_params["id"])
+    outputs, digest = wiring.outputs().read_run(run.tenant, run.environment, run.id)
+    return {"run_id": run.id, "sha256": digest, "count": len(outputs), "outputs": outputs}
