@@ -40,7 +40,9 @@ from shared.capacity.models import (
     AcquireRequest,
     EditionSpec,
     LeaseState,
+    LeaseView,
     PoolSpec,
+    PoolView,
     RenewRequest,
 )
 from shared.capacity.retention import purge_expired_history
@@ -51,6 +53,7 @@ from shared.http import problems
 from shared.http.endpoint import endpoint
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_json_body, parse_model
+from shared.http.views.capacity import EditionSaved, LeaseList, LeasesQuery, PoolList, QuotasView, TenantUsage
 from shared.settings import get_settings
 from shared.timer_schedules import timer_schedule
 
@@ -98,11 +101,6 @@ def capacity_problems() -> Iterator[None]:
         raise problems.not_found() from None
 
 
-def _need_any_scope(caller: Caller, scopes: tuple[Scope, ...]) -> None:
-    if not any(caller.has_scope(scope) for scope in scopes):
-        raise problems.forbidden(f"missing scope: {' or '.join(s.value for s in scopes)}")
-
-
 def _valid_name(value: str, pattern: re.Pattern[str], path: str) -> str:
     if not pattern.fullmatch(value):
         raise InvalidInput([{"path": path, "message": "lower-case letters, digits and '-' (at most 63)"}])
@@ -132,7 +130,7 @@ def _visible_pool(caller: Caller, pool_id: str) -> pools.Pool:
 # -- pools ---------------------------------------------------------------------
 
 @bp.route(route="runtime-cloud/pools", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: PoolList})
 def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
     store, now = default_store(), utcnow()
     admin = caller.has_role(Role.PLATFORM_ADMIN)
@@ -141,14 +139,15 @@ def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
 
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, responses={200: PoolView})
 def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> object:
     pool = _visible_pool(caller, _route_id(req, "id", POOL_ID))
     return pools.pool_view(default_store(), pool, utcnow(), _viewer(caller))
 
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["PUT"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN], path={"id": POOL_ID}, body=PoolSpec,
+          responses={200: PoolView, 201: PoolView}, response_headers={201: ("Location",)}, problems=(409,))
 def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
     pool_id = _valid_name(req.route_params["id"], POOL_ID, "/id")
     spec = parse_model(req, PoolSpec)
@@ -160,7 +159,8 @@ def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
 
 
 @bp.route(route="runtime-cloud/pools/{id}/drain", methods=["POST"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN], path={"id": POOL_ID},
+          responses={200: PoolView}, problems=(409,))
 def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
     with capacity_problems():
         pool = pools.drain_pool(default_store(), _route_id(req, "id", POOL_ID))
@@ -170,7 +170,7 @@ def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
 # -- quotas and usage ------------------------------------------------------------
 
 @bp.route(route="runtime-cloud/quotas", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: QuotasView})
 def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
     store = default_store()
     known = {e.name: e for e in editions.list_editions(store)}
@@ -188,7 +188,8 @@ def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
 
 
 @bp.route(route="runtime-cloud/quotas/{edition}", methods=["PUT"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN], path={"edition": EDITION_NAME},
+          body=EditionSpec, responses={200: EditionSaved, 201: EditionSaved})
 def capacity_put_quota(req: func.HttpRequest, caller: Caller) -> JsonResult:
     name = _valid_name(req.route_params["edition"], EDITION_NAME, "/edition")
     spec = parse_model(req, EditionSpec)
@@ -199,7 +200,7 @@ def capacity_put_quota(req: func.HttpRequest, caller: Caller) -> JsonResult:
 
 
 @bp.route(route="runtime-cloud/tenants/{tenant}/usage", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: TenantUsage})
 def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
     tenant = req.route_params["tenant"]
     if tenant != caller.tenant and not caller.has_role(Role.PLATFORM_ADMIN):
@@ -210,7 +211,8 @@ def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
 # -- leases ------------------------------------------------------------------------
 
 @bp.route(route="runtime-cloud/leases", methods=["POST"])
-@endpoint(scopes=[Scope.CAPACITY_LEASE])
+@endpoint(scopes=[Scope.CAPACITY_LEASE], body=AcquireRequest, responses={201: LeaseView},
+          response_headers={201: ("Location", "Idempotent-Replayed")}, problems=(404, 409, 429, 503))
 def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
     request = parse_model(req, AcquireRequest)
     with capacity_problems():
@@ -222,9 +224,8 @@ def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
 
 
 @bp.route(route="runtime-cloud/leases", methods=["GET"])
-@endpoint()
+@endpoint(any_scopes=LEASE_OR_READ, query=LeasesQuery, responses={200: LeaseList})
 def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
-    _need_any_scope(caller, LEASE_OR_READ)
     params = req.params
     errors = []
     state = None
@@ -245,15 +246,15 @@ def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
 
 
 @bp.route(route="runtime-cloud/leases/{id}", methods=["GET"])
-@endpoint()
+@endpoint(any_scopes=LEASE_OR_READ, path={"id": LEASE_ID}, responses={200: LeaseView})
 def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
-    _need_any_scope(caller, LEASE_OR_READ)
     with capacity_problems():
         return LeaseService(default_store()).get(caller.tenant, _route_id(req, "id", LEASE_ID))
 
 
 @bp.route(route="runtime-cloud/leases/{id}/renew", methods=["POST"])
-@endpoint(scopes=[Scope.CAPACITY_LEASE])
+@endpoint(scopes=[Scope.CAPACITY_LEASE], path={"id": LEASE_ID}, body=RenewRequest, body_required=False,
+          responses={200: LeaseView}, problems=(409, 503))
 def capacity_renew_lease(req: func.HttpRequest, caller: Caller) -> object:
     body = RenewRequest.model_validate(parse_json_body(req)) if req.get_body() else RenewRequest()
     with capacity_problems():
@@ -261,7 +262,8 @@ def capacity_renew_lease(req: func.HttpRequest, caller: Caller) -> object:
 
 
 @bp.route(route="runtime-cloud/leases/{id}", methods=["DELETE"])
-@endpoint(scopes=[Scope.CAPACITY_LEASE])
+@endpoint(scopes=[Scope.CAPACITY_LEASE], path={"id": LEASE_ID}, responses={204: None},
+          problems=(409, 503))
 def capacity_release_lease(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     with capacity_problems():
         LeaseService(default_store()).release(caller.tenant, _route_id(req, "id", LEASE_ID))

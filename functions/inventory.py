@@ -30,6 +30,21 @@ from shared.errors import Conflict, NotFound
 from shared.http.endpoint import endpoint
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_model
+from shared.http.views.inventory import (
+    AcceptedProposal,
+    EnvironmentList,
+    FindingList,
+    FindingsQuery,
+    FindingView,
+    IgnoreRuleList,
+    IgnoreRuleView,
+    InventoryView,
+    ProposalList,
+    ProposalsQuery,
+    ProposalView,
+    ScanOutcome,
+    ScanView,
+)
 from shared.inventory import wiring
 from shared.inventory.decisions import AcceptBody, RejectBody
 from shared.inventory.errors import ScanInProgress
@@ -55,20 +70,21 @@ PURGE_SCHEDULE = timer_schedule("RuntimeCloud:Inventory:PurgeSchedule",
 # -- environments and their inventory ------------------------------------------------------------
 
 @bp.route(route="runtime-cloud/environments", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: EnvironmentList})
 def inventory_list_environments(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.views().environments(caller.tenant)
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/inventory", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: InventoryView})
 def inventory_get(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.views().inventory(caller.tenant, req.route_params["environment"])
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/scan", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], responses={200: ScanOutcome, 202: ScanView},
+          response_headers={202: ("Location", "Retry-After")}, problems=(409,))
 async def inventory_scan_now(req: func.HttpRequest, client: df.DurableOrchestrationClient,
                              caller: Caller) -> JsonResult:
     """Scan one environment now. The scan is an orchestration (it may outlast Azure's 230 s for an HTTP
@@ -93,7 +109,7 @@ async def inventory_scan_now(req: func.HttpRequest, client: df.DurableOrchestrat
 
 @bp.route(route="runtime-cloud/environments/{environment}/scans/{scan_id}", methods=["GET"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: ScanView})
 async def inventory_get_scan(req: func.HttpRequest, client: df.DurableOrchestrationClient,
                              caller: Caller) -> JsonResult:
     """A scan started by ``POST .../scan``: ``running`` (with ``Retry-After``), ``completed`` with its
@@ -105,13 +121,13 @@ async def inventory_get_scan(req: func.HttpRequest, client: df.DurableOrchestrat
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/findings", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], query=FindingsQuery, responses={200: FindingList})
 def inventory_list_findings(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.views().findings(caller.tenant, req.route_params["environment"], req.params.get("state"))
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/findings/{finding_id}", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: FindingView})
 def inventory_get_finding(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.views().finding(caller.tenant, req.route_params["environment"], req.route_params["finding_id"])
 
@@ -119,13 +135,14 @@ def inventory_get_finding(req: func.HttpRequest, caller: Caller) -> dict:
 # -- ignore rules ------------------------------------------------------------------------------------
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: IgnoreRuleList})
 def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.views().rules(caller.tenant, req.route_params["environment"])
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["POST"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=NewIgnoreRule,
+          responses={201: IgnoreRuleView}, response_headers={201: ("Location",)})
 def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller) -> JsonResult:
     environment = req.route_params["environment"]
     rule = wiring.rule_book().create(caller.tenant, environment, parse_model(req, NewIgnoreRule), caller.principal)
@@ -134,7 +151,7 @@ def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller) -> JsonR
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules/{rule_id}", methods=["DELETE"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], responses={204: None})
 def inventory_delete_ignore_rule(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     wiring.rule_book().delete(caller.tenant, req.route_params["environment"], req.route_params["rule_id"])
     return func.HttpResponse(status_code=204)
@@ -143,20 +160,21 @@ def inventory_delete_ignore_rule(req: func.HttpRequest, caller: Caller) -> func.
 # -- proposals ---------------------------------------------------------------------------------------
 
 @bp.route(route="runtime-cloud/proposals", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], query=ProposalsQuery, responses={200: ProposalList})
 def inventory_list_proposals(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.views().proposals(caller.tenant, req.params.get("environment"), req.params.get("state"))
 
 
 @bp.route(route="runtime-cloud/proposals/{id}", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: ProposalView})
 def inventory_get_proposal(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.views().proposal(caller.tenant, req.route_params["id"])
 
 
 @bp.route(route="runtime-cloud/proposals/{id}/accept", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=AcceptBody, responses={200: AcceptedProposal},
+          problems=(409,))
 async def inventory_accept_proposal(req: func.HttpRequest, client: df.DurableOrchestrationClient,
                                     caller: Caller) -> dict:
     """Accept with ``{"option": "revert" | "adopt" | "accept"}`` (the whole proposal) or
@@ -178,7 +196,8 @@ async def inventory_accept_proposal(req: func.HttpRequest, client: df.DurableOrc
 
 
 @bp.route(route="runtime-cloud/proposals/{id}/reject", methods=["POST"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=RejectBody, responses={200: ProposalView},
+          problems=(409,))
 def inventory_reject_proposal(req: func.HttpRequest, caller: Caller) -> dict:
     body = parse_model(req, RejectBody)
     return wiring.decisions().reject(caller.tenant, req.route_params["id"], body, caller.principal,

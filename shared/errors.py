@@ -51,6 +51,15 @@ class InvalidInput(RuntimeCloudError):
         self.errors = errors
 
 
+class FieldError(ValueError):
+    """A model validator's complaint about one field (``location`` relative to the model), so that
+    a cross-field check is reported at the field to fix rather than at the whole body."""
+
+    def __init__(self, location: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.location = location
+
+
 class Conflict(RuntimeCloudError):
     """The request contradicts the resource's current state; ``kind`` names the problem type."""
 

@@ -23,11 +23,24 @@ class QuotaExceeded(CapacityError):
     edition: str
     kind: str
     limit: int
-    retry_after_seconds: float
+    retry_after_seconds: float  # until the tenant's earliest lease ends
+    retry_ceiling_seconds: float | None = None  # until its last one ends: waiting longer is never needed
 
     def __str__(self) -> str:
         return (f"edition '{self.edition}' allows {self.limit} concurrent {self.kind} lease(s) "
                 "and all are held; release one or wait for one to expire")
+
+
+@dataclass
+class KindNotInEdition(CapacityError):
+    """The tenant's edition allows none of this kind (403): waiting changes nothing, the edition must."""
+
+    edition: str
+    kind: str
+
+    def __str__(self) -> str:
+        return (f"edition '{self.edition}' includes no {self.kind} leases; "
+                "a platform administrator can change the edition")
 
 
 @dataclass
@@ -37,8 +50,9 @@ class CapacityUnavailable(CapacityError):
     kind: str
     pools: list[str]
     draining: bool
-    retry_after_seconds: float
+    retry_after_seconds: float  # until the pool's earliest lease ends
     contended: bool = False  # free slots existed, but concurrent acquires took every one first
+    retry_ceiling_seconds: float | None = None  # until its last one ends: waiting longer is never needed
 
     def __str__(self) -> str:
         if self.contended:

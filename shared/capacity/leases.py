@@ -21,6 +21,12 @@ Idempotency by client-chosen lease id, and what can go wrong:
   token naming the id and no record appears; after the wait the retry looks
   for the slot that token admitted and adopts it instead of granting another.
 
+Refusals say what the worker can act on: ``kind-not-in-edition`` (403, for
+good) when the edition allows none of the kind; ``quota-exceeded`` (429) only
+when the tenant holds its limit in granted leases; ``capacity-unavailable``
+(503) when the pool is full, whatever the tenant's own acquires in flight.
+Retry-After is the real wait (:mod:`shared.capacity.refusals`).
+
 Only clean refusals (no token, no slot, a lost race) give the token back at
 once. After an ambiguous store error the grant may or may not have landed,
 so the token is left to expire rather than risk a slot with no token behind it.
@@ -35,21 +41,23 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared.capacity import quota, records, slots
+from shared.capacity import quota, records, refusals, slots
 from shared.capacity.denials import record_denial
 from shared.capacity.editions import edition_of
 from shared.capacity.errors import (
     CapacityUnavailable,
     ContentionExhausted,
+    KindNotInEdition,
     LeaseIdInUse,
     LeaseLost,
     LeaseNotFound,
     NoMatchingPool,
     QuotaExceeded,
 )
-from shared.capacity.keys import parse_stamp, stamp, utcnow
-from shared.capacity.models import AcquireRequest, LeaseState, LeaseView, Pool, PoolKind
+from shared.capacity.keys import stamp, utcnow
+from shared.capacity.models import AcquireRequest, Edition, LeaseState, LeaseView, Pool, PoolKind
 from shared.capacity.pools import candidate_pools
+from shared.capacity.settle import settled
 from shared.capacity.slots import Claim, SlotRow
 from shared.capacity.store import CapacityStore, jittered_pause
 from shared.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, StoreError
@@ -59,6 +67,7 @@ log = logging.getLogger("runtime_cloud.capacity")
 GRANT_ATTEMPTS = 64  # lost races tolerated in one acquire before answering "try again"
 RENEW_ATTEMPTS = 16
 JOIN_SECONDS = 2.0  # how long a retried acquire waits for a concurrent attempt with the same id
+SETTLE_ROUNDS = 3  # short waits (~0.1 s in all) for the tenant's own acquires in flight to finish
 
 
 class LeaseService:
@@ -78,6 +87,11 @@ class LeaseService:
         pools = candidate_pools(self.store, tenant, request.kind, request.region)
         if not pools:
             raise NoMatchingPool(request.kind.value, request.region)
+        edition = edition_of(self.store, tenant)
+        if edition.limit_for(request.kind) == 0:  # permanent until the edition changes: no Retry-After
+            refusal = KindNotInEdition(edition.name, request.kind.value)
+            self._deny(pools[0], tenant, request, "kind-not-in-edition", str(refusal))
+            raise refusal
         lease_id = request.lease_id or uuid.uuid4().hex
         tokens = quota.read_tokens(self.store, tenant, request.kind, utcnow())
         if request.lease_id and tokens.held_by(request.lease_id):
@@ -85,19 +99,10 @@ class LeaseService:
             if joined is not None:
                 return joined, True
             tokens = None  # waited: read them again
-        edition = edition_of(self.store, tenant)
-        limit = edition.limit_for(request.kind)
-        expires_at = utcnow() + timedelta(seconds=request.ttl_seconds)
-        try:
-            token = quota.claim(self.store, tenant, request.kind, limit, lease_id, expires_at, utcnow, self.grace,
-                                tokens)
-        except quota.QuotaFull as full:
-            if (request.lease_id
-                    and (joined := self._join_in_flight(tenant, request, pools, full.tokens)) is not None):
-                return joined, True  # a concurrent acquire with this id took the last token
-            refusal = QuotaExceeded(edition.name, request.kind.value, limit, full.tokens.seconds_until_one_frees())
-            self._deny(pools[0], tenant, request, "quota-exceeded", str(refusal))
-            raise refusal from None
+        claimed = self._claim_token(tenant, request, pools, edition, lease_id, tokens)
+        if isinstance(claimed, LeaseView):
+            return claimed, True  # a concurrent acquire with this id took the last token
+        token, expires_at = claimed
         claim = Claim(lease_id=lease_id, tenant=tenant, kind=request.kind.value,
                       requested_region=request.region or "", holder=request.holder, purpose=request.purpose.value,
                       token_index=token, ttl_seconds=request.ttl_seconds)
@@ -110,6 +115,60 @@ class LeaseService:
             self._deny(pools[0], tenant, request, "capacity-unavailable", str(refusal))
             raise
         return self._record(pool, slot, claim), False
+
+    def _claim_token(self, tenant: str, request: AcquireRequest, pools: list[Pool], edition: Edition,
+                     lease_id: str, tokens: quota.TenantTokens | None) -> tuple[int, datetime] | LeaseView:
+        """A quota token (and the expiry it was claimed until), or the lease a concurrent same-id acquire got.
+
+        Every token taken is not every lease held: 429 only when the tenant holds its limit in
+        granted leases (see :mod:`shared.capacity.refusals`). Tokens of leases that ended without
+        giving theirs back are returned; while the tenant's own acquires are in flight, a full
+        pool is a 503 and otherwise they are given a moment to settle.
+        """
+        limit = edition.limit_for(request.kind)
+        pressure: refusals.PoolPressure | None = None
+        pool_checked = False
+        for round_number in range(SETTLE_ROUNDS + 1):
+            expires_at = utcnow() + timedelta(seconds=request.ttl_seconds)
+            try:
+                return quota.claim(self.store, tenant, request.kind, limit, lease_id, expires_at, utcnow,
+                                   self.grace, tokens), expires_at
+            except quota.QuotaFull as full:
+                if (request.lease_id
+                        and (joined := self._join_in_flight(tenant, request, pools, full.tokens)) is not None):
+                    return joined
+                census = refusals.take_census(self.store, tenant, full.tokens, limit)
+            tokens = None
+            if census.holds_limit(limit):
+                refusal = QuotaExceeded(edition.name, request.kind.value, limit,
+                                        *census.waits(utcnow(), self.grace))
+                self._deny(pools[0], tenant, request, "quota-exceeded", str(refusal))
+                raise refusal
+            if census.ended:
+                self._return_ended(tenant, request.kind, census)
+                continue
+            if not pool_checked:  # a full pool is the answer at once; later rounds only wait for the tenant
+                pool_checked, pressure = True, refusals.read_pressure(self.store, pools, self.grace)
+                if pressure.free == 0:
+                    break
+            if round_number < SETTLE_ROUNDS:
+                jittered_pause(round_number + 3, cap_seconds=0.1)  # the tenant's own acquires in flight
+                pressure = None
+        raise self._busy(tenant, request, pools, pressure)
+
+    def _busy(self, tenant: str, request: AcquireRequest, pools: list[Pool],
+              pressure: refusals.PoolPressure | None) -> CapacityUnavailable:
+        """The pool is full, or the tenant's own acquires kept every token while slots were free."""
+        pressure = pressure or refusals.read_pressure(self.store, pools, self.grace)
+        refusal = pressure.refusal(request.kind.value, pools, utcnow(), self.grace, contended=pressure.free > 0)
+        self._deny(pools[0], tenant, request, "capacity-unavailable", str(refusal))
+        return refusal
+
+    def _return_ended(self, tenant: str, kind: PoolKind, census: refusals.TokenCensus) -> None:
+        """Tokens still naming leases that ended on their slots (a crash in release): give them back."""
+        for token, record in census.ended:
+            quota.release(self.store, tenant, kind, token.index, token.lease_id)
+            settled(self.store, record, utcnow())
 
     def _check_ttl(self, ttl_seconds: int) -> None:
         if ttl_seconds > self.store.settings.max_ttl_seconds:
@@ -162,20 +221,19 @@ class LeaseService:
 
     def _allocate(self, pools: list[Pool], claim: Claim, expires_at: datetime) -> tuple[Pool, SlotRow]:
         """Grant a random free slot of the first pool that has one."""
-        attempts, earliest_expiry = 0, None
+        attempts = 0
         open_pools = [p for p in pools if not p.draining and p.size > 0] or pools
         for _ in range(4):  # passes over the shards; another pass only after lost races
             lost_race = saw_free = False
+            seen: list[SlotRow] = []
             for pool in open_pools:
                 for shard in slots.shuffled(pool.shards(upto=pool.size)):
                     rows = slots.read_shard(self.store, pool.id, shard)
+                    seen.extend(rows)
                     now = utcnow()
                     if now >= expires_at:  # so slow that a grant now would be born expired
                         raise CapacityUnavailable(claim.kind, [p.id for p in pools], False, 1.0, contended=True)
                     free = [row for row in rows if row.takeable_at(now, self.grace)]
-                    held = [parse_stamp(row.expires_at) for row in rows if row.lease_id]
-                    if held:
-                        earliest_expiry = min([*held, earliest_expiry] if earliest_expiry else held)
                     for row in slots.shuffled(free)[:2]:
                         saw_free, attempts = True, attempts + 1
                         try:
@@ -191,12 +249,9 @@ class LeaseService:
                         return pool, granted
             if not lost_race or attempts >= GRANT_ATTEMPTS:
                 break
-        wait = (earliest_expiry + self.grace - utcnow()).total_seconds() if earliest_expiry else 5.0
-        draining = all(p.draining for p in pools)
-        contended = saw_free and not draining
-        raise CapacityUnavailable(claim.kind, [p.id for p in pools], draining,
-                                  30.0 if draining else 1.0 if contended else min(30.0, max(1.0, wait)),
-                                  contended=contended)
+        now = utcnow()
+        pressure = refusals.pressure_of(seen, pools, now, self.grace)
+        raise pressure.refusal(claim.kind, pools, now, self.grace, contended=saw_free and not pressure.draining)
 
     def _tidy_taken_over(self, previous: SlotRow) -> None:
         """The expired lease we replaced: its record says so and its token returns (best effort)."""
@@ -306,15 +361,15 @@ class LeaseService:
         raise ContentionExhausted(f"lease {lease_id}: release kept losing races")
 
     def get(self, tenant: str, lease_id: str) -> LeaseView:
-        """The lease as its slot row says (the record may lag a renew or an expiry)."""
-        record = self._record_of(tenant, lease_id)
-        if record["State"] == LeaseState.ACTIVE.value:
-            row = self._slot_of(record)
-            if row is not None and self._holds(row, record):
-                record = {**record, "ExpiresAt": row.expires_at}
-            elif parse_stamp(record["ExpiresAt"]) > utcnow():  # ended on its slot, record not yet told
-                record = {**record, "State": LeaseState.EXPIRED.value}
-        return records.view(record, utcnow())
+        """The lease as its slot row says (the record may lag a renew, an expiry or a crashed release)."""
+        now = utcnow()
+        return records.view(settled(self.store, self._record_of(tenant, lease_id), now), now)
+
+    def list_leases(self, tenant: str, **filters: Any) -> records.LeasePage:
+        """The tenant's leases, each as its slot says (so the list and GET never disagree)."""
+        now = utcnow()
+        return records.list_records(self.store, tenant, now, settle=lambda record: settled(self.store, record, now),
+                                    **filters)
 
     def _record_of(self, tenant: str, lease_id: str) -> dict[str, Any]:
         record = records.read_record(self.store, tenant, lease_id)

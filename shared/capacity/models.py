@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from shared.errors import FieldError
 
 POOL_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 EDITION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -67,14 +69,15 @@ class PoolSpec(_Request):
 
     @model_validator(mode="after")
     def _consistent(self) -> PoolSpec:
+        # Each complaint names the field to fix (a 422 path), not the whole body.
         if self.min > self.max:
-            raise ValueError("min must not exceed max")
+            raise FieldError(("min",), "min must not exceed max")
         if not self.min <= self.size <= self.max:
-            raise ValueError(f"size must be within min..max ({self.min}..{self.max})")
+            raise FieldError(("size",), f"size must be within min..max ({self.min}..{self.max})")
         if self.scope is PoolScope.DEDICATED and not self.tenant:
-            raise ValueError("a dedicated pool names its tenant")
+            raise FieldError(("tenant",), "a dedicated pool names its tenant")
         if self.scope is PoolScope.SHARED and self.tenant:
-            raise ValueError("a shared pool has no tenant; use scope 'dedicated'")
+            raise FieldError(("tenant",), "a shared pool has no tenant; use scope 'dedicated'")
         return self
 
 
@@ -114,16 +117,9 @@ class EditionSpec(_Request):
     ``tenants``: tenants to move to this edition (others keep theirs).
     """
 
-    limits: dict[PoolKind, int] = Field(default_factory=dict)
+    # The bound is on each value, so an out-of-range limit is reported at /limits/{kind}.
+    limits: dict[PoolKind, Annotated[int, Field(ge=0, le=MAX_POOL_SIZE)]] = Field(default_factory=dict)
     tenants: list[str] = Field(default_factory=list, max_length=1000)
-
-    @field_validator("limits")
-    @classmethod
-    def _bounded(cls, limits: dict[PoolKind, int]) -> dict[PoolKind, int]:
-        for kind, limit in limits.items():
-            if not 0 <= limit <= MAX_POOL_SIZE:
-                raise ValueError(f"limit of {kind.value} must be within 0..{MAX_POOL_SIZE}")
-        return limits
 
     @field_validator("tenants")
     @classmethod

@@ -207,7 +207,8 @@ def seed_pools(store: CapacityStore) -> None:
             put_pool(store, seed.id, spec)
 
 
-def pool_view(store: CapacityStore, pool: Pool, now: datetime) -> PoolView:
+def pool_view(store: CapacityStore, pool: Pool, now: datetime, viewer_tenant: str | None = None) -> PoolView:
+    """The pool as ``viewer_tenant`` may see it (None: a platform administrator, who sees every tenant)."""
     grace = timedelta(seconds=store.settings.takeover_grace_seconds)
     slots = read_pool_slots(store, pool)
     held = [s for s in slots if s.valid_at(now)]
@@ -217,6 +218,7 @@ def pool_view(store: CapacityStore, pool: Pool, now: datetime) -> PoolView:
         min=pool.min, max=pool.max, draining=pool.draining, held=len(held),
         free=sum(1 for s in slots if s.takeable_at(now, grace)),
         held_on_closed_slots=sum(1 for s in held if not s.open),
-        recent_denials=recent_denials(store, pool.id, now - window, window), created_at=pool.created_at,
+        recent_denials=recent_denials(store, pool.id, now - window, window, viewer_tenant),
+        created_at=pool.created_at,
         updated_at=pool.updated_at,
     )

@@ -12,7 +12,9 @@ that is free or expired), then grants a slot whose row names the token
 *The race between two acquires of one tenant.* Both read the tenant's tokens
 and see one free. Both write it conditionally; storage lets exactly one
 write win and the other gets a 409/412, looks for another free token and,
-finding none, answers ``quota-exceeded``. Nothing is counted, so nothing
+finding none, is refused: ``quota-exceeded`` only if the tenant's tokens all
+admit granted leases, since a token taken by an acquire still in flight is not
+a held lease (see :mod:`shared.capacity.refusals`). Nothing is counted, so nothing
 can drift: a lost decrement in a counter design keeps a tenant locked out
 forever, while here a token a crashed worker never released simply expires.
 

@@ -20,6 +20,8 @@ import requests
 
 import shared
 from shared.iac.runner_info import describe_runner
+from shared.inventory.staleness import stale_summary
+from shared.inventory.store import INVENTORY_TABLE
 from shared.modules import KNOWN_MODULES
 from shared.settings import Settings
 from shared.storage.clients import StorageClients, fail_fast_options, host_storage
@@ -55,6 +57,8 @@ class HealthReport:
     checks: list[Check] = field(default_factory=list)
     inbox_lag: list[InboxLag] = field(default_factory=list)
     checked_at: str = ""
+    # Environments whose target could not be read at their last scan, counted per target.
+    inventory: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self) | {"live": True}
@@ -132,6 +136,23 @@ def _inbox_lag(clients: StorageClients, module: str, queue: str) -> InboxLag:
     return InboxLag(module, queue, lag, HEALTHY)
 
 
+def _inventory_check(clients: StorageClients) -> tuple[Check, dict | None]:
+    """Stale inventories degrade the host: drift cannot be seen where a target cannot be read."""
+    started = time.perf_counter()
+    try:
+        summary = stale_summary(clients.tables.get_table_client(INVENTORY_TABLE))
+    except Exception as error:  # a probe's failure is the finding, never an exception
+        latency = round((time.perf_counter() - started) * 1000, 1)
+        return Check("inventory.observations", DEGRADED, latency, f"{type(error).__name__}: {_first_line(error)}"), None
+    latency = round((time.perf_counter() - started) * 1000, 1)
+    stale = summary["stale_environments"]
+    if not stale:
+        return Check("inventory.observations", HEALTHY, latency, "every scanned target answered its last scan"), summary
+    targets = ", ".join(entry["target"] or "?" for entry in summary["targets"])
+    detail = f"{stale} environment(s) stale: target(s) {targets} could not be read at the last scan"
+    return Check("inventory.observations", DEGRADED, latency, detail), summary
+
+
 @functools.lru_cache(maxsize=2)
 def _probe_clients(timeout: float) -> StorageClients:
     """Clients without retries, kept for the process: probes must fail fast, and making clients
@@ -153,13 +174,18 @@ def check_health(settings: Settings) -> HealthReport:
         for module in settings.runtime_cloud.host.enabled_modules
         for queue in KNOWN_MODULES[module].inbound_queues
     ]
+    with_inventory = "inventory" in settings.runtime_cloud.host.enabled_modules
     # Probes run side by side so the answer takes as long as the slowest one.
     with ThreadPoolExecutor(max_workers=8) as pool:
         check_futures = [pool.submit(check) for check in checks]
         lag_futures = [pool.submit(_inbox_lag, clients, module, queue) for module, queue in lags]
+        inventory_future = pool.submit(_inventory_check, clients) if with_inventory else None
         results = [future.result() for future in check_futures]
         inbox = [future.result() for future in lag_futures]
-    return _report(settings, results, inbox)
+        inventory_check, inventory = inventory_future.result() if inventory_future else (None, None)
+    report = _report(settings, results + ([inventory_check] if inventory_check else []), inbox)
+    report.inventory = inventory
+    return report
 
 
 def _report(settings: Settings, checks: list[Check], inbox: list[InboxLag]) -> HealthReport:

@@ -54,9 +54,17 @@ class Problem(Exception):
         )
 
 
-def jittered_retry_after(base_seconds: float) -> str:
-    """Retry-After with jitter (50%-150% of base), so that rejected callers do not return in step."""
-    return str(max(1, round(base_seconds * random.uniform(0.5, 1.5))))
+def jittered_retry_after(base_seconds: float, ceiling_seconds: float | None = None) -> str:
+    """Retry-After with jitter, so that rejected callers do not return in step.
+
+    Without a ceiling the base is a guess: 50%-150% of it. With one, the base is the real
+    wait (nothing frees sooner) and the ceiling the longest possible one (everything has
+    freed by then): between the two, at most 150% of the base.
+    """
+    if ceiling_seconds is None:
+        return str(max(1, round(base_seconds * random.uniform(0.5, 1.5))))
+    low = min(base_seconds, ceiling_seconds)
+    return str(max(1, round(random.uniform(low, min(ceiling_seconds, low * 1.5)))))
 
 
 def unauthorized(detail: str) -> Problem:
@@ -109,14 +117,16 @@ def validation_failed(errors: list[dict[str, str]]) -> Problem:
     return Problem(422, "validation-failed", "The request is not valid", "see errors", errors=errors)
 
 
-def too_many_requests(kind: str, detail: str, retry_after_seconds: float) -> Problem:
+def too_many_requests(kind: str, detail: str, retry_after_seconds: float,
+                      ceiling_seconds: float | None = None) -> Problem:
     return Problem(429, kind, "Too many requests", detail,
-                   headers={"Retry-After": jittered_retry_after(retry_after_seconds)})
+                   headers={"Retry-After": jittered_retry_after(retry_after_seconds, ceiling_seconds)})
 
 
-def service_unavailable(kind: str, detail: str, retry_after_seconds: float) -> Problem:
+def service_unavailable(kind: str, detail: str, retry_after_seconds: float,
+                        ceiling_seconds: float | None = None) -> Problem:
     return Problem(503, kind, "Service unavailable", detail,
-                   headers={"Retry-After": jittered_retry_after(retry_after_seconds)})
+                   headers={"Retry-After": jittered_retry_after(retry_after_seconds, ceiling_seconds)})
 
 
 def internal_error(reference: str) -> Problem:

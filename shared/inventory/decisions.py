@@ -1,15 +1,24 @@
 """Accepting and rejecting proposals (role Operator; the HTTP trigger checks it).
 
-Accepting ``revert`` or ``adopt`` declares a specification through the
-provisioning service, so the repair is a run like any other: planned,
-approved where the environment class requires it (and never by the operator
-who accepted, since they requested it), applied, with receipts. The run's id
-is derived from the proposal and the option, so the decision is recorded
-*before* the declaration and a retried request (or one that crashed between
-the two) declares the same run again instead of a second one.
+Two ways to accept, both compatible with each other:
 
-Accepting ``accept`` writes one ignore rule per finding, in the same batch
-as the decision.
+- ``{"option": "revert" | "adopt" | "accept"}`` decides the whole proposal;
+- ``{"decisions": [{"finding": id, "option": ...}, ...]}`` decides each
+  finding, and names every open finding of the proposal: a run applies a
+  whole specification, so a finding left out would be decided by it anyway.
+
+Findings decided ``revert`` or ``adopt`` are declared in one specification
+(see :mod:`shared.inventory.adoption`: every other open finding, such as one
+an ignore rule suppresses, is kept as observed) through the provisioning
+service, so the repair is a run like any other: planned, approved where the
+environment class requires it (and never by the operator who accepted, since
+they requested it), applied, with receipts. The run's id is derived from the
+proposal and the decision, so the decision is recorded *before* the
+declaration and a retried request (or one that crashed between the two)
+declares the same run again instead of a second one.
+
+Findings decided ``accept`` get ignore rules, in the same batch as the
+decision; only findings still open and not already suppressed get one.
 
 A proposal measured against a specification that is no longer the applied
 one is superseded: accepting it answers 409 and marks it so.
@@ -17,20 +26,22 @@ one is superseded: accepting it answers 409 and marks it so.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, NotFound
+from shared.errors import AlreadyExists, ConcurrencyConflict, FieldError, InvalidInput, NotFound
 from shared.inventory import events
+from shared.inventory.adoption import NotAdoptable, declared_specification
 from shared.inventory.errors import OptionUnavailable, ProposalClosed, ProposalSuperseded
 from shared.inventory.expected import applied_state
-from shared.inventory.findings import Finding
+from shared.inventory.findings import Finding, FindingState
 from shared.inventory.ignore_rules import IgnoreRule, NewIgnoreRule, new_rule
 from shared.inventory.model import FindingKind
-from shared.inventory.proposals import Proposal, ProposalDecision, ProposalState, Supersession
+from shared.inventory.proposals import OptionName, Proposal, ProposalDecision, ProposalState, Supersession
 from shared.inventory.store import InventoryStore, Versioned
 from shared.provisioning.runs import Run, SourceInfo, run_id_for
 from shared.provisioning.service import ProvisioningService
@@ -40,12 +51,37 @@ from shared.storage.streams import optimistic
 from shared.settings import Settings
 
 
+class FindingDecision(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    finding: str = Field(min_length=1, max_length=64)
+    option: OptionName
+
+
 class AcceptBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    option: Literal["revert", "adopt", "accept"]
+    option: OptionName | None = Field(default=None, description="the whole proposal's option")
+    decisions: list[FindingDecision] | None = Field(default=None, min_length=1, max_length=500,
+                                                    description="each finding's option, instead of option")
     reason: str = Field(default="", max_length=2000)
     expires_at: datetime | None = Field(default=None, description="for option accept: when the ignore rules end")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> AcceptBody:
+        if self.option is not None and self.decisions is not None:
+            raise FieldError(("decisions",), "give option (the whole proposal) or decisions (each finding), not both")
+        if self.option is None and self.decisions is None:
+            raise FieldError(("option",), "give option (the whole proposal) or decisions (each finding)")
+        seen: set[str] = set()
+        for index, decision in enumerate(self.decisions or []):
+            if decision.finding in seen:
+                raise FieldError(("decisions", index, "finding"), "this finding is decided twice")
+            seen.add(decision.finding)
+        return self
+
+    def per_finding(self) -> dict[str, str]:
+        return {decision.finding: decision.option for decision in self.decisions or []}
 
 
 class RejectBody(BaseModel):
@@ -69,23 +105,18 @@ class ProposalDecisions:
         self._service = service
         self._settings = settings
 
-    def accept(self, tenant: str, proposal_id: str, body: AcceptBody, operator: str) -> Accepted:
+    def accept(self, tenant: str, proposal_id: str, body: AcceptBody, operator: str,
+               client: str | None = None) -> Accepted:
         for attempt in optimistic():
             with attempt:
-                versioned = self._open(tenant, proposal_id, body.option)
+                versioned = self._open(tenant, proposal_id, body)
                 proposal = versioned.value
                 if proposal.state is ProposalState.ACCEPTED:  # the same request again
                     return self._declare(proposal)
-                specification = self._specification_for(proposal, body.option)
                 now = datetime.now(timezone.utc)
-                decision = ProposalDecision(option=body.option, by=operator, at=now.isoformat(), reason=body.reason)
-                rules: list[IgnoreRule] = []
-                if specification is not None:
-                    decision.run_id = run_id_for(tenant, _key(proposal, body.option))
-                    decision.specification_digest = specification.digest()
-                else:
-                    rules = self._rules_for(proposal, body, operator, now)
-                    decision.ignore_rule_ids = [rule.id for rule in rules]
+                decision = ProposalDecision(option=body.option, by=operator, client=client, at=now.isoformat(),
+                                            reason=body.reason)
+                rules = self._decide(proposal, body, decision, now)
                 accepted = proposal.model_copy(update={"state": ProposalState.ACCEPTED, "decision": decision,
                                                        "updated_at": now.isoformat()})
                 operations = [self._store.proposal_operation(accepted, versioned.etag),
@@ -94,7 +125,8 @@ class ProposalDecisions:
                 return self._declare(accepted)
         raise AssertionError("unreachable")
 
-    def reject(self, tenant: str, proposal_id: str, body: RejectBody, operator: str) -> Proposal:
+    def reject(self, tenant: str, proposal_id: str, body: RejectBody, operator: str,
+               client: str | None = None) -> Proposal:
         for attempt in optimistic():
             with attempt:
                 versioned = self._found(tenant, proposal_id)
@@ -104,7 +136,7 @@ class ProposalDecisions:
                 now = datetime.now(timezone.utc).isoformat()
                 rejected = proposal.model_copy(update={
                     "state": ProposalState.REJECTED, "updated_at": now,
-                    "decision": ProposalDecision(by=operator, at=now, reason=body.reason)})
+                    "decision": ProposalDecision(by=operator, client=client, at=now, reason=body.reason)})
                 self._commit(rejected, [self._store.proposal_operation(rejected, versioned.etag)],
                              events.proposal_rejected(rejected))
                 return rejected
@@ -118,11 +150,11 @@ class ProposalDecisions:
             raise NotFound(f"proposal {proposal_id}")
         return versioned
 
-    def _open(self, tenant: str, proposal_id: str, option: str) -> Versioned:
-        """The proposal, open and still measured against the applied state (or accepted with this option)."""
+    def _open(self, tenant: str, proposal_id: str, body: AcceptBody) -> Versioned:
+        """The proposal, open and still measured against the applied state (or accepted by this decision)."""
         versioned = self._found(tenant, proposal_id)
         proposal: Proposal = versioned.value
-        if proposal.state is ProposalState.ACCEPTED and proposal.decision and proposal.decision.option == option:
+        if proposal.state is ProposalState.ACCEPTED and proposal.decision and _same(proposal.decision, body):
             return versioned
         if proposal.state is not ProposalState.OPEN:
             note = f" ({proposal.public_view()['note']})" if proposal.superseded_by else ""
@@ -140,22 +172,43 @@ class ProposalDecisions:
                                                   f"{proposal.environment}; scan again for a current proposal")
         return versioned
 
-    def _specification_for(self, proposal: Proposal, option: str) -> EnvironmentSpecification | None:
-        if option == "accept":
-            return None
-        chosen = getattr(proposal.options, option)
-        if not chosen.get("available"):
-            raise OptionUnavailable(option, chosen.get("reason", "not offered for this drift"))
-        specification = self._provisioning.load_specification(proposal.tenant, proposal.environment,
-                                                              chosen["specification_digest"])
+    def _decide(self, proposal: Proposal, body: AcceptBody, decision: ProposalDecision,
+                now: datetime) -> list[IgnoreRule]:
+        """Fill in ``decision`` (each finding's option, the run it declares) and return the rules it writes.
+
+        Only what is still drift is acted on: a resolved finding needs nothing, and a suppressed
+        one is an ignore rule's already (a run keeps it as it is).
+        """
+        open_findings = self._store.findings(proposal.tenant, proposal.environment, FindingState.OPEN)
+        decision.findings = _chosen(proposal, body, {f.id for f in open_findings})
+        active = {f.id: f for f in open_findings if f.active}
+        to_run = {fid: option for fid, option in decision.findings.items() if option != "accept" and fid in active}
+        if to_run:
+            specification = self._specification_for(proposal, open_findings, to_run, body)
+            decision.run_id = run_id_for(proposal.tenant, _key(proposal, decision))
+            decision.specification_digest = specification.digest()
+        accepted = [active[fid] for fid, option in decision.findings.items() if option == "accept" and fid in active]
+        rules = self._rules_for(proposal, accepted, body, decision.by, now)
+        decision.ignore_rule_ids = [rule.id for rule in rules]
+        return rules
+
+    def _specification_for(self, proposal: Proposal, open_findings: list[Finding], to_run: dict[str, str],
+                           body: AcceptBody) -> EnvironmentSpecification:
+        """The specification the decision declares (saved, so the run and a retry can load it)."""
+        label = body.option or "decisions"
+        applied = self._provisioning.load_specification(proposal.tenant, proposal.environment, proposal.basis_digest)
+        try:
+            specification = declared_specification(applied, open_findings, to_run).specification
+        except NotAdoptable as error:
+            raise OptionUnavailable(label, str(error)) from None
         if self._settings.target(specification.target) is None:
-            raise OptionUnavailable(option, f"target {specification.target} is no longer configured")
+            raise OptionUnavailable(label, f"target {specification.target} is no longer configured")
+        self._provisioning.save_specification(specification)
         return specification
 
-    def _rules_for(self, proposal: Proposal, body: AcceptBody, operator: str, now: datetime) -> list[IgnoreRule]:
+    def _rules_for(self, proposal: Proposal, findings: list[Finding], body: AcceptBody, operator: str,
+                   now: datetime) -> list[IgnoreRule]:
         inventory = self._settings.runtime_cloud.inventory
-        findings = [f for f in (self._store.finding(proposal.tenant, proposal.environment, fid)
-                                for fid in proposal.finding_ids) if f is not None]
         reason = body.reason or f"accepted drift of proposal {proposal.id}"
         try:
             return [new_rule(proposal.tenant, proposal.environment, request, operator, now,
@@ -170,9 +223,9 @@ class ProposalDecisions:
             return Accepted(proposal)
         specification = self._provisioning.load_specification(proposal.tenant, proposal.environment,
                                                               decision.specification_digest)
-        source = SourceInfo(kind="proposal", path=f"proposals/{proposal.id}/{decision.option}")
-        run, created = self._service.declare(specification, source, _key(proposal, decision.option or ""),
-                                             decision.by)
+        source = SourceInfo(kind="proposal", path=f"proposals/{proposal.id}/{decision.option or 'decisions'}")
+        run, created = self._service.declare(specification, source, _key(proposal, decision), decision.by,
+                                             decision.client)
         return Accepted(proposal, run, created)
 
     def _commit(self, proposal: Proposal, operations: list, event: object) -> None:
@@ -182,9 +235,39 @@ class ProposalDecisions:
             raise ConcurrencyConflict(f"proposal {proposal.id} changed concurrently") from None
 
 
-def _key(proposal: Proposal, option: str) -> str:
-    """The idempotency key of the run an option declares (the inbox recognises it by the proposal id)."""
-    return f"{proposal.id}:{option}"
+def _key(proposal: Proposal, decision: ProposalDecision) -> str:
+    """The idempotency key of the run a decision declares (the inbox recognises it by the proposal id)."""
+    if decision.option is not None:
+        return f"{proposal.id}:{decision.option}"
+    return f"{proposal.id}:decisions-{_digest(decision.findings)}"
+
+
+def _digest(choices: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(choices, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _same(decision: ProposalDecision, body: AcceptBody) -> bool:
+    """Is ``body`` the request that made ``decision`` (a retry), rather than a different decision?"""
+    if body.option is not None:
+        return decision.option == body.option
+    return decision.option is None and decision.findings == body.per_finding()
+
+
+def _chosen(proposal: Proposal, body: AcceptBody, open_ids: set[str]) -> dict[str, str]:
+    """Each of the proposal's findings and its option; 422 naming the decisions that do not fit."""
+    if body.option is not None:
+        return {finding_id: body.option for finding_id in proposal.finding_ids}
+    decisions = body.decisions or []
+    wrong = [{"path": f"/decisions/{index}/finding", "message": f"not a finding of proposal {proposal.id}"}
+             for index, decision in enumerate(decisions) if decision.finding not in proposal.finding_ids]
+    if wrong:
+        raise InvalidInput(wrong)
+    chosen = body.per_finding()
+    missing = [fid for fid in proposal.finding_ids if fid not in chosen and fid in open_ids]
+    if missing:
+        raise InvalidInput([{"path": "/decisions", "message": "decide every open finding of the proposal; "
+                                                              f"missing: {', '.join(missing)}"}])
+    return chosen
 
 
 def _rule_requests(finding: Finding, reason: str, expires_at: datetime | None) -> list[NewIgnoreRule]:

@@ -7,6 +7,8 @@ alerts this module exists to calm).
 
 from __future__ import annotations
 
+from collections import Counter
+
 from shared.events.cloudevents import NewEvent
 from shared.inventory.findings import Finding
 from shared.inventory.proposals import Proposal
@@ -34,6 +36,8 @@ def proposal_accepted(proposal: Proposal) -> NewEvent:
     assert decision is not None
     return NewEvent("ProposalAccepted", _subject(proposal), proposal.tenant, {
         "proposal_id": proposal.id, "environment": proposal.environment, "option": decision.option,
+        # How many findings took each option (the ids stay in the proposal: an event must stay small).
+        "decided": dict(Counter(decision.findings.values())),
         "accepted_by": decision.by, "run_id": decision.run_id,
         "specification_digest": decision.specification_digest, "ignore_rule_ids": decision.ignore_rule_ids,
     })

@@ -21,6 +21,7 @@ from typing import Any
 
 from shared.errors import AlreadyExists, ConcurrencyConflict
 from shared.events.cloudevents import TYPE_PREFIX
+from shared.identifiers import is_idempotency_key, is_tenant
 from shared.inventory.proposals import ProposalState, Supersession
 from shared.inventory.store import InventoryStore
 from shared.storage.streams import optimistic
@@ -48,7 +49,10 @@ def handle_event(store: InventoryStore, event: dict[str, Any]) -> str:
     tenant, event_id = event.get("tenant"), event.get("id")
     if not isinstance(data, dict) or not tenant or not event_id or not data.get("environment"):
         raise NotAnEvent("a CloudEvent with id, tenant and data.environment is required")
-    environment = str(data["environment"])
+    environment = data["environment"]
+    # They become table keys: an id a key cannot hold is a message to keep, not to retry.
+    if not (is_tenant(tenant) and is_idempotency_key(event_id) and is_idempotency_key(environment)):
+        raise NotAnEvent("tenant, id or data.environment holds characters a key cannot")
     for attempt in optimistic():
         with attempt:
             if store.event_handled(tenant, environment, event_id):

@@ -4,7 +4,7 @@ The inventory never repairs on its own. When a scan opens active findings
 that no proposal covers yet, it raises one proposal for them (or adds them to
 the environment's proposal that is still open), with three options:
 
-- ``revert``: re-apply the last applied specification. It becomes a
+- ``revert``: put the findings back as last applied. It becomes a
   provisioning run through the same plan -> approve -> apply path and the
   same approval rules (production still needs an operator's approval, and
   whoever accepted cannot also approve the run).
@@ -13,10 +13,19 @@ the environment's proposal that is still open), with three options:
 - ``accept``: keep the drift for now: one ignore rule per finding, with an
   expiry.
 
+A run either option starts leaves every other open finding (one an ignore
+rule suppresses, one of another proposal) as observed: the option lists it
+under ``kept`` (see :mod:`shared.inventory.adoption`). An operator may also
+decide per finding (revert one, adopt another, accept a third); the decision
+then names every finding of the proposal.
+
+The proposal follows the drift until someone decides: each scan refreshes it
+(see :mod:`shared.inventory.proposal_refresh`).
+
 States: ``open`` -> ``accepted`` | ``rejected`` | ``superseded`` (a newer
 promotion of the environment was applied: the proposal was made against
 desired state that is no longer current, and says which run replaced it) |
-``resolved`` (the drift went away before anyone decided).
+``resolved`` (the drift went away, or is all ignored, before anyone decided).
 """
 
 from __future__ import annotations
@@ -56,8 +65,10 @@ class Options(BaseModel):
 
 
 class ProposalDecision(BaseModel):
-    option: OptionName | None = None
-    by: str
+    option: OptionName | None = None  # the whole proposal's option; None when decided per finding
+    findings: dict[str, OptionName] = Field(default_factory=dict, description="each finding's option")
+    by: str  # the operator: a person (oid, else sub)
+    client: str | None = None  # the client application they decided through
     at: str
     reason: str = ""
     run_id: str | None = None
@@ -107,11 +118,12 @@ def new_proposal_id() -> str:
     return f"prp-{uuid.uuid4().hex[:20]}"
 
 
-def revert_option(basis_digest: str, environment_class: str, approval_required: bool) -> dict[str, Any]:
-    note = ("a provisioning run of the last applied specification; "
+def revert_option(digest: str, environment_class: str, approval_required: bool) -> dict[str, Any]:
+    note = ("a provisioning run that puts these findings back as last applied (drift listed under kept "
+            "stays as it is); "
             + ("an operator other than the one accepting must approve its plan" if approval_required
                else "it applies without approval in this environment class"))
-    return {"available": True, "specification_digest": basis_digest, "requires_approval": approval_required,
+    return {"available": True, "specification_digest": digest, "requires_approval": approval_required,
             "description": note}
 
 

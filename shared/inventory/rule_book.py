@@ -3,6 +3,11 @@
 A rule takes effect at the next scan: findings it covers become suppressed
 (kept, with the rule's id, but not proposed); deleting a rule or letting it
 expire makes the drift show again at the next scan.
+
+A rule's ``resource`` must name a resource of the environment (its address or
+key): declared in the applied specification, seen by the last observation, or
+the subject of an open finding. A typo would otherwise be a rule that
+silently suppresses nothing while the operator believes the drift is handled.
 """
 
 from __future__ import annotations
@@ -10,21 +15,29 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from shared.errors import InvalidInput, NotFound
-from shared.inventory.expected import environment_exists
+from shared.inventory.expected import applied_state, environment_exists
+from shared.inventory.findings import FindingState
 from shared.inventory.ignore_rules import IgnoreRule, NewIgnoreRule, new_rule
 from shared.inventory.store import InventoryStore
+from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.store import ProvisioningStore
 from shared.settings import Settings
 
 
 class RuleBook:
-    def __init__(self, store: InventoryStore, provisioning: ProvisioningStore, settings: Settings) -> None:
+    def __init__(self, store: InventoryStore, provisioning: ProvisioningStore, receipts: ReceiptStore,
+                 settings: Settings) -> None:
         self._store = store
         self._provisioning = provisioning
+        self._receipts = receipts
         self._settings = settings
 
     def create(self, tenant: str, environment: str, request: NewIgnoreRule, author: str) -> IgnoreRule:
         self._require(tenant, environment)
+        if request.resource not in self.addresses(tenant, environment):
+            raise InvalidInput([{"path": "/resource", "message": (
+                f"{request.resource} is not a resource of environment {environment}: name its address (e.g. "
+                "queue/orders) as declared, observed or reported by a finding (scan first if it appeared since)")}])
         inventory = self._settings.runtime_cloud.inventory
         try:
             rule = new_rule(tenant, environment, request, author, datetime.now(timezone.utc),
@@ -38,6 +51,19 @@ class RuleBook:
         self._require(tenant, environment)
         if not self._store.delete_rule(tenant, environment, rule_id):
             raise NotFound(f"ignore rule {rule_id}")
+
+    def addresses(self, tenant: str, environment: str) -> set[str]:
+        """Every address and key the environment's resources are known by."""
+        known: set[str] = set()
+        applied = applied_state(self._provisioning, tenant, environment)
+        for resource in applied.expected(self._receipts) if applied else []:
+            known |= {resource.address, resource.key}
+        observation = self._store.load_observation(tenant, environment)
+        for item in [*observation.items, *(observation.expected or [])] if observation else []:
+            known |= {item.address, item.key}
+        for finding in self._store.findings(tenant, environment, FindingState.OPEN):
+            known |= {finding.address, finding.key}
+        return known
 
     def _require(self, tenant: str, environment: str) -> None:
         if not environment_exists(self._provisioning, tenant, environment):

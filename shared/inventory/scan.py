@@ -11,7 +11,8 @@
    between two desired states: the observation is kept, the comparison waits
    for the next scan.
 5. Compare, apply ignore rules, update findings (same finding while it
-   stays, resolved when it goes), raise or extend the proposal, emit events,
+   stays, resolved when it goes), raise or refresh the proposal (see
+   :mod:`shared.inventory.proposal_refresh`), emit events,
    all committed together in the environment's partition.
 """
 
@@ -25,25 +26,16 @@ from typing import Any, Callable
 
 from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound
 from shared.inventory import events
-from shared.inventory.adoption import NotAdoptable, adopted_specification
 from shared.inventory.comparison import compare
 from shared.inventory.errors import ScanInProgress
 from shared.inventory.expected import AppliedState, applied_state, environment_exists
-from shared.inventory.findings import Finding, FindingChanges, FindingState, reconcile
+from shared.inventory.findings import FindingState, reconcile
 from shared.inventory.model import Drift, Observation, ObservationStatus
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest, Observer
 from shared.inventory.observers.registry import observer_for
-from shared.inventory.proposals import (
-    Options,
-    Proposal,
-    ProposalState,
-    Supersession,
-    accept_option,
-    new_proposal_id,
-    revert_option,
-    summarize,
-)
-from shared.inventory.store import InventoryStore, Versioned
+from shared.inventory.proposal_refresh import ProposalRefresher
+from shared.inventory.staleness import clear_stale, mark_stale
+from shared.inventory.store import InventoryStore
 from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.store import ProvisioningStore
 from shared.storage.streams import optimistic
@@ -91,6 +83,7 @@ class Scanner:
         self._settings = settings
         self._observers = observers
         self._clock = clock
+        self._refresher = ProposalRefresher(store, provisioning, settings)
 
     def scan(self, tenant: str, environment: str) -> ScanOutcome:
         if not environment_exists(self._provisioning, tenant, environment):
@@ -100,11 +93,13 @@ class Scanner:
             return ScanOutcome(environment, ObservationStatus.NEVER, compared=False,
                                note="nothing has been applied to this environment yet: there is nothing to compare")
         owner = uuid.uuid4().hex
-        self._claim(tenant, environment, owner)
+        previous = self._claim(tenant, environment, owner)
         try:
-            return self._scan(applied)
+            outcome = self._scan(applied)
         finally:
             self._release(tenant, environment, owner)
+        self._index_staleness(applied, outcome, previous)
+        return outcome
 
     # -- the steps ---------------------------------------------------------------------------
 
@@ -139,7 +134,8 @@ class Scanner:
         rules = [versioned.value for versioned in self._store.rules(tenant, environment)]
         changes = reconcile(tenant, environment, self._store.findings(tenant, environment, FindingState.OPEN),
                             drift, rules, now)
-        proposals, new_events, proposal_id = self._proposals(applied, changes, now)
+        refresh = self._refresher.refresh(applied, changes.still_open(), now)
+        proposals, new_events, proposal_id = refresh.writes, refresh.events, refresh.proposal_id
         active = [f for f in changes.still_open() if f.active]
         opened_active = [f for f in changes.opened if f.active]
         if opened_active:
@@ -156,73 +152,6 @@ class Scanner:
                            opened=[f.id for f in changes.opened], resolved=[f.id for f in changes.resolved],
                            open_findings=len(active), suppressed_findings=int(env_changes["SuppressedFindings"]),
                            proposal_id=proposal_id)
-
-    def _proposals(self, applied: AppliedState, changes: FindingChanges,
-                   now: datetime) -> tuple[list[tuple[Proposal, str | None]], list[Any], str | None]:
-        """Proposal rows to write (with their ETags), events, and the environment's open proposal id."""
-        writes: list[tuple[Proposal, str | None]] = []
-        emitted: list[Any] = []
-        stamp = now.isoformat()
-        still_open = changes.still_open()
-        current: Versioned | None = None
-        # Closed without a decision (superseded, or resolved while its drift was ignored): their
-        # findings that are still there are proposed again, against the current basis.
-        superseded: set[str] = set()
-        for versioned in self._store.proposals(applied.tenant, applied.environment):
-            proposal: Proposal = versioned.value
-            if proposal.state in (ProposalState.SUPERSEDED, ProposalState.RESOLVED):
-                superseded.add(proposal.id)
-            if proposal.state is not ProposalState.OPEN:
-                continue
-            if proposal.basis_digest != applied.digest or (applied.run_id and proposal.basis_run_id
-                                                           and proposal.basis_run_id != applied.run_id):
-                writes.append((_superseded(proposal, applied, stamp), versioned.etag))
-                superseded.add(proposal.id)
-            elif not any(f.proposal_id == proposal.id and f.active for f in still_open):
-                writes.append((proposal.model_copy(update={"state": ProposalState.RESOLVED, "resolved_at": stamp,
-                                                           "updated_at": stamp}), versioned.etag))
-                superseded.add(proposal.id)
-            elif current is None:
-                current = versioned
-        for finding in still_open:
-            if finding.proposal_id in superseded:
-                finding.proposal_id = None
-        unattached = [f for f in still_open if f.active and f.proposal_id is None]
-        if not unattached:
-            return writes, emitted, current.value.id if current else None
-        if current is not None:
-            proposal, etag = current.value, current.etag
-        else:
-            proposal, etag = Proposal(
-                id=new_proposal_id(), tenant=applied.tenant, environment=applied.environment, created_at=stamp,
-                updated_at=stamp, finding_ids=[], basis_digest=applied.digest, basis_run_id=applied.run_id,
-                environment_class=applied.environment_class, options=Options(revert={}, adopt={}, accept={})), None
-        for finding in unattached:
-            finding.proposal_id = proposal.id
-        members = [f for f in still_open if f.proposal_id == proposal.id and f.active]
-        proposal = proposal.model_copy(update={
-            "finding_ids": [f.id for f in members], "findings": [summarize(f) for f in members],
-            "updated_at": stamp, "options": self._options(applied, members)})
-        if etag is None:
-            self._store.index_proposal(proposal)
-            emitted.append(events.reconciliation_proposed(proposal))
-        writes.append((proposal, etag))
-        return writes, emitted, proposal.id
-
-    def _options(self, applied: AppliedState, findings: list[Finding]) -> Options:
-        requires = self._settings.runtime_cloud.provisioning.requires_approval(applied.environment_class)
-        try:
-            specification, diff = adopted_specification(applied.specification, findings)
-            self._provisioning.save_specification(specification)
-            adopt = {"available": True, "specification_digest": specification.digest(),
-                     "requires_approval": requires, "diff": [change.model_dump(mode="json") for change in diff],
-                     "description": "declare the specification changed as the diff shows, so desired state "
-                                    "matches what is observed"}
-        except NotAdoptable as error:
-            adopt = {"available": False, "reason": str(error)}
-        inventory = self._settings.runtime_cloud.inventory
-        return Options(revert=revert_option(applied.digest, applied.environment_class, requires), adopt=adopt,
-                       accept=accept_option(inventory.default_ignore_days))
 
     # -- recording without comparing ---------------------------------------------------------
 
@@ -266,7 +195,19 @@ class Scanner:
 
     # -- the lease ---------------------------------------------------------------------------
 
-    def _claim(self, tenant: str, environment: str, owner: str) -> None:
+    def _index_staleness(self, applied: AppliedState, outcome: ScanOutcome, previous: str) -> None:
+        """Keep health's cross-tenant index of stale environments in step (best effort: the next scan repairs)."""
+        try:
+            if outcome.status is ObservationStatus.STALE:
+                mark_stale(self._store.table, applied.tenant, applied.environment, applied.specification.target,
+                           self._clock().isoformat(), outcome.observed_at)
+            elif previous == ObservationStatus.STALE.value:
+                clear_stale(self._store.table, applied.tenant, applied.environment)
+        except Exception as error:  # noqa: BLE001 - the scan itself is recorded; the index is a summary
+            log.warning("stale index of %s/%s not updated: %s", applied.tenant, applied.environment, error)
+
+    def _claim(self, tenant: str, environment: str, owner: str) -> str:
+        """Take the scan lease; the observation status the environment had before this scan."""
         lease = self._settings.runtime_cloud.inventory.scan_lease_seconds
         for attempt in optimistic():
             with attempt:
@@ -278,7 +219,7 @@ class Scanner:
                 until = (now + timedelta(seconds=lease)).isoformat()
                 self._commit(tenant, environment, [self._store.environment_operation(
                     env, {"ScanOwner": owner, "ScanLeaseUntil": until})], [], [])
-                return
+                return str(env.get("ObservationStatus") or ObservationStatus.NEVER.value)
         raise AssertionError("unreachable")
 
     def _release(self, tenant: str, environment: str, owner: str) -> None:
@@ -299,9 +240,3 @@ class Scanner:
             self._store.commit(tenant, environment, operations, new_events, bulk)
         except AlreadyExists:
             raise ConcurrencyConflict(f"inventory of {environment} was written concurrently") from None
-
-
-def _superseded(proposal: Proposal, applied: AppliedState, stamp: str) -> Proposal:
-    return proposal.model_copy(update={
-        "state": ProposalState.SUPERSEDED, "updated_at": stamp,
-        "superseded_by": Supersession(run_id=applied.run_id or "", specification_digest=applied.digest, at=stamp)})

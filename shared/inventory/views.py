@@ -35,8 +35,9 @@ class InventoryViews:
         findings = self._store.findings(tenant, environment, FindingState.OPEN)
         summary["resources"] = [item.model_dump(mode="json") for item in observation.items] if observation else []
         summary["observation"]["notes"] = observation.notes if observation else []
+        # Counts (open_findings, suppressed_findings) as in every view; the findings themselves as lists.
         summary["findings"] = [f.public_view() for f in findings if f.active]
-        summary["suppressed_findings"] = [f.public_view() for f in findings if not f.active]
+        summary["suppressed"] = [f.public_view() for f in findings if not f.active]
         return summary
 
     def findings(self, tenant: str, environment: str, state: str | None) -> dict[str, Any]:

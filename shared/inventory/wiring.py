@@ -58,4 +58,4 @@ def scan_targets() -> list[tuple[str, str]]:
 
 @functools.lru_cache(maxsize=1)
 def rule_book() -> RuleBook:
-    return RuleBook(store(), provisioning.store(), get_settings())
+    return RuleBook(store(), provisioning.store(), provisioning.receipts(), get_settings())

@@ -81,10 +81,10 @@ def test_pool_bodies_are_validated_field_by_field(capacity):
     pool_id = unique("pool")
     cases = [
         ({"kind": "gpu", "size": 1}, "/kind"),
-        ({"kind": "build", "size": 5, "max": 4}, "/"),
+        ({"kind": "build", "size": 5, "max": 4}, "/size"),
         ({"kind": "build", "size": 1, "colour": "blue"}, "/colour"),
         ({"kind": "build"}, "/size"),
-        ({"kind": "build", "size": 1, "scope": "dedicated"}, "/"),
+        ({"kind": "build", "size": 1, "scope": "dedicated"}, "/tenant"),
     ]
     for body, path in cases:
         answer = capacity.call("PUT", f"runtime-cloud/pools/{pool_id}", capacity.admin(), json=body)

@@ -13,7 +13,10 @@ never the service's own view of how much is held:
 - sweeping over all intervals, at no instant were more than 20 leases valid,
   and no tenant ever held more than its edition allows;
 - every grant ended: released (the worker said so) or expired (by its
-  ``ExpiresAt``), and the outbox announced each ending exactly once.
+  ``ExpiresAt``), and the outbox announced each ending exactly once;
+- no acquire was refused 429 while the tenant held fewer granted leases than
+  its quota: during every such request the tenant held its limit (its own
+  acquires still in flight are not held leases).
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ class Tally:
     released: set[str] = field(default_factory=set)
     abandoned: set[str] = field(default_factory=set)
     lost_on_renew: set[str] = field(default_factory=set)
+    # (tenant, sent, answered) of every 429, and when each release was answered: a release's
+    # EndedAt is stamped before its commit, so a lease may still be held until the 204 arrives.
+    quota_refusals: list[tuple[str, datetime, datetime]] = field(default_factory=list)
+    release_answered: dict[str, datetime] = field(default_factory=dict)
 
     def count(self, kind: str) -> int:
         with self.lock:
@@ -74,9 +81,13 @@ def worker(api: CapacityApi, pool: Any, tenant: str, tally: Tally, deadline: flo
 
     while time.monotonic() < deadline and tally.operations < TARGET_OPERATIONS:
         lease_id = f"storm-{uuid.uuid4().hex[:16]}"
+        sent = datetime.now(timezone.utc)
         answer = call("POST", "runtime-cloud/leases", {
             "kind": pool.kind, "region": pool.region, "purpose": "sandbox", "holder": f"{tenant}-w{seed}",
             "ttl_seconds": rng.choice((1, 2, 2, 3)), "lease_id": lease_id})
+        if answer.status_code == 429:
+            with tally.lock:
+                tally.quota_refusals.append((tenant, sent, datetime.now(timezone.utc)))
         if answer.status_code != 201:
             problem = answer.json()["type"].removeprefix(PROBLEM)
             tally.count(f"acquire {answer.status_code} {problem}")
@@ -112,6 +123,7 @@ def worker(api: CapacityApi, pool: Any, tenant: str, tally: Tally, deadline: flo
             assert released.status_code == 204, released.text
             with tally.lock:
                 tally.released.add(lease_id)
+                tally.release_answered[lease_id] = datetime.now(timezone.utc)
 
 
 def storm_rows(azurite: Any, pool_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -132,6 +144,12 @@ def max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:
         held += step
         peak = max(peak, held)
     return peak
+
+
+def held_during(intervals: list[tuple[datetime, datetime]], start: datetime, end: datetime) -> int:
+    """The most of ``intervals`` that were valid together at some instant of [start, end]."""
+    clipped = [(max(a, start), min(b, end)) for a, b in intervals if a < end and b > start]
+    return max_overlap(clipped) if clipped else 0
 
 
 def test_storm_never_over_grants_and_accounts_for_every_grant(capacity, azurite):
@@ -187,6 +205,21 @@ def test_storm_never_over_grants_and_accounts_for_every_grant(capacity, azurite)
     assert max_overlap([valid_interval(h) for h in history]) <= POOL_SIZE
     for tenant, limit in tenants.items():
         assert max_overlap([valid_interval(h) for h in history if h["Tenant"] == tenant]) <= limit, tenant
+
+    # No 429 while the tenant held fewer granted leases than its quota. A lease counts as held from
+    # its grant until it expired or, if released, until the release was answered (its commit).
+    def held_interval(h: dict[str, Any]) -> tuple[datetime, datetime]:
+        start, end = valid_interval(h)
+        if h["Outcome"] != "released":
+            return start, end
+        return start, max(end, tally.release_answered.get(h["LeaseId"], end))
+
+    held = defaultdict(list)
+    for h in history:
+        held[h["Tenant"]].append(held_interval(h))
+    unjustified = [(tenant, sent.isoformat()) for tenant, sent, answered in tally.quota_refusals
+                   if held_during(held[tenant], sent, answered) < tenants[tenant]]
+    assert not unjustified, f"{len(unjustified)} of {len(tally.quota_refusals)} 429s: {unjustified[:5]}"
 
     # Every grant is accounted for: released by its worker, or expired.
     for h in recorded.values():
