@@ -15,6 +15,8 @@ string). Each stack is run once per session:
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import sys
 import uuid
@@ -140,6 +142,9 @@ def run_program(stack: str, config: dict[str, str]) -> Deployment:
     from runtime_cloud_infra import deploy
 
     deployment = Deployment(config=dict(config))
+    # Pulumi's mocks make their futures on the thread's current event loop; an earlier test's
+    # asyncio.run() leaves the main thread with none, so each program run gets its own.
+    asyncio.set_event_loop(asyncio.new_event_loop())
     pulumi.runtime.set_mocks(RecordingMocks(deployment), project=PROJECT, stack=stack, preview=False)
     pulumi.runtime.set_all_config(config)
     exported: dict[str, Any] = {}
