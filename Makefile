@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup run test bench package deploy clean
+.PHONY: setup run test test-storm check format bench package deploy clean
 
 setup: $(VENV)/.installed node_modules/.installed local.settings.json
 
@@ -31,6 +31,21 @@ run: setup
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The full-size capacity storm (pytest.ini deselects it from `make test`, which runs a smaller one).
+test-storm: setup
+	$(PY) -m pytest -m storm tests/capacity/test_storm.py $(PYTEST_ARGS)
+
+# The checks CI runs before the tests (README, Development): lint, types, import layers.
+check: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo
+
+# Rewrites files: import order, then the formatter (settings in pyproject.toml).
+format: $(VENV)/.installed
+	$(VENV)/bin/ruff check --select I --fix .
+	$(VENV)/bin/ruff format .
 
 bench: setup
 	@for bench in bench/[a-z]*.py; do echo "== $$bench"; $(PY) $$bench || exit 1; done

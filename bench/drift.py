@@ -25,23 +25,25 @@ about 80 seconds, most of it creating the resources in Azurite).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from azure.storage.blob import BlobServiceClient  # noqa: E402
-from azure.storage.queue import QueueServiceClient  # noqa: E402
+from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueServiceClient
 
-from devhost.azurite import TARGET_ACCOUNT, Azurite  # noqa: E402
+from devhost.azurite import TARGET_ACCOUNT, Azurite
 
 TENANT, ENVIRONMENT = "bench", "drift-bench"
 TAGS = {"rc_managed_by": "runtime-cloud", "rc_tenant": TENANT, "rc_environment": ENVIRONMENT}
@@ -54,6 +56,16 @@ def median_time(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
         result = call()
         samples.append(time.perf_counter() - started)
     return statistics.median(samples), result
+
+
+def _comparison(expected: Any, request: Any, state: Any, open_findings: Any, rules: Any) -> Any:
+    """The scan's pure part: compare the observation with the expected state, reconcile the findings."""
+    from shared.inventory.comparison import compare
+    from shared.inventory.findings import reconcile
+    from shared.inventory.observers.embedded import observation_for
+
+    drift = compare(expected, observation_for(request, state))
+    return reconcile(TENANT, ENVIRONMENT, open_findings, drift, rules, datetime.now(UTC))
 
 
 def resource_names(count: int) -> list[tuple[str, str]]:
@@ -106,15 +118,17 @@ def main(sizes: list[int]) -> None:
 
 
 def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
+    from shared.desired_state import EnvironmentSpecification
     from shared.iac.embedded.reader import read_target_state
-    from shared.inventory.comparison import compare
-    from shared.inventory.findings import FindingState, reconcile
+    from shared.inventory.findings import FindingState
     from shared.inventory.observers.base import ObservationRequest
-    from shared.inventory.observers.embedded import expected_from_specification, observation_for
+    from shared.inventory.observers.embedded import expected_from_specification
+    from shared.inventory.observers.registry import observer_for
     from shared.inventory.scan import Scanner
     from shared.inventory.store import InventoryStore
+    from shared.provisioning.api import ProvisioningApi
     from shared.provisioning.receipts import ReceiptStore
-    from shared.provisioning.specification import EnvironmentSpecification
+    from shared.provisioning.service import ProvisioningService
     from shared.provisioning.store import ProvisioningStore
     from shared.settings import load_settings
     from shared.storage.clients import clients_from_connection_string
@@ -125,7 +139,12 @@ def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
     ensure_resources(clients)
     provisioning = ProvisioningStore(clients, "/bench/provisioning")
     inventory = InventoryStore(clients, "/bench/inventory")
-    scanner = Scanner(inventory, provisioning, ReceiptStore(clients), settings)
+    section = settings.runtime_cloud
+    api = ProvisioningApi(provisioning, ReceiptStore(clients),
+                          ProvisioningService(provisioning, policy=section.provisioning, targets=section.targets),
+                          policy=section.provisioning)
+    scanner = Scanner(inventory, api, settings=section.inventory, targets=section.targets,
+                      observers=functools.partial(observer_for, inventory=section.inventory, iac=section.iac))
     target = settings.target("local-storage")
     assert target is not None
     rows, created = [], 0
@@ -152,10 +171,7 @@ def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
         open_findings = inventory.findings(TENANT, ENVIRONMENT, FindingState.OPEN)
         rules = [v.value for v in inventory.rules(TENANT, ENVIRONMENT)]
 
-        def comparison() -> Any:
-            drift = compare(expected, observation_for(request, state))
-            return reconcile(TENANT, ENVIRONMENT, open_findings, drift, rules, datetime.now(timezone.utc))
-
+        comparison = functools.partial(_comparison, expected, request, state, open_findings, rules)
         compare_time, changes = median_time(comparison, 5)
         rows.append({"size": size, "created": creating, "first": first, "scan": scan, "read": read,
                      "compare": compare_time, "open": outcome.open_findings, "resources": len(state.resources),
@@ -176,7 +192,8 @@ def report(rows: list[dict[str, Any]]) -> None:
         small, large = rows[0], rows[-1]
         factor = large["size"] / small["size"]
         per_small, per_large = small["scan"] / small["size"], large["scan"] / large["size"]
-        print(f"growth {large['size']} vs {small['size']} resources ({factor:.0f}x): scan {large['scan'] / small['scan']:.1f}x, "
+        print(f"growth {large['size']} vs {small['size']} resources ({factor:.0f}x): "
+              f"scan {large['scan'] / small['scan']:.1f}x, "
               f"read {large['read'] / small['read']:.1f}x, compare {large['compare'] / small['compare']:.1f}x; "
               f"cost per resource {per_large / per_small:.2f}x")
     print("first scan of each size (opens the findings and the proposal), ms: "

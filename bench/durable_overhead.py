@@ -25,10 +25,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from azure.storage.queue import QueueClient  # noqa: E402
+from azure.storage.queue import QueueClient  # noqa: E402 - after the sys.path line above (run as a script)
 
-from tests.support.azurite import Azurite  # noqa: E402
-from tests.support.host import HostProcess  # noqa: E402
+from tests.support.azurite import Azurite  # noqa: E402 - after the sys.path line above (run as a script)
+from tests.support.host import HostProcess  # noqa: E402 - after the sys.path line above (run as a script)
 
 DURABLE_APP = REPO / "tests" / "durable_app"
 WEBHOOKS = "runtime/webhooks/durabletask"
@@ -82,7 +82,7 @@ def run_parallel(host: HostProcess, instances: int) -> float:
 def _completed(host: HostProcess, prefix: str) -> int:
     count, token = 0, None
     while True:
-        headers = {"x-ms-continuation-token": token} if token else {}
+        headers: dict[str, str] = {"x-ms-continuation-token": token} if token else {}
         page = host.request("GET", f"{WEBHOOKS}/instances", headers=headers,
                             params={"instanceIdPrefix": prefix, "runtimeStatus": "Completed", "top": "500"})
         count += len(page.json())

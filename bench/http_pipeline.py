@@ -22,12 +22,12 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from azure.data.tables import TableServiceClient  # noqa: E402
+from azure.data.tables import TableServiceClient
 
-from devhost.azurite import Azurite  # noqa: E402
-from devhost.tokens import mint_token  # noqa: E402
-from tests.conftest import REPO, app_settings  # noqa: E402
-from tests.support.host import HostProcess  # noqa: E402
+from devhost.azurite import Azurite
+from devhost.tokens import mint_token
+from tests.conftest import REPO, app_settings
+from tests.support.host import HostProcess
 
 
 def timed(call, count: int) -> list[float]:

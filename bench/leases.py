@@ -28,23 +28,27 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any
 
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from azure.core import MatchConditions  # noqa: E402
-from azure.core.exceptions import ResourceModifiedError  # noqa: E402
-from azure.data.tables import TableClient, TableServiceClient, UpdateMode  # noqa: E402
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceModifiedError
+from azure.data.tables import TableClient, TableServiceClient, UpdateMode
 
-from devhost.azurite import Azurite  # noqa: E402
-from devhost.tokens import mint_token  # noqa: E402
-from tests.conftest import REPO, app_settings  # noqa: E402
-from tests.support.host import HostProcess  # noqa: E402
+from devhost.azurite import Azurite
+from devhost.tokens import mint_token
+from tests.conftest import REPO, app_settings
+from tests.support.host import HostProcess
+
+if TYPE_CHECKING:
+    from shared.capacity.store import CapacityStore
 
 CONCURRENCY = (1, 8, 32)
 CAPACITY = 32  # every design gets as many slots as the most clients, so nobody is refused
@@ -114,8 +118,7 @@ class CounterRow:
 
     def _change(self, step: int) -> bool:
         for attempt in range(1000):
-            entity = self.table.get_entity(**{"partition_key": self.key["PartitionKey"],
-                                              "row_key": self.key["RowKey"]})
+            entity = self.table.get_entity(partition_key=self.key["PartitionKey"], row_key=self.key["RowKey"])
             held = int(entity["Held"]) + step
             if held > int(entity["Capacity"]) or held < 0:
                 return False
@@ -175,7 +178,7 @@ def measure(azurite: Azurite, host: HostProcess, root: Path, settings: dict[str,
     for clients in CONCURRENCY:
         counter = CounterRow(bench_table, CAPACITY)
         results.append(run_series("single counter row, in process", clients, seconds,
-                                  lambda _i, counter=counter: counter.cycle))
+                                  _same_for_every_client(counter.cycle)))
     return results, baseline
 
 
@@ -186,7 +189,7 @@ def http_cycle_factory(host: HostProcess, root: Path, tenants: list[str],
         tenant = tenants[index % len(tenants)]
         headers = {"Authorization": "Bearer " + mint_token(root / "auth", tenant=tenant,
                                                            scopes=["factory.capacity.lease"])}
-        body = {"kind": "build", "region": pool_id, "purpose": "build", "holder": f"bench-{index}",
+        body: dict[str, Any] = {"kind": "build", "region": pool_id, "purpose": "build", "holder": f"bench-{index}",
                 "ttl_seconds": 60}
 
         def cycle() -> None:
@@ -204,7 +207,11 @@ def http_cycle_factory(host: HostProcess, root: Path, tenants: list[str],
     return make
 
 
-def in_process_store(azurite: Azurite, settings: dict[str, str]):  # type: ignore[no-untyped-def]
+def _same_for_every_client(cycle: Callable[[], None]) -> Callable[[int], Callable[[], None]]:
+    return lambda _index: cycle
+
+
+def in_process_store(azurite: Azurite, settings: dict[str, str]) -> CapacityStore:
     from shared.capacity.settings import CapacitySettings
     from shared.capacity.store import CapacityStore
     from shared.storage.clients import clients_from_connection_string
@@ -213,22 +220,23 @@ def in_process_store(azurite: Azurite, settings: dict[str, str]):  # type: ignor
     return CapacityStore.from_clients(clients, CapacitySettings(), "/bench")
 
 
-def in_process_cycle_factory(store, tenants: list[str], pool_id: str) -> Callable[[int], Callable[[], None]]:  # type: ignore[no-untyped-def]
+def in_process_cycle_factory(store: CapacityStore, tenants: list[str],
+                             pool_id: str) -> Callable[[int], Callable[[], None]]:
     from shared.capacity import editions, pools
     from shared.capacity.leases import LeaseService
-    from shared.capacity.models import AcquireRequest, EditionSpec, PoolSpec
+    from shared.capacity.models import AcquireRequest, EditionSpec, PoolKind, PoolSpec, Purpose
 
-    editions.put_edition(store, "bench", EditionSpec(limits={"build": CAPACITY}, tenants=tenants))
-    pools.put_pool(store, pool_id, PoolSpec(kind="build", region=pool_id, size=CAPACITY, max=CAPACITY))
+    editions.put_edition(store, "bench", EditionSpec(limits={PoolKind.BUILD: CAPACITY}, tenants=tenants))
+    pools.put_pool(store, pool_id, PoolSpec(kind=PoolKind.BUILD, region=pool_id, size=CAPACITY, max=CAPACITY))
     service = LeaseService(store)
 
     def make(index: int) -> Callable[[], None]:
         tenant = tenants[index % len(tenants)]
 
         def cycle() -> None:
-            lease, _ = service.acquire(tenant, AcquireRequest(kind="build", region=pool_id, purpose="build",
-                                                              holder=f"bench-{index}", ttl_seconds=60,
-                                                              lease_id=uuid.uuid4().hex))
+            request = AcquireRequest(kind=PoolKind.BUILD, region=pool_id, purpose=Purpose.BUILD,
+                                     holder=f"bench-{index}", ttl_seconds=60, lease_id=uuid.uuid4().hex)
+            lease, _ = service.acquire(tenant, request)
             service.release(tenant, lease.lease_id)
 
         return cycle

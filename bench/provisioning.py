@@ -19,6 +19,7 @@ Run: ``.venv/bin/python bench/provisioning.py [promotions] [environments]``.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import statistics
 import sys
@@ -30,16 +31,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from azure.storage.queue import QueueClient  # noqa: E402
+from azure.storage.queue import QueueClient
 
-from devhost.azurite import Azurite  # noqa: E402
-from devhost.tokens import mint_token  # noqa: E402
-from shared.iac.embedded.runner import EmbeddedRunner  # noqa: E402
-from shared.provisioning.specification import EnvironmentSpecification  # noqa: E402
-from shared.targets import ProvisioningTarget  # noqa: E402
-from tests.conftest import REPO  # noqa: E402
-from tests.provisioning.conftest import provisioning_settings  # noqa: E402
-from tests.support.host import HostProcess, wait_until  # noqa: E402
+from devhost.azurite import Azurite
+from devhost.tokens import mint_token
+from shared.desired_state import EnvironmentSpecification
+from shared.iac.embedded.runner import EmbeddedRunner
+from shared.targets import ProvisioningTarget
+from tests.conftest import REPO
+from tests.provisioning.conftest import provisioning_settings
+from tests.support.host import HostProcess, wait_until
 
 FINAL = {"applied", "failed", "superseded", "rejected", "expired", "cancelled"}
 
@@ -119,7 +120,7 @@ def main(promotions: int, environments: int) -> None:
     phases: dict[str, list[float]] = {}
     for run in (r for r in runs if r["state"] == "applied"):
         moments = [(entry["state"], datetime.fromisoformat(entry["at"])) for entry in run["timeline"]]
-        for (state, at), (_, next_at) in zip(moments, moments[1:]):
+        for (state, at), (_, next_at) in itertools.pairwise(moments):
             phases.setdefault(state, []).append((next_at - at).total_seconds())
     print(f"promotions {promotions} across {environments} environments: {by_state}")
     print(f"baseline  runner plan+apply in process       median {baseline * 1000:8.1f} ms  (1.00x)")

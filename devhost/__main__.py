@@ -21,6 +21,17 @@ from pathlib import Path
 
 from devhost.tokens import DEFAULT_AUDIENCE, DEFAULT_ISSUER, mint_token
 
+# The ids the app logs as fields (``extra=``, see shared/logs.py in the app). Application
+# Insights keeps them as custom dimensions; here they follow the message.
+LOG_FIELDS = ("tenant_id", "environment_id", "run_id", "lease_id")
+
+
+class _FieldsFormatter(logging.Formatter):
+    def formatMessage(self, record: logging.LogRecord) -> str:  # logging's name
+        line = super().formatMessage(record)
+        fields = " ".join(f"{name}={getattr(record, name)}" for name in LOG_FIELDS if hasattr(record, name))
+        return f"{line} [{fields}]" if fields else line
+
 
 def _local_values(app_dir: Path) -> dict[str, str]:
     """``local.settings.json`` Values under the environment (which wins), without changing the environment."""
@@ -33,8 +44,9 @@ def _start(args: argparse.Namespace) -> int:
     from devhost.extensions import default_extensions
     from devhost.host import LocalHost, serve
 
-    logging.basicConfig(level=os.environ.get("DEVHOST_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(_FieldsFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=os.environ.get("DEVHOST_LOG_LEVEL", "INFO"), handlers=[handler])
     logging.getLogger("azure").setLevel(logging.WARNING)
     host = LocalHost(Path(args.app_dir), port=args.port, bind=args.bind, extensions=default_extensions(),
                      allow_remote=args.allow_remote)

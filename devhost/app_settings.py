@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 _REFERENCE = re.compile(r"%([^%]*)%")
 

@@ -64,11 +64,13 @@ class Azurite:
             wait_for_port(port)
         return self
 
-    def stop(self) -> None:
+    def stop(self, grace_seconds: float = 10.0) -> None:
+        """SIGINT, then SIGKILL after ``grace_seconds``: Azurite closes at once on SIGINT unless a client
+        still holds a keep-alive connection, which it waits for (a test process holds many)."""
         if self._process and self._process.poll() is None:
-            self._process.send_signal(signal.SIGINT)  # Azurite closes at once on SIGINT, slowly on SIGTERM
+            self._process.send_signal(signal.SIGINT)
             try:
-                self._process.wait(timeout=10)
+                self._process.wait(timeout=grace_seconds)
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()

@@ -10,9 +10,10 @@ keeps, per function, the binding documents exactly as they would appear in
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from devhost.worker_validation import index_with_worker
 
@@ -39,7 +40,7 @@ class FunctionCatalog:
     def __init__(self, functions: list[FunctionInfo]) -> None:
         self._by_name = {f.name: f for f in functions}
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[FunctionInfo]:
         return iter(self._by_name.values())
 
     def get(self, name: str) -> FunctionInfo | None:

@@ -12,8 +12,9 @@ import asyncio
 import logging
 import os
 import signal
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -128,7 +129,7 @@ class LocalHost:
                     return
                 except asyncio.CancelledError:
                     raise
-                except Exception as error:
+                except Exception as error:  # noqa: BLE001 - any failure of a listener: restart it, keep the host up
                     log.warning("%s stopped (%s: %s); restarting in 2 s", name, type(error).__name__,
                                 str(error).splitlines()[0] if str(error) else "")
                     await asyncio.sleep(2)
@@ -183,7 +184,7 @@ class LocalHost:
 async def _bounded(what: str, work: Awaitable[Any], seconds: float = 15.0) -> None:
     try:
         await asyncio.wait_for(work, timeout=seconds)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log.warning("stopping %s took over %.0f s; going on without it", what, seconds)
     log.debug("stopped %s", what)
 

@@ -21,9 +21,9 @@ import json
 import os
 import secrets
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 KEYS_FILE = "host-keys.json"
 KEY_DIRECTORY_SETTING = "DEVHOST_KEY_DIRECTORY"

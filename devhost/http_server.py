@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import azure.functions as func
 from aiohttp import web
@@ -121,7 +122,9 @@ class HttpFrontDoor:
     def build(self) -> web.Application:
         # aiohttp's own size check is disabled; the limit is enforced below as a problem answer.
         app = web.Application(client_max_size=1024**4)
-        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        # Every path, even one with a (percent-encoded) line break, which ``.`` would not match: else
+        # aiohttp's own router answers a text/plain 404 instead of a problem document.
+        app.router.add_route("*", r"/{tail:[\s\S]*}", self._dispatch)
         return app
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -246,7 +249,7 @@ def to_web_response(result: Any) -> web.Response:
     if not isinstance(result, func.HttpResponse):
         raise UnencodableResult(f'unable to encode outgoing TypedData: unsupported type "http" '
                                 f'for Python type "{type(result).__name__}"')
-    headers = {k: v for k, v in result.headers.items()}
+    headers = dict(result.headers.items())
     if not any(k.lower() == "content-type" for k in headers) and result.mimetype:
         charset = f"; charset={result.charset}" if result.charset else ""
         headers["Content-Type"] = f"{result.mimetype}{charset}"

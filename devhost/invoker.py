@@ -13,8 +13,9 @@ import functools
 import inspect
 import os
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from devhost.catalog import FunctionInfo
 
@@ -53,7 +54,8 @@ class Invoker:
             if binding is function.trigger or binding.get("name") == "$return":
                 continue
             if kind not in self._providers:
-                raise UnsupportedBinding(f"{function.name}: the local host does not support '{binding['type']}' bindings")
+                raise UnsupportedBinding(
+                    f"{function.name}: the local host does not support '{binding['type']}' bindings")
 
     async def invoke(self, function: FunctionInfo, trigger_value: Any) -> Any:
         kwargs = {function.trigger["name"]: trigger_value}

@@ -20,8 +20,8 @@ import os
 import random
 from typing import Any
 
-from azure.functions.queue import QueueMessage as FunctionsQueueMessage
 from azure.core.exceptions import ResourceExistsError
+from azure.functions.queue import QueueMessage as FunctionsQueueMessage
 from azure.storage.queue import QueueMessage as StorageMessage
 from azure.storage.queue.aio import QueueClient
 
@@ -79,7 +79,7 @@ class QueueListener:
         try:
             pager = queue.receive_messages(max_messages=min(32, room), visibility_timeout=LEASE_SECONDS)
             return [message async for message in pager]
-        except Exception as error:  # the store may be down; keep polling, say so once per poll
+        except Exception as error:  # noqa: BLE001 - the store may be down; keep polling, say so once per poll
             log.warning("polling %s failed: %s", self.queue_name, str(error).splitlines()[0] if str(error) else error)
             return []
 

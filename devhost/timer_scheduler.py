@@ -20,16 +20,16 @@ import logging
 import os
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from azure.functions.timer import TimerRequest
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.functions.timer import TimerRequest
 from azure.storage.blob.aio import BlobServiceClient
 from croniter import croniter
 
-from devhost.catalog import FunctionInfo
 from devhost.app_settings import UnresolvedAppSetting, resolve_references
+from devhost.catalog import FunctionInfo
 from devhost.invoker import Invoker
 
 log = logging.getLogger("devhost.timers")
@@ -165,7 +165,7 @@ class TimerRunner:
                     pass
                 blob = service.get_blob_client(STATUS_CONTAINER, self._blob_name)
                 await blob.upload_blob(json.dumps(status.as_dict(_now())), overwrite=True)
-        except Exception as error:  # a missed status write only costs a past-due run later
+        except Exception as error:  # noqa: BLE001 - a missed status write only costs a past-due run later
             log.warning("could not record schedule status of %s: %s", self.function.name, error)
 
 
@@ -178,7 +178,7 @@ def _blob_service() -> BlobServiceClient:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _iso(moment: datetime | None) -> str | None:

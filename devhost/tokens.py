@@ -13,8 +13,9 @@ import os
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -31,11 +32,13 @@ def ensure_signing_key(directory: Path) -> tuple[Any, str]:
     directory.mkdir(parents=True, exist_ok=True)
     key_path = directory / PRIVATE_KEY_FILE
     if not key_path.exists():
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        created = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = created.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
         _write_atomically(key_path, pem, exclusive=True)
     key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise ValueError(f"{key_path} does not hold an RSA key (tokens are signed RS256)")
     kid = _key_id(key)
     jwks_path = directory / JWKS_FILE
     if not jwks_path.exists() or kid not in jwks_path.read_text():

@@ -84,7 +84,7 @@ def _validate_each(loader: ModuleType, functions: ModuleType, indexed: list[Any]
     for function in indexed:
         try:
             loader.process_indexed_function(protos, registry, [function], str(app_dir))
-        except Exception as error:  # the worker's own errors: FunctionLoadError, NameError, TypeError...
+        except Exception as error:  # noqa: BLE001 - the worker's own errors: FunctionLoadError, NameError, TypeError...
             refusals.append(Refusal(function.get_function_name(), _one_line(error)))
     return refusals
 

@@ -7,7 +7,7 @@ endpoints always, and each enabled module's triggers.
 from __future__ import annotations
 
 import importlib
-from typing import Iterable
+from collections.abc import Iterable
 
 import azure.durable_functions as df
 

@@ -9,10 +9,9 @@ comes from the token: another tenant's lease or dedicated pool answers 404.
 
 from __future__ import annotations
 
-import logging
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import azure.durable_functions as df
 import azure.functions as func
@@ -32,21 +31,21 @@ from shared.capacity.errors import (
     QuotaExceeded,
 )
 from shared.capacity.keys import utcnow
-from shared.capacity.leases import LeaseService
 from shared.capacity.models import (
     EDITION_NAME,
     LEASE_ID,
     POOL_ID,
     AcquireRequest,
+    Edition,
     EditionSpec,
     LeaseState,
     LeaseView,
+    Pool,
     PoolSpec,
     PoolView,
     RenewRequest,
 )
 from shared.capacity.retention import purge_expired_history
-from shared.capacity.store import default_store
 from shared.capacity.usage import tenant_usage
 from shared.errors import InvalidInput
 from shared.http import problems
@@ -54,11 +53,13 @@ from shared.http.endpoint import endpoint
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_json_body, parse_model
 from shared.http.views.capacity import EditionSaved, LeaseList, LeasesQuery, PoolList, QuotasView, TenantUsage
+from shared.logs import app_logger
 from shared.settings import get_settings
 from shared.timer_schedules import timer_schedule
+from shared.wiring import capacity as wiring
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
-log = logging.getLogger("runtime_cloud.capacity")
+log = app_logger("capacity")
 
 LEASE_OR_READ = (Scope.CAPACITY_LEASE, Scope.RUNTIME_READ)
 
@@ -120,8 +121,8 @@ def _viewer(caller: Caller) -> str | None:
     return None if caller.has_role(Role.PLATFORM_ADMIN) else caller.tenant
 
 
-def _visible_pool(caller: Caller, pool_id: str) -> pools.Pool:
-    stored = pools.read_pool(default_store(), pool_id)
+def _visible_pool(caller: Caller, pool_id: str) -> Pool:
+    stored = pools.read_pool(wiring.store(), pool_id)
     if stored is None or not (stored.pool.serves(caller.tenant) or caller.has_role(Role.PLATFORM_ADMIN)):
         raise problems.not_found()
     return stored.pool
@@ -132,7 +133,7 @@ def _visible_pool(caller: Caller, pool_id: str) -> pools.Pool:
 @bp.route(route="runtime-cloud/pools", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: PoolList})
 def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
-    store, now = default_store(), utcnow()
+    store, now = wiring.store(), utcnow()
     admin = caller.has_role(Role.PLATFORM_ADMIN)
     visible = [p for p in pools.list_pools(store) if admin or p.serves(caller.tenant)]
     return {"pools": [pools.pool_view(store, pool, now, _viewer(caller)) for pool in visible]}
@@ -142,7 +143,7 @@ def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, responses={200: PoolView})
 def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> object:
     pool = _visible_pool(caller, _route_id(req, "id", POOL_ID))
-    return pools.pool_view(default_store(), pool, utcnow(), _viewer(caller))
+    return pools.pool_view(wiring.store(), pool, utcnow(), _viewer(caller))
 
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["PUT"])
@@ -152,8 +153,8 @@ def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
     pool_id = _valid_name(req.route_params["id"], POOL_ID, "/id")
     spec = parse_model(req, PoolSpec)
     with capacity_problems():
-        pool, created = pools.put_pool(default_store(), pool_id, spec)
-    view = pools.pool_view(default_store(), pool, utcnow())
+        pool, created = pools.put_pool(wiring.store(), pool_id, spec)
+    view = pools.pool_view(wiring.store(), pool, utcnow())
     headers = {"Location": f"/runtime-cloud/pools/{pool_id}"} if created else {}
     return JsonResult(view, status=201 if created else 200, headers=headers)
 
@@ -163,8 +164,8 @@ def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
           responses={200: PoolView}, problems=(409,))
 def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
     with capacity_problems():
-        pool = pools.drain_pool(default_store(), _route_id(req, "id", POOL_ID))
-    return pools.pool_view(default_store(), pool, utcnow())
+        pool = pools.drain_pool(wiring.store(), _route_id(req, "id", POOL_ID))
+    return pools.pool_view(wiring.store(), pool, utcnow())
 
 
 # -- quotas and usage ------------------------------------------------------------
@@ -172,10 +173,10 @@ def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
 @bp.route(route="runtime-cloud/quotas", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: QuotasView})
 def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
-    store = default_store()
+    store = wiring.store()
     known = {e.name: e for e in editions.list_editions(store)}
     for name, limits in store.settings.editions.items():
-        known.setdefault(name, editions.Edition(name=name, limits=limits))
+        known.setdefault(name, Edition(name=name, limits=limits))
     admin = caller.has_role(Role.PLATFORM_ADMIN)
     members = editions.tenants_by_edition(store) if admin else {}
     return {
@@ -193,7 +194,7 @@ def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
 def capacity_put_quota(req: func.HttpRequest, caller: Caller) -> JsonResult:
     name = _valid_name(req.route_params["edition"], EDITION_NAME, "/edition")
     spec = parse_model(req, EditionSpec)
-    edition, created = editions.put_edition(default_store(), name, spec)
+    edition, created = editions.put_edition(wiring.store(), name, spec)
     body = {"edition": edition.name, "limits": {k.value: v for k, v in edition.limits.items()},
             "tenants_assigned": spec.tenants}
     return JsonResult(body, status=201 if created else 200)
@@ -205,7 +206,7 @@ def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
     tenant = req.route_params["tenant"]
     if tenant != caller.tenant and not caller.has_role(Role.PLATFORM_ADMIN):
         raise problems.not_found()
-    return tenant_usage(default_store(), tenant)
+    return tenant_usage(wiring.store(), tenant)
 
 
 # -- leases ------------------------------------------------------------------------
@@ -216,7 +217,7 @@ def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
 def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
     request = parse_model(req, AcquireRequest)
     with capacity_problems():
-        lease, replayed = LeaseService(default_store()).acquire(caller.tenant, request)
+        lease, replayed = wiring.leases().acquire(caller.tenant, request)
     headers = {"Location": f"/runtime-cloud/leases/{lease.lease_id}"}
     if replayed:
         headers["Idempotent-Replayed"] = "true"
@@ -239,7 +240,7 @@ def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
         errors.append({"path": "/limit", "message": "an integer within 1..1000"})
     if errors:
         raise InvalidInput(errors)
-    page = LeaseService(default_store()).list_leases(caller.tenant, pool=params.get("pool"),
+    page = wiring.leases().list_leases(caller.tenant, pool=params.get("pool"),
                                                     holder=params.get("holder"), state=state,
                                                     limit=int(limit_text), continuation=params.get("continuation"))
     return {"leases": page.leases, "continuation": page.continuation}
@@ -249,7 +250,7 @@ def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
 @endpoint(any_scopes=LEASE_OR_READ, path={"id": LEASE_ID}, responses={200: LeaseView})
 def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
     with capacity_problems():
-        return LeaseService(default_store()).get(caller.tenant, _route_id(req, "id", LEASE_ID))
+        return wiring.leases().get(caller.tenant, _route_id(req, "id", LEASE_ID))
 
 
 @bp.route(route="runtime-cloud/leases/{id}/renew", methods=["POST"])
@@ -258,7 +259,7 @@ def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
 def capacity_renew_lease(req: func.HttpRequest, caller: Caller) -> object:
     body = RenewRequest.model_validate(parse_json_body(req)) if req.get_body() else RenewRequest()
     with capacity_problems():
-        return LeaseService(default_store()).renew(caller.tenant, _route_id(req, "id", LEASE_ID), body.ttl_seconds)
+        return wiring.leases().renew(caller.tenant, _route_id(req, "id", LEASE_ID), body.ttl_seconds)
 
 
 @bp.route(route="runtime-cloud/leases/{id}", methods=["DELETE"])
@@ -266,19 +267,19 @@ def capacity_renew_lease(req: func.HttpRequest, caller: Caller) -> object:
           problems=(409, 503))
 def capacity_release_lease(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     with capacity_problems():
-        LeaseService(default_store()).release(caller.tenant, _route_id(req, "id", LEASE_ID))
+        wiring.leases().release(caller.tenant, _route_id(req, "id", LEASE_ID))
     return func.HttpResponse(status_code=204)
 
 
 # -- timers ----------------------------------------------------------------------------
 
 # No run_on_startup: on a scale-to-zero plan every instance start would run it. The first capacity
-# call of an instance seeds instead (shared.capacity.store.default_store).
+# call of an instance seeds instead (shared.wiring.capacity.store).
 @bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
     "RuntimeCloud:Capacity:MaintenanceSchedule", get_settings().runtime_cloud.capacity.maintenance_schedule))
 def capacity_maintenance(timer: func.TimerRequest) -> None:
     """Seed the settings' pools and editions, and repair slot rows a crashed resize left behind."""
-    store = default_store()
+    store = wiring.store()
     editions.seed_editions(store)
     pools.seed_pools(store)
     repaired = sum(pools.reconcile_slots(store, pool) for pool in pools.list_pools(store))
@@ -290,6 +291,6 @@ def capacity_maintenance(timer: func.TimerRequest) -> None:
     "RuntimeCloud:Capacity:PurgeSchedule", get_settings().runtime_cloud.capacity.purge_schedule))
 def capacity_purge(timer: func.TimerRequest) -> None:
     """Purge lease history and records older than LeaseRetentionDays, denials older than a day."""
-    result = purge_expired_history(default_store())
+    result = purge_expired_history(wiring.store())
     log.info("capacity purge removed %d grant row(s), %d record(s), %d denial(s)",
              result.grants, result.records, result.denials)

@@ -14,23 +14,23 @@ and blobs, not in Durable history.
 
 from __future__ import annotations
 
-import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import azure.durable_functions as df
 import azure.functions as func
 
+from shared.logs import app_logger
 from shared.settings import get_settings
 from shared.timer_schedules import timer_schedule
 
 bp = df.Blueprint()
-log = logging.getLogger("runtime_cloud.durable")
+log = app_logger("durable")
 
 FINISHED = [df.OrchestrationRuntimeStatus.Completed, df.OrchestrationRuntimeStatus.Failed,
             df.OrchestrationRuntimeStatus.Terminated]
 # The purge API wants a lower bound on creation time; nothing of this product is older. (Azure Table
 # Storage refuses dates before 1601, so the minimum datetime would not do.)
-OLDEST = datetime(2020, 1, 1, tzinfo=timezone.utc)
+OLDEST = datetime(2020, 1, 1, tzinfo=UTC)
 
 
 def purge_window(now: datetime, retention_days: float) -> tuple[datetime, datetime]:
@@ -43,7 +43,7 @@ def purge_window(now: datetime, retention_days: float) -> tuple[datetime, dateti
 @bp.durable_client_input(client_name="client")
 async def durable_history_purge(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
     retention = get_settings().runtime_cloud.durable.history_retention_days
-    created_from, created_to = purge_window(datetime.now(timezone.utc), retention)
+    created_from, created_to = purge_window(datetime.now(UTC), retention)
     result = await client.purge_instance_history_by(created_time_from=created_from, created_time_to=created_to,
                                                     runtime_status=FINISHED)
     log.info("durable history purge: %d finished instance(s) created before %s", result.instances_deleted,

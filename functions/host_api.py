@@ -1,22 +1,33 @@
-"""The host's own endpoints from the source page: health and target metadata."""
+"""The host's own endpoints: health, target metadata and the API document (README, Calling the API locally)."""
 
 from __future__ import annotations
+
+import functools
+from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
 
+import shared
+from functions import blueprints_for
 from shared.auth import Caller, Scope
 from shared.health import check_health
 from shared.http.endpoint import endpoint
+from shared.http.openapi import build_document
 from shared.http.responses import json_response
+from shared.http.views.host import OPENAPI_DOCUMENT, HealthView, TargetsView
 from shared.iac.runner_info import describe_runner
 from shared.settings import get_settings
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 
+API_DESCRIPTION = ("Provisioning runs (plan, approve, apply, receipts), observed state and drift, and capacity "
+                   "leases of the Runtime Cloud host. Every error is an application/problem+json document.")
+
 
 @bp.route(route="runtime-cloud/health", methods=["GET"])
-@endpoint(scopes=[Scope.HEALTH_READ])
+@endpoint(scopes=[Scope.HEALTH_READ], responses={200: HealthView, 503: HealthView},
+          response_headers={503: ("Retry-After",)})
 def runtime_cloud_health(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     """RuntimeCloudHealth: liveness, readiness and each dependency's status."""
     report = check_health(get_settings())
@@ -25,7 +36,7 @@ def runtime_cloud_health(req: func.HttpRequest, caller: Caller) -> func.HttpResp
 
 
 @bp.route(route="runtime-cloud/meta/targets", methods=["GET"])
-@endpoint(scopes=[Scope.META_READ])
+@endpoint(scopes=[Scope.META_READ], responses={200: TargetsView})
 def runtime_cloud_targets(req: func.HttpRequest, caller: Caller) -> dict:
     """RuntimeCloudTargets: the installation's targets and the IaC runner's version."""
     settings = get_settings()
@@ -35,3 +46,19 @@ def runtime_cloud_targets(req: func.HttpRequest, caller: Caller) -> dict:
         "iac_runner": {"name": runner.name, "version": runner.version, "available": runner.available},
         "targets": [target.public_view() for target in settings.runtime_cloud.targets],
     }
+
+
+@bp.route(route="runtime-cloud/openapi.json", methods=["GET"])
+@endpoint(any_scopes=[Scope.META_READ, Scope.RUNTIME_READ], responses={200: OPENAPI_DOCUMENT})
+def runtime_cloud_openapi(req: func.HttpRequest, caller: Caller) -> dict:
+    """The API's OpenAPI 3.1 document, generated from the endpoints this host serves."""
+    return api_document()
+
+
+@functools.lru_cache(maxsize=1)
+def api_document() -> dict[str, Any]:
+    """Built once per process: the enabled modules (and so the routes) are fixed when the app starts."""
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)  # a local app: the worker never sees it
+    for blueprint in blueprints_for(get_settings().runtime_cloud.host.enabled_modules):
+        app.register_functions(blueprint)
+    return build_document(app.get_functions(), "Runtime Cloud host", shared.__version__, API_DESCRIPTION)

@@ -15,15 +15,14 @@ the app is indexed), ``inventory_purge`` purges after 13 months, daily.
 
 from __future__ import annotations
 
-import logging
 from asyncio import to_thread
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import azure.durable_functions as df
 import azure.functions as func
 
 from orchestrations.inventory import ScanState, read_scan, start_scan, status_url, wait_for_scan
-from orchestrations.provisioning_client import ensure_started, wake
+from orchestrations.provisioning_client import start_and_wake, status_path
 from shared import safe_json
 from shared.auth import Caller, Role, Scope
 from shared.errors import Conflict, NotFound
@@ -45,21 +44,20 @@ from shared.http.views.inventory import (
     ScanOutcome,
     ScanView,
 )
-from shared.inventory import wiring
 from shared.inventory.decisions import AcceptBody, RejectBody
 from shared.inventory.errors import ScanInProgress
 from shared.inventory.ignore_rules import NewIgnoreRule
 from shared.inventory.inbox import NotAnEvent, handle_event
 from shared.inventory.retention import purge
-from shared.provisioning import wiring as provisioning_wiring
-from shared.provisioning.lifecycle import RunRef
+from shared.logs import app_logger, ids
 from shared.provisioning.rejections import record_rejection
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
 from shared.timer_schedules import timer_schedule
+from shared.wiring import inventory as wiring
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
-log = logging.getLogger("runtime_cloud.inventory")
+log = app_logger("inventory")
 
 SCAN_SCHEDULE = timer_schedule("RuntimeCloud:Inventory:ScanSchedule",
                                get_settings().runtime_cloud.inventory.scan_schedule)
@@ -147,7 +145,7 @@ def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller) -> JsonR
     environment = req.route_params["environment"]
     rule = wiring.rule_book().create(caller.tenant, environment, parse_model(req, NewIgnoreRule), caller.principal)
     location = f"/runtime-cloud/environments/{environment}/ignore-rules/{rule.id}"
-    return JsonResult(rule.public_view(datetime.now(timezone.utc)), status=201, headers={"Location": location})
+    return JsonResult(rule.public_view(datetime.now(UTC)), status=201, headers={"Location": location})
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules/{rule_id}", methods=["DELETE"])
@@ -160,7 +158,8 @@ def inventory_delete_ignore_rule(req: func.HttpRequest, caller: Caller) -> func.
 # -- proposals ---------------------------------------------------------------------------------------
 
 @bp.route(route="runtime-cloud/proposals", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ], query=ProposalsQuery, responses={200: ProposalList})
+@endpoint(scopes=[Scope.RUNTIME_READ], query=ProposalsQuery, responses={200: ProposalList},
+          problems=(404,))
 def inventory_list_proposals(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.views().proposals(caller.tenant, req.params.get("environment"), req.params.get("state"))
 
@@ -186,12 +185,8 @@ async def inventory_accept_proposal(req: func.HttpRequest, client: df.DurableOrc
     view = accepted.proposal.public_view()
     if accepted.run is not None:
         run = accepted.run
-        await ensure_started(client, run)
-        if accepted.run_created:
-            waiting = await to_thread(provisioning_wiring.steps().waiting_runs,
-                                      RunRef(run.tenant, run.environment, run.id))
-            await wake(client, waiting)
-        view["run"] = {"run_id": run.id, "state": run.state.value, "status_url": f"/runtime-cloud/runs/{run.id}"}
+        await start_and_wake(client, run, created=accepted.run_created)
+        view["run"] = {"run_id": run.id, "state": run.state.value, "status_url": status_path(run.id)}
     return view
 
 
@@ -217,9 +212,10 @@ def inventory_scan(timer: func.TimerRequest) -> None:
             counts["stale" if outcome.error else "fresh"] += 1
         except (ScanInProgress, NotFound):  # another scan has it; or known only from events, not (yet) declared
             counts["skipped"] += 1
-        except Exception:  # noqa: BLE001 - logged with its stack; the next environment goes on
+        except Exception:  # logged with its stack; the next environment goes on
             counts["skipped"] += 1
-            log.exception("scan of %s/%s failed", tenant, environment)
+            log.exception("scan of %s/%s failed", tenant, environment,
+                          extra=ids(tenant=tenant, environment=environment))
     log.info("inventory scan: %s", counts)
 
 

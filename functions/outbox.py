@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 
 import azure.durable_functions as df
 import azure.functions as func
 
 from shared.events.outbox import Outbox, outbox_for
+from shared.logs import app_logger
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
 from shared.storage.resources import OUTBOX_TABLES
 from shared.timer_schedules import timer_schedule
 
 bp = df.Blueprint()
-log = logging.getLogger("runtime_cloud.outbox")
+log = app_logger("outbox")
 
 DISPATCHED_RETENTION = timedelta(days=7)  # events live on in the consumers; the outbox only needs to dedupe sends
 

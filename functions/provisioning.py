@@ -3,47 +3,57 @@
 from __future__ import annotations
 
 import json
-import logging
 import re
 import uuid
 from asyncio import to_thread
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import azure.durable_functions as df
 import azure.functions as func
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrations.provisioning_client import ensure_started, notify_decision, wake
+from orchestrations.provisioning_client import ensure_started, notify_decision, start_and_wake, status_path, wake
 from shared import safe_json
 from shared.auth import Caller, Role, Scope
+from shared.desired_state import NAME_PATTERN
 from shared.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from shared.field_errors import field_errors
 from shared.http import problems
 from shared.http.endpoint import endpoint
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_json_body
+from shared.http.views.provisioning import (
+    EnvironmentSpecification,
+    ReceiptView,
+    RunAccepted,
+    RunList,
+    RunsQuery,
+    RunView,
+)
 from shared.identifiers import IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN, is_idempotency_key
-from shared.provisioning import wiring
+from shared.logs import app_logger, ids
 from shared.provisioning.decisions import cancel, decide
 from shared.provisioning.lifecycle import RunRef
+from shared.provisioning.outcomes import Outcome
 from shared.provisioning.rejections import record_rejection
-from shared.provisioning.runs import Run, RunState
-from shared.provisioning.service import SecretInSpecification, field_errors
+from shared.provisioning.runs import FailureReason, Run, RunState
+from shared.provisioning.service import SecretInSpecification
 from shared.provisioning.sources import Declaration
-from shared.provisioning.specification import NAME_PATTERN
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
 from shared.timer_schedules import timer_schedule
+from shared.wiring import provisioning as wiring
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
-log = logging.getLogger("runtime_cloud.provisioning")
+log = app_logger("provisioning")
 
 
 # -- declaring desired state ------------------------------------------------------------------
 
 @bp.route(route="runtime-cloud/specifications", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], body=Declaration, headers={"Idempotency-Key": IDEMPOTENCY_KEY_PATTERN},
+          responses={202: RunAccepted}, response_headers={202: ("Location",)}, problems=(409,))
 async def declare_specification(req: func.HttpRequest, client: df.DurableOrchestrationClient,
                                 caller: Caller) -> JsonResult:
     """Declare desired state; 202 with the run. ``Idempotency-Key`` makes retries name the same run."""
@@ -54,8 +64,8 @@ async def declare_specification(req: func.HttpRequest, client: df.DurableOrchest
     specification, source = await to_thread(service.specification_from, caller.tenant, declaration)
     run, created = await to_thread(service.declare, specification, source, key, caller.principal,
                                    caller.client_id)
-    await _start_and_wake(client, run, created)
-    status_url = _absolute(req, f"/runtime-cloud/runs/{run.id}")
+    await start_and_wake(client, run, created=created)
+    status_url = status_path(run.id)
     return JsonResult({"run_id": run.id, "state": run.state.value, "status_url": status_url,
                        "specification_digest": run.specification_digest}, status=202,
                       headers={"Location": status_url})
@@ -89,10 +99,10 @@ async def promotion_received(message: func.QueueMessage, client: df.DurableOrche
     body = message.get_body().decode("utf-8", errors="replace")
     run = await to_thread(_declare_promotion, message.id, body)
     if run is not None:
-        await _start_and_wake(client, run[0], run[1])
+        await start_and_wake(client, run[0], created=run[1])
 
 
-def _declare_promotion(message_id: str, body: str) -> tuple[Run, bool] | None:
+def _declare_promotion(message_id: str | None, body: str) -> tuple[Run, bool] | None:
     """The run a promotion names, or None when the message was kept as a rejection."""
     try:
         document = safe_json.loads(body)
@@ -127,19 +137,6 @@ def _declare_promotion(message_id: str, body: str) -> tuple[Run, bool] | None:
         return None
 
 
-async def _start_and_wake(client: df.DurableOrchestrationClient, run: Run, created: bool) -> None:
-    """Start the run's orchestration (idempotent); a new run supersedes older runs still awaiting
-    approval (nothing of them is applied yet) and wakes older waiting ones to yield."""
-    await ensure_started(client, run)
-    ref = RunRef(run.tenant, run.environment, run.id)
-    if not run.state.is_final:  # idempotent, so a redelivered declaration finishes what a crash cut short
-        for superseded in await to_thread(wiring.steps().supersede_awaiting_approval, ref):
-            await notify_decision(client, superseded)
-    if created:
-        waiting = await to_thread(wiring.steps().waiting_runs, ref)
-        await wake(client, waiting)
-
-
 # -- approvals ------------------------------------------------------------------------------------
 
 class DecisionBody(BaseModel):
@@ -151,14 +148,16 @@ class DecisionBody(BaseModel):
 
 @bp.route(route="runtime-cloud/runs/{id}/approve", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=DecisionBody, responses={200: RunView},
+          problems=(409,))
 async def approve_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
     return await _decide(req, client, caller, "approved")
 
 
 @bp.route(route="runtime-cloud/runs/{id}/reject", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=DecisionBody, responses={200: RunView},
+          problems=(409,))
 async def reject_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
     return await _decide(req, client, caller, "rejected")
 
@@ -180,7 +179,8 @@ class CancelBody(BaseModel):
 
 @bp.route(route="runtime-cloud/runs/{id}/cancel", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=CancelBody, body_required=False,
+          responses={200: RunView}, problems=(409,))
 async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
     """Cancel a run that has not started applying (queued, planning or awaiting approval)."""
     body = _model(CancelBody, parse_json_body(req) if req.get_body() else {})
@@ -242,20 +242,23 @@ async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOr
     for run in runs:
         status = await client.get_status(run.id)
         if status is None or status.runtime_status is None:
-            log.warning("reconciler: starting the orchestration of run %s", run.id)
+            log.warning("reconciler: starting the orchestration of run %s", run.id,
+                        extra=ids(tenant=run.tenant, environment=run.environment, run=run.id))
             await ensure_started(client, run)
         elif status.runtime_status in ENDED:
             detail = f"its orchestration ended {status.runtime_status.value}: {status.output or ''}".strip()
-            log.warning("reconciler: run %s %s", run.id, detail)
+            log.warning("reconciler: run %s %s", run.id, detail,
+                        extra=ids(tenant=run.tenant, environment=run.environment, run=run.id))
             ref = RunRef(run.tenant, run.environment, run.id)
-            waiting = await to_thread(wiring.steps().finish, ref, "failed", "apply-failed", detail)
+            waiting = await to_thread(wiring.steps().finish, ref, Outcome.FAILED, FailureReason.APPLY_FAILED.value,
+                                      detail)
             await wake(client, waiting)
 
 
 # -- reads ------------------------------------------------------------------------------------------
 
 @bp.route(route="runtime-cloud/runs", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], query=RunsQuery, responses={200: RunList})
 def list_runs(req: func.HttpRequest, caller: Caller) -> dict:
     state, environment = req.params.get("state"), req.params.get("environment")
     try:
@@ -269,13 +272,13 @@ def list_runs(req: func.HttpRequest, caller: Caller) -> dict:
 
 
 @bp.route(route="runtime-cloud/runs/{id}", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: RunView})
 def get_run(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.service().run(caller.tenant, req.route_params["id"]).public_view()
 
 
 @bp.route(route="runtime-cloud/runs/{id}/receipts/{kind}", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], path={"kind": "plan|apply"}, responses={200: ReceiptView})
 def get_receipt(req: func.HttpRequest, caller: Caller) -> dict:
     kind = req.route_params["kind"]
     if kind not in ("plan", "apply"):
@@ -284,13 +287,13 @@ def get_receipt(req: func.HttpRequest, caller: Caller) -> dict:
     expected = run.plan_digest if kind == "plan" else run.apply_receipt_digest
     if not expected:
         raise NotFound(f"run {run.id} has no {kind} receipt yet")
-    document, digest = wiring.receipts().read(run.tenant, run.environment, run.id, kind)  # type: ignore[arg-type]
+    document, digest = wiring.receipts().read(run.tenant, run.environment, run.id, kind)
     return {"run_id": run.id, "kind": kind, "digest": digest, "expected_digest": expected,
             "verified": digest == expected, "receipt": document}
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/specification", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: EnvironmentSpecification})
 def get_environment_specification(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.service().environment_specification(caller.tenant, req.route_params["environment"])
 
@@ -302,11 +305,6 @@ def _model(model: type[BaseModel], document: Any) -> Any:
         return model.model_validate(document)
     except ValidationError as error:
         raise InvalidInput(field_errors(error)) from None
-
-
-def _absolute(req: func.HttpRequest, path: str) -> str:
-    parts = urlsplit(req.url)
-    return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 def _safe_json(body: str) -> Any:

@@ -20,12 +20,12 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from shared.auth import Caller, Scope
+from shared.desired_state import NAME_PATTERN
 from shared.errors import NotFound
 from shared.http.endpoint import endpoint
 from shared.http.views.provisioning import RunOutputs
-from shared.provisioning import wiring
-from shared.provisioning.specification import NAME_PATTERN
 from shared.provisioning.verification import ChainReport, verify_environment
+from shared.wiring import provisioning as wiring
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 

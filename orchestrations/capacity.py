@@ -19,27 +19,27 @@ next acquirer whether or not it was swept.
 from __future__ import annotations
 
 import asyncio
-import logging
+from collections.abc import Generator
 from dataclasses import asdict, dataclass
 from datetime import timedelta
-from typing import Any, Generator
+from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
 
+from orchestrations.starting import ACTIVE, start_once
 from shared.capacity.pools import list_pools
-from shared.capacity.store import default_store
 from shared.capacity.sweeper import sweep_pool
+from shared.logs import app_logger
 from shared.settings import get_settings
 from shared.timer_schedules import timer_schedule
+from shared.wiring import capacity as wiring
 
 bp = df.Blueprint()
-log = logging.getLogger("runtime_cloud.capacity")
+log = app_logger("capacity")
 
 ORCHESTRATOR = "capacity_lease_expiry"
 SWEEP_ACTIVITY = "capacity_sweep_expired"
-RUNNING = {df.OrchestrationRuntimeStatus.Running, df.OrchestrationRuntimeStatus.Pending,
-           df.OrchestrationRuntimeStatus.ContinuedAsNew}
 SWEEP_RETRY = df.RetryOptions(first_retry_interval_in_milliseconds=2000, max_number_of_attempts=3)
 
 
@@ -73,7 +73,7 @@ def capacity_lease_expiry(context: df.DurableOrchestrationContext) -> Generator[
     try:
         result = yield context.call_activity_with_retry(SWEEP_ACTIVITY, SWEEP_RETRY, asdict(SweepRequest(order.pool)))
         context.set_custom_status({"last_sweep": result, "periods": order.periods + 1})
-    except Exception as error:  # the store was down: try again next period, stay alive
+    except Exception as error:  # noqa: BLE001 - the store was down: try again next period, stay alive
         context.set_custom_status({"last_error": str(error)[:200], "periods": order.periods + 1})
     yield context.create_timer(context.current_utc_datetime + timedelta(seconds=order.interval_seconds))
     context.continue_as_new(asdict(ExpiryOrder(order.pool, order.interval_seconds, order.periods + 1)))
@@ -83,24 +83,14 @@ def capacity_lease_expiry(context: df.DurableOrchestrationContext) -> Generator[
 @bp.activity_trigger(input_name="request", activity=SWEEP_ACTIVITY)
 def capacity_sweep_expired(request: dict) -> dict[str, Any]:
     order = SweepRequest(**request)
-    return sweep_pool(default_store(), order.pool).as_dict()
+    return sweep_pool(wiring.store(), order.pool).as_dict()
 
 
 async def ensure_expiry_sweep(client: df.DurableOrchestrationClient, pool_id: str, interval_seconds: int) -> bool:
-    """Start the pool's orchestration unless it runs. Returns True if this call started it."""
-    instance_id = instance_id_for(pool_id)
-    status = await client.get_status(instance_id)
-    if status is not None and status.runtime_status in RUNNING:
-        return False
-    try:
-        await client.start_new(ORCHESTRATOR, instance_id, asdict(ExpiryOrder(pool_id, interval_seconds)))
-    except Exception as error:  # a concurrent starter won the race: it runs, which is all we want
-        status = await client.get_status(instance_id)
-        if status is None or status.runtime_status not in RUNNING:
-            raise
-        log.info("expiry sweep of %s was started concurrently (%s)", pool_id, error)
-        return False
-    return True
+    """Start the pool's orchestration unless it runs (a finished one is started again). True if this call
+    started it."""
+    return await start_once(client, orchestrator=ORCHESTRATOR, instance_id=instance_id_for(pool_id),
+                            document=asdict(ExpiryOrder(pool_id, interval_seconds)), present_when=ACTIVE)
 
 
 # No run_on_startup (each instance start of a scale-to-zero plan would run it): the sweep only
@@ -109,7 +99,7 @@ async def ensure_expiry_sweep(client: df.DurableOrchestrationClient, pool_id: st
     "RuntimeCloud:Capacity:ExpiryStarterSchedule", get_settings().runtime_cloud.capacity.expiry_starter_schedule))
 @bp.durable_client_input(client_name="client")
 async def capacity_expiry_starter(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
-    store = default_store()
+    store = wiring.store()
     pool_ids = await asyncio.to_thread(lambda: [pool.id for pool in list_pools(store)])
     started = 0
     for pool_id in pool_ids:

@@ -18,26 +18,26 @@ and environment, and the status endpoint answers only their caller.
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import time
 import uuid
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Generator
+from typing import Any
 
 import azure.durable_functions as df
 
+from orchestrations.starting import ACTIVE
 from shared.errors import NotFound
-from shared.inventory import wiring
 from shared.inventory.errors import ScanInProgress
+from shared.logs import app_logger, ids
+from shared.wiring import inventory as wiring
 
 bp = df.Blueprint()
-log = logging.getLogger("runtime_cloud.inventory")
+log = app_logger("inventory")
 
 SCAN_ORCHESTRATOR = "inventory_scan_run"
 SCAN_ACTIVITY = "inventory_scan_environment"
-RUNNING = {df.OrchestrationRuntimeStatus.Pending, df.OrchestrationRuntimeStatus.Running,
-           df.OrchestrationRuntimeStatus.ContinuedAsNew}
 
 
 @dataclass(frozen=True)
@@ -108,14 +108,15 @@ async def read_scan(client: df.DurableOrchestrationClient, tenant: str, environm
     subject = status.input_ if status is not None and isinstance(status.input_, dict) else {}
     if subject.get("tenant") != tenant or subject.get("environment") != environment:
         return None
-    if status.runtime_status in RUNNING:
+    if status.runtime_status in ACTIVE:
         return ScanState(scan_id, environment, "running")
     result = status.output if isinstance(status.output, dict) else {}
     if status.runtime_status == df.OrchestrationRuntimeStatus.Completed and "outcome" in result:
         return ScanState(scan_id, environment, "completed", outcome=result["outcome"])
     if status.runtime_status == df.OrchestrationRuntimeStatus.Completed and "refused" in result:
         return ScanState(scan_id, environment, "refused", refusal=result["refused"], detail=result.get("detail", ""))
-    log.warning("scan %s of %s/%s ended %s: %s", scan_id, tenant, environment, status.runtime_status, status.output)
+    log.warning("scan %s of %s/%s ended %s: %s", scan_id, tenant, environment, status.runtime_status, status.output,
+                extra=ids(tenant=tenant, environment=environment))
     return ScanState(scan_id, environment, "failed", detail="the scan failed; scan again (the host log says why)")
 
 

@@ -8,22 +8,26 @@ id is the run id, so a run has at most one orchestration.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from datetime import datetime, timedelta
-from typing import Any, Generator
+from typing import Any
 
 import azure.durable_functions as df
 
 from orchestrations.provisioning_client import APPROVAL_DECIDED, ENVIRONMENT_CHANGED, ORCHESTRATOR, wake
 from shared.provisioning.lifecycle import RunRef
-from shared.provisioning.wiring import steps
+from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
+from shared.wiring.provisioning import steps
 
 bp = df.Blueprint()
 
 RETRY = df.RetryOptions(first_retry_interval_in_milliseconds=2000, max_number_of_attempts=6)
 WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW = 40  # keeps a long wait's history short
-DECISION_DETAILS = {"expired": "the approval deadline passed", "rejected": "an operator rejected the plan",
-                    "cancelled": "an operator cancelled the run",
-                    "superseded": "newer desired state was declared while the run awaited approval"}
+DECISION_DETAILS = {Outcome.EXPIRED: "the approval deadline passed",
+                    Outcome.REJECTED: "an operator rejected the plan",
+                    Outcome.CANCELLED: "an operator cancelled the run",
+                    Outcome.SUPERSEDED: "newer desired state was declared while the run awaited approval"}
+APPROVED = "approved"  # the decision that lets a run apply; every other one ends it as that outcome
 
 Steps = Generator[Any, Any, Any]
 
@@ -36,43 +40,47 @@ Steps = Generator[Any, Any, Any]
 def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
     run: dict[str, Any] = context.get_input()
     claim = yield from _wait_for_environment(context, run)
-    if claim == "continued":
+    if claim is None:  # continued as new
         return None
-    if claim == "finished":
-        return {"outcome": "finished"}
-    if claim == "superseded":
-        return (yield from _finish(context, run, "superseded", None, "a newer run of this environment was declared"))
-    if claim == "cancelled":
-        return (yield from _finish(context, run, "cancelled", None, "an operator cancelled the run"))
+    if claim is Claim.FINISHED:
+        return {"outcome": Outcome.FINISHED}
+    if claim is Claim.SUPERSEDED:
+        return (yield from _finish(context, run, Outcome.SUPERSEDED, None,
+                                   "a newer run of this environment was declared"))
+    if claim is Claim.CANCELLED:
+        return (yield from _finish(context, run, Outcome.CANCELLED, None, "an operator cancelled the run"))
 
     context.set_custom_status("planning")
-    plan = yield context.call_activity_with_retry("provisioning_plan", RETRY, run)
-    if plan["outcome"] in ("failed", "cancelled"):
-        return (yield from _finish(context, run, plan["outcome"], plan["reason"], plan["detail"]))
+    plan: StepAnswer = yield context.call_activity_with_retry("provisioning_plan", RETRY, run)
+    planned = Outcome(plan["outcome"])
+    if planned in (Outcome.FAILED, Outcome.CANCELLED):
+        return (yield from _finish(context, run, planned, plan.get("reason"), plan.get("detail", "")))
 
     if plan["requires_approval"]:
         decision = yield from _wait_for_approval(context, run)
-        if decision != "approved":
-            return (yield from _finish(context, run, decision, None, DECISION_DETAILS[decision]))
+        if decision != APPROVED:
+            ended = Outcome(decision)
+            return (yield from _finish(context, run, ended, None, DECISION_DETAILS[ended]))
 
     context.set_custom_status("applying")
-    result = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
-    while result["outcome"] == "continue":  # one slice done; each slice is its own activity (functionTimeout)
+    result: StepAnswer = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
+    while Outcome(result["outcome"]) is Outcome.CONTINUE:  # each slice is its own activity (functionTimeout)
         result = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
-    return (yield from _finish(context, run, result["outcome"], result.get("reason"), result.get("detail", "")))
+    return (yield from _finish(context, run, Outcome(result["outcome"]), result.get("reason"),
+                               result.get("detail", "")))
 
 
 def _wait_for_environment(context: df.DurableOrchestrationContext, run: dict[str, Any]) -> Steps:
     rounds = int(run.get("wait_rounds", 0))
     while True:
-        claim = yield context.call_activity_with_retry("provisioning_claim_environment", RETRY, run)
-        if claim != "wait":
+        claim = Claim((yield context.call_activity_with_retry("provisioning_claim_environment", RETRY, run)))
+        if claim is not Claim.WAIT:
             return claim
         context.set_custom_status("queued")
         rounds += 1
         if rounds >= WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW:
             context.continue_as_new({**run, "wait_rounds": 0})
-            return "continued"
+            return None
         recheck = context.current_utc_datetime + timedelta(seconds=float(run["recheck_seconds"]))
         timer = context.create_timer(recheck)
         changed = context.wait_for_external_event(ENVIRONMENT_CHANGED)
@@ -97,16 +105,16 @@ def _wait_for_approval(context: df.DurableOrchestrationContext, run: dict[str, A
         if decision is not None:
             return decision
         if winner == timer:
-            return "expired"
+            return Outcome.EXPIRED.value
 
 
-def _finish(context: df.DurableOrchestrationContext, run: dict[str, Any], outcome: str,
+def _finish(context: df.DurableOrchestrationContext, run: dict[str, Any], outcome: Outcome,
             reason: str | None, detail: str) -> Steps:
     waiting = yield context.call_activity_with_retry(
         "provisioning_finish", RETRY, {**run, "outcome": outcome, "reason": reason, "detail": detail})
     if waiting:
         yield context.call_activity_with_retry("provisioning_wake_runs", RETRY, {"run_ids": waiting})
-    context.set_custom_status(outcome)
+    context.set_custom_status(outcome.value)
     return {"outcome": outcome, "reason": reason, "detail": detail}
 
 
@@ -137,7 +145,8 @@ def provisioning_apply(run: dict) -> dict[str, Any]:
 
 @bp.activity_trigger(input_name="request", activity="provisioning_finish")
 def provisioning_finish(request: dict) -> list[str]:
-    return steps().finish(RunRef.of(request), request["outcome"], request.get("reason"), request.get("detail", ""))
+    return steps().finish(RunRef.of(request), Outcome(request["outcome"]), request.get("reason"),
+                          request.get("detail", ""))
 
 
 @bp.activity_trigger(input_name="request", activity="provisioning_wake_runs")

@@ -7,15 +7,19 @@ retried request never starts a second orchestration.
 
 from __future__ import annotations
 
-import logging
-from typing import Iterable
+import asyncio
+from collections.abc import Iterable
 
 import azure.durable_functions as df
 
+from orchestrations.starting import start_once
+from shared.logs import app_logger, ids
+from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.runs import Run
 from shared.settings import get_settings
+from shared.wiring import provisioning as wiring
 
-log = logging.getLogger("runtime_cloud.provisioning")
+log = app_logger("provisioning")
 
 ORCHESTRATOR = "provisioning_run"
 ENVIRONMENT_CHANGED = "environment-changed"
@@ -23,20 +27,30 @@ APPROVAL_DECIDED = "approval-decided"
 
 
 async def ensure_started(client: df.DurableOrchestrationClient, run: Run) -> None:
+    """Start the run's orchestration unless it has one (in any state: a run is orchestrated once)."""
     if run.state.is_final:
-        return
-    status = await client.get_status(run.id)
-    if status is not None and status.runtime_status is not None:
         return
     recheck = get_settings().runtime_cloud.provisioning.queue_recheck_seconds
     document = {"tenant": run.tenant, "environment": run.environment, "run_id": run.id, "recheck_seconds": recheck}
-    try:
-        await client.start_new(ORCHESTRATOR, run.id, document)
-    except Exception as error:  # a racing duplicate started it first
-        status = await client.get_status(run.id)
-        if status is None or status.runtime_status is None:
-            raise
-        log.info("run %s was started concurrently (%s)", run.id, error)
+    await start_once(client, orchestrator=ORCHESTRATOR, instance_id=run.id, document=document)
+
+
+async def start_and_wake(client: df.DurableOrchestrationClient, run: Run, *, created: bool) -> None:
+    """Start the run's orchestration (idempotent); a new run supersedes older runs still awaiting
+    approval (nothing of them is applied yet) and wakes older waiting ones to yield."""
+    await ensure_started(client, run)
+    ref = RunRef(run.tenant, run.environment, run.id)
+    if not run.state.is_final:  # idempotent, so a redelivered declaration finishes what a crash cut short
+        for superseded in await asyncio.to_thread(wiring.steps().supersede_awaiting_approval, ref):
+            await notify_decision(client, superseded)
+    if created:
+        waiting = await asyncio.to_thread(wiring.steps().waiting_runs, ref)
+        await wake(client, waiting)
+
+
+def status_path(run_id: str) -> str:
+    """Where a caller follows a run (an absolute path, like every Location this app answers)."""
+    return f"/runtime-cloud/runs/{run_id}"
 
 
 async def wake(client: df.DurableOrchestrationClient, run_ids: Iterable[str]) -> int:
@@ -46,13 +60,13 @@ async def wake(client: df.DurableOrchestrationClient, run_ids: Iterable[str]) ->
         try:
             await client.raise_event(run_id, ENVIRONMENT_CHANGED, {})
             woken += 1
-        except Exception as error:  # finished or not started yet: its own recheck covers it
-            log.info("could not wake run %s: %s", run_id, error)
+        except Exception as error:  # noqa: BLE001 - finished or not started yet: its own recheck covers it
+            log.info("could not wake run %s: %s", run_id, error, extra=ids(run=run_id))
     return woken
 
 
 async def notify_decision(client: df.DurableOrchestrationClient, run_id: str) -> None:
     try:
         await client.raise_event(run_id, APPROVAL_DECIDED, {})
-    except Exception as error:  # the decision is recorded; the approval timer re-reads it
-        log.warning("could not signal run %s: %s", run_id, error)
+    except Exception as error:  # noqa: BLE001 - the decision is recorded; the approval timer re-reads it
+        log.warning("could not signal run %s: %s", run_id, error, extra=ids(run=run_id))

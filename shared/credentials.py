@@ -23,12 +23,12 @@ import functools
 import os
 from typing import TYPE_CHECKING
 
-from shared.storage.connection import MANAGED_IDENTITY
-
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
 
 HOST_CONNECTION = "AzureWebJobsStorage"
+# ``{connection}__credential`` naming the managed identity as the only credential to try.
+MANAGED_IDENTITY = "managedidentity"
 
 
 def azure_credential(client_id: str | None = None) -> TokenCredential:
@@ -40,7 +40,7 @@ def host_client_id() -> str | None:
     return _setting(f"{HOST_CONNECTION}__clientId") or _setting("AZURE_CLIENT_ID")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _credential(client_id: str | None, managed_identity_only: bool) -> TokenCredential:
     from azure.identity import DefaultAzureCredential, ManagedIdentityCredential
 

@@ -51,7 +51,7 @@ class InvalidInput(RuntimeCloudError):
         self.errors = errors
 
 
-class FieldError(ValueError):
+class FieldError(RuntimeCloudError, ValueError):
     """A model validator's complaint about one field (``location`` relative to the model), so that
     a cross-field check is reported at the field to fix rather than at the whole body."""
 

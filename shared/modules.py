@@ -2,7 +2,8 @@
 
 A module's inbound queues are where its callers leave work; the health endpoint
 reports each one's lag (age of the oldest unprocessed message), the metric
-``connectsoft.factory.runtime_cloud.host.inbox_lag`` of the source page.
+``connectsoft.factory.runtime_cloud.host.inbox_lag`` (its name is kept in
+``infra/runtime_cloud_infra/telemetry.py``, which the alert rules read).
 """
 
 from __future__ import annotations

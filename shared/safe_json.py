@@ -14,11 +14,13 @@ import json
 import math
 from typing import Any
 
+from shared.errors import RuntimeCloudError
+
 MAX_DEPTH = 64  # a specification nests about five levels; nothing the API takes needs more
 MAX_NUMBER_CHARACTERS = 40  # beyond any int64 or float the API takes
 
 
-class MalformedJson(ValueError):
+class MalformedJson(RuntimeCloudError, ValueError):
     """The text is not JSON, or not JSON this service reads (too deep, absurd numbers)."""
 
 

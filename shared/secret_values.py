@@ -30,7 +30,8 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
     ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.")),
     ("a credential inside a URL", re.compile(r"://[^/\s:@]+:[^/\s@]+@")),
-    ("an access token", re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{30,}|xox[abp]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[0-9A-Z]{16})\b")),
+    ("an access token",  # GitHub, Slack, AWS access key ids
+     re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{30,}|xox[abp]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[0-9A-Z]{16})\b")),
     # Storage account keys are 88 base64 characters (64 bytes); other keys are padded base64 too.
     ("a storage account key", re.compile(r"^[A-Za-z0-9+/]{86}==$")),
     ("a key (base64)", re.compile(r"^[A-Za-z0-9+/]{40,}={1,2}$")),

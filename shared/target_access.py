@@ -11,6 +11,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import requests
 from azure.core.credentials import TokenCredential
@@ -43,21 +44,21 @@ def storage_connection_string(target: ProvisioningTarget) -> str | None:
     return value
 
 
-def target_blob_service(target: ProvisioningTarget, **options: object) -> BlobServiceClient:
+def target_blob_service(target: ProvisioningTarget, **options: Any) -> BlobServiceClient:
     connection_string = storage_connection_string(target)
     if connection_string:
         return BlobServiceClient.from_connection_string(connection_string, **options)
     return BlobServiceClient(target.endpoint or "", credential=_identity(target), **options)
 
 
-def target_queue_service(target: ProvisioningTarget, **options: object) -> QueueServiceClient:
+def target_queue_service(target: ProvisioningTarget, **options: Any) -> QueueServiceClient:
     connection_string = storage_connection_string(target)
     if connection_string:
         return QueueServiceClient.from_connection_string(connection_string, **options)
     return QueueServiceClient(_sibling_endpoint(target, "queue"), credential=_identity(target), **options)
 
 
-def target_table_service(target: ProvisioningTarget, **options: object) -> TableServiceClient:
+def target_table_service(target: ProvisioningTarget, **options: Any) -> TableServiceClient:
     connection_string = storage_connection_string(target)
     if connection_string:
         return TableServiceClient.from_connection_string(connection_string, **options)

@@ -9,6 +9,7 @@ A secret value written into a target is refused at start.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
@@ -111,3 +112,8 @@ class ProvisioningTarget(BaseModel):
             "credential": self.credential.kind.value,
             "description": self.description,
         }
+
+
+def find_target(targets: Sequence[ProvisioningTarget], target_id: str) -> ProvisioningTarget | None:
+    """The configured target with this id (``RuntimeCloud:Targets``), or None when none is."""
+    return next((target for target in targets if target.id == target_id), None)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
-from devhost.tokens import mint_token
 from devhost.azurite import TARGET_ACCOUNT, Azurite, free_port
+from devhost.tokens import mint_token
 from tests.support.host import HostProcess
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,7 +25,7 @@ FIXTURE_APP = Path(__file__).resolve().parent / "fixture_app"
 def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
     instance = Azurite(tmp_path_factory.mktemp("azurite")).start()
     yield instance
-    instance.stop()
+    instance.stop(grace_seconds=0.5)  # its data is thrown away; clients of this process hold connections
 
 
 @pytest.fixture(scope="session")
@@ -110,7 +110,8 @@ Mint = Callable[..., str]
 def mint(key_dir: Path) -> Mint:
     """Mint a token of the local issuer: ``mint("tenant-a", scopes=[...], roles=[...])``."""
 
-    def _mint(tenant: str = "tenant-a", scopes: tuple[str, ...] | list[str] = (), roles: tuple[str, ...] | list[str] = (),
+    def _mint(tenant: str = "tenant-a", scopes: tuple[str, ...] | list[str] = (),
+              roles: tuple[str, ...] | list[str] = (),
               **claims: object) -> str:
         return mint_token(key_dir, tenant=tenant, scopes=scopes, roles=roles, **claims)  # type: ignore[arg-type]
 

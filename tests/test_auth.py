@@ -26,12 +26,19 @@ def claims(**overrides):
     return base
 
 
-def assert_unauthorized(answer, reason: str | None = None):
+def assert_unauthorized(answer, reason: str, challenge_error: str | None = "invalid_token"):
+    """A 401 problem that says why, in its detail and in its RFC 6750 challenge."""
     assert answer.status_code == 401
     assert answer.headers["Content-Type"].startswith("application/problem+json")
-    assert answer.headers["WWW-Authenticate"].startswith("Bearer")
-    if reason:
-        assert reason in answer.json()["detail"]
+    assert answer.json()["type"] == "urn:runtime-cloud:problem:unauthorized"
+    assert reason in answer.json()["detail"], answer.json()
+    challenge = answer.headers["WWW-Authenticate"]
+    assert challenge.startswith('Bearer realm="runtime-cloud"'), challenge
+    if challenge_error:  # a token was sent and refused: the challenge names the error and the reason
+        assert f'error="{challenge_error}"' in challenge, challenge
+        assert reason in challenge, challenge
+    else:  # no token at all: RFC 6750 wants no error code, only the scheme
+        assert "error=" not in challenge, challenge
 
 
 def test_a_valid_token_with_the_scope_is_let_in(runtime_host, mint):
@@ -39,11 +46,12 @@ def test_a_valid_token_with_the_scope_is_let_in(runtime_host, mint):
 
 
 def test_no_token_is_401(runtime_host):
-    assert_unauthorized(runtime_host.request("GET", HEALTH))
+    assert_unauthorized(runtime_host.request("GET", HEALTH), "send a bearer token", challenge_error=None)
 
 
 def test_a_non_bearer_scheme_is_401(runtime_host):
-    assert_unauthorized(runtime_host.request("GET", HEALTH, headers={"Authorization": "Basic dXNlcjpwYXNz"}))
+    assert_unauthorized(runtime_host.request("GET", HEALTH, headers={"Authorization": "Basic dXNlcjpwYXNz"}),
+                        "expected 'Authorization: Bearer <token>'")
 
 
 def test_the_wrong_scope_is_403(runtime_host, mint):
@@ -58,7 +66,8 @@ def test_a_tampered_signature_is_401(runtime_host, mint):
     header, payload, signature = mint(scopes=SCOPE).split(".")
     forged = signature[:-4] + ("AAAA" if not signature.endswith("AAAA") else "BBBB")
 
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=f"{header}.{payload}.{forged}"))
+    assert_unauthorized(runtime_host.request("GET", HEALTH, token=f"{header}.{payload}.{forged}"),
+                        "signature does not verify")
 
 
 def test_a_tampered_payload_is_401(runtime_host, mint, key_dir):
@@ -66,7 +75,8 @@ def test_a_tampered_payload_is_401(runtime_host, mint, key_dir):
     header, _, signature = token.split(".")
     other = jwt.encode(claims(), "x" * 32, algorithm="HS256").split(".")[1]  # claims that add the scope
 
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=f"{header}.{other}.{signature}"))
+    assert_unauthorized(runtime_host.request("GET", HEALTH, token=f"{header}.{other}.{signature}"),
+                        "signature does not verify")
 
 
 def test_an_expired_token_is_401(runtime_host, mint):
@@ -94,7 +104,7 @@ def test_alg_none_is_401(runtime_host, key_dir):
     _, kid = ensure_signing_key(key_dir)
     unsigned = jwt.encode(claims(), None, algorithm="none", headers={"kid": kid})
 
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=unsigned))
+    assert_unauthorized(runtime_host.request("GET", HEALTH, token=unsigned), "algorithm not accepted")
 
 
 def test_hs256_signed_with_the_public_key_is_401(runtime_host, key_dir):
@@ -106,7 +116,7 @@ def test_hs256_signed_with_the_public_key_is_401(runtime_host, key_dir):
     signature = hmac.new(public_pem, signing_input.encode(), hashlib.sha256).digest()
     token = signing_input + "." + base64.urlsafe_b64encode(signature).rstrip(b"=").decode()
 
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=token))
+    assert_unauthorized(runtime_host.request("GET", HEALTH, token=token), "algorithm not accepted")
 
 
 def _b64(text: str) -> str:
@@ -116,7 +126,7 @@ def _b64(text: str) -> str:
 def test_a_token_from_another_issuer_key_is_401(runtime_host, tmp_path):
     stranger = mint_token(tmp_path / "stranger", tenant="tenant-a", scopes=SCOPE)
 
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=stranger))
+    assert_unauthorized(runtime_host.request("GET", HEALTH, token=stranger), "unknown key")
 
 
 def test_a_token_without_a_tenant_is_401(runtime_host, mint):
@@ -125,8 +135,10 @@ def test_a_token_without_a_tenant_is_401(runtime_host, mint):
     assert_unauthorized(runtime_host.request("GET", HEALTH, token=token), "tenant")
 
 
-@pytest.mark.parametrize("garbage", ["", "abc", "a.b.c", "Bearer"])
-def test_malformed_tokens_are_401(runtime_host, garbage):
+@pytest.mark.parametrize(("garbage", "reason"), [("", "expected 'Authorization: Bearer <token>'"),
+                                                  ("abc", "malformed token"), ("a.b.c", "malformed token"),
+                                                  ("Bearer", "malformed token")])
+def test_malformed_tokens_are_401(runtime_host, garbage, reason):
     answer = runtime_host.request("GET", HEALTH, headers={"Authorization": f"Bearer {garbage}"})
 
-    assert_unauthorized(answer)
+    assert_unauthorized(answer, reason)

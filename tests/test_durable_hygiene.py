@@ -10,8 +10,9 @@ never waits (``ScanWaitSeconds=0``).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from azure.data.tables import TableServiceClient

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import REPO, app_settings
 from devhost.azurite import Azurite, free_port
+from tests.conftest import REPO, app_settings
 from tests.support.host import HostProcess
 
 HEALTH_SCOPE = ["factory.health.read"]
@@ -62,7 +62,7 @@ def test_health_is_degraded_by_a_dead_dependency_and_503_naming_the_store_when_a
         assert checks_by_name(degraded.json())["config-platform"]["status"] == "degraded"
         assert checks_by_name(degraded.json())["store.tables"]["status"] == "healthy"
 
-        private.stop()
+        private.stop(grace_seconds=0)  # the store goes down at once (the host's connections do not hold it up)
         down = host.request("GET", "runtime-cloud/health", token=token)
 
         assert down.status_code == 503
@@ -74,7 +74,7 @@ def test_health_is_degraded_by_a_dead_dependency_and_503_naming_the_store_when_a
         assert checks_by_name(document)["target.local-storage"]["status"] == "degraded"
     finally:
         host.stop()
-        private.stop()
+        private.stop(grace_seconds=0)
 
 
 def test_an_invalid_setting_stops_the_host_with_a_message_naming_it(azurite, key_dir, tmp_path):

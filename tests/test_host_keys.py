@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import requests
 
@@ -42,9 +41,14 @@ def test_the_admin_api_without_the_master_key_runs_nothing_and_says_nothing(fixt
     for answer in (anonymous, wrong, unknown, from_a_web_page):
         assert answer.status_code == 401
         assert answer.headers["Content-Type"].startswith(PROBLEM)
+        assert "needs a host key" in answer.json()["detail"]
     assert anonymous.json() == unknown.json()  # an unknown function looks like a known one
-    time.sleep(1.5)  # give a (wrongly) started run the time to record itself
-    assert len(effects(azurite, "yearly-report")) == before
+
+    # A run with the key, started after the refused ones: once it has recorded itself, a run the
+    # refused requests had (wrongly) started before it would have too.
+    assert _admin(fixture_host, "yearly_report", fixture_host.master_key, json={"input": ""}).status_code == 202
+    wait_until(lambda: len(effects(azurite, "yearly-report")) > before, timeout=20, message="the keyed run")
+    assert len(effects(azurite, "yearly-report")) == before + 1
 
 
 def test_the_admin_api_with_the_master_key_takes_only_bounded_json(fixture_host, azurite):
@@ -92,5 +96,7 @@ def test_devhost_keys_shows_the_keys_the_host_checks(fixture_host):
 
     document = json.loads(shown.stdout)
     assert document["masterKey"] == fixture_host.master_key
-    assert _admin(fixture_host, "yearly_report", document["systemKeys"]["durabletask_extension"],
-                  json={"input": ""}).status_code == 401  # the Durable key does not open the admin API
+    durable_key_on_admin = _admin(fixture_host, "yearly_report", document["systemKeys"]["durabletask_extension"],
+                                  json={"input": ""})
+    assert durable_key_on_admin.status_code == 401  # the Durable key does not open the admin API
+    assert "needs a host key" in durable_key_on_admin.json()["detail"]

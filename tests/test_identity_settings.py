@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -148,7 +149,7 @@ class _IdentityEndpoint(BaseHTTPRequestHandler):
 
     requests: list[dict[str, Any]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+    def do_GET(self) -> None:  # the http.server API
         query = {key: values[0] for key, values in parse_qs(urlparse(self.path).query).items()}
         type(self).requests.append({**query, "header": self.headers.get("X-IDENTITY-HEADER")})
         body = json.dumps({"access_token": "stand-in-token", "expires_on": str(int(time.time()) + 3600),

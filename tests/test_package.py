@@ -379,7 +379,8 @@ def test_pinned_grpcio_and_protobuf_satisfy_pulumi_and_everything_else(deployed:
             name = canonicalize_name(requirement.name)
             if name not in GRPC_PACKAGES:
                 continue
-            if requirement.marker is not None and not requirement.marker.evaluate({**default_environment(), "extra": ""}):
+            environment = {**default_environment(), "extra": ""}
+            if requirement.marker is not None and not requirement.marker.evaluate(environment):
                 continue
             assert requirement.specifier.contains(installed[name], prereleases=True), (
                 f"{requirer} requires {requirement}, pinned {name} is {installed[name]}"

@@ -10,8 +10,9 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import jwt
 import pytest
@@ -65,33 +66,37 @@ def assert_problem(answer, status: int, kind: str | None = None) -> dict[str, An
 
 # -- tokens --------------------------------------------------------------------------------------
 
-HOSTILE_TOKENS = {
-    "crit header": lambda key_dir: signed(key_dir, claims(), crit=["urn:example:unknown"]),
-    "kid is a number": lambda key_dir: unsigned({"alg": "RS256", "typ": "JWT", "kid": 5}, claims()),
-    "kid is a list": lambda key_dir: unsigned({"alg": "RS256", "kid": ["a"]}, claims()),
-    "header is a list": lambda key_dir: unsigned([1, 2], claims()),
-    "roles is a number": lambda key_dir: signed(key_dir, claims(roles=5)),
-    "roles holds a number": lambda key_dir: signed(key_dir, claims(roles=["Operator", 5])),
-    "scp is a number": lambda key_dir: signed(key_dir, claims(scp=7)),
-    "sub is an object": lambda key_dir: signed(key_dir, claims(sub={"a": 1}, azp=None)),
-    "oid is a number": lambda key_dir: signed(key_dir, claims(oid=12)),
-    "exp is a string": lambda key_dir: signed(key_dir, claims(exp=str(int(time.time()) + 600))),
-    "tenant with key characters": lambda key_dir: signed(key_dir, claims(tid="tenant/a#b")),
-    "tenant too long": lambda key_dir: signed(key_dir, claims(tid="t" * 65)),
-    "tenant is a number": lambda key_dir: signed(key_dir, claims(tid=42)),
-    "lifetime over 24 hours": lambda key_dir: signed(key_dir, claims(exp=int(time.time()) + 25 * 3600)),
+HOSTILE_TOKENS = {  # case: (token, what the refusal says)
+    "crit header": (lambda key_dir: signed(key_dir, claims(), crit=["urn:example:unknown"]), "malformed token"),
+    "kid is a number": (lambda key_dir: unsigned({"alg": "RS256", "typ": "JWT", "kid": 5}, claims()),
+                        "malformed token"),
+    "kid is a list": (lambda key_dir: unsigned({"alg": "RS256", "kid": ["a"]}, claims()), "malformed token"),
+    "header is a list": (lambda key_dir: unsigned([1, 2], claims()), "malformed token"),
+    "roles is a number": (lambda key_dir: signed(key_dir, claims(roles=5)), "'roles' claim is not a list of strings"),
+    "roles holds a number": (lambda key_dir: signed(key_dir, claims(roles=["Operator", 5])),
+                             "'roles' claim is not a list of strings"),
+    "scp is a number": (lambda key_dir: signed(key_dir, claims(scp=7)), "'scp' claim is not a string"),
+    "sub is an object": (lambda key_dir: signed(key_dir, claims(sub={"a": 1}, azp=None)),
+                         "Subject must be a string"),  # PyJWT's own check of 'sub'
+    "oid is a number": (lambda key_dir: signed(key_dir, claims(oid=12)), "'oid' claim is not an identifier"),
+    "exp is a string": (lambda key_dir: signed(key_dir, claims(exp=str(int(time.time()) + 600))), "exp"),
+    "tenant with key characters": (lambda key_dir: signed(key_dir, claims(tid="tenant/a#b")), "not a tenant id"),
+    "tenant too long": (lambda key_dir: signed(key_dir, claims(tid="t" * 65)), "not a tenant id"),
+    "tenant is a number": (lambda key_dir: signed(key_dir, claims(tid=42)), "not a tenant id"),
+    "lifetime over 24 hours": (lambda key_dir: signed(key_dir, claims(exp=int(time.time()) + 25 * 3600)),
+                               "lifetime"),
 }
 
 
 @pytest.mark.parametrize("case", list(HOSTILE_TOKENS))
-def test_every_malformed_token_is_a_401_problem_and_no_stack_trace(runtime_host, key_dir, case):
-    token = HOSTILE_TOKENS[case](key_dir)
+def test_every_malformed_token_is_a_401_problem_that_says_why_and_no_stack_trace(runtime_host, key_dir, case):
+    make_token, reason = HOSTILE_TOKENS[case]
 
     with no_stack_trace_logged(runtime_host):
-        answer = runtime_host.request("GET", HEALTH, token=token)
+        answer = runtime_host.request("GET", HEALTH, token=make_token(key_dir))
 
-    assert_problem(answer, 401, "unauthorized")
-    assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+    assert reason in assert_problem(answer, 401, "unauthorized")["detail"]
+    assert answer.headers["WWW-Authenticate"].startswith('Bearer realm="runtime-cloud", error="invalid_token"')
 
 
 def test_a_token_within_the_maximum_lifetime_is_accepted(runtime_host, key_dir):

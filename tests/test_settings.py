@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from shared.desired_state import RunnerName
 from shared.errors import InvalidSettings
-from shared.settings import RunnerName, load_settings
+from shared.settings import load_settings
 
 BASE = {
     "AzureWebJobsStorage": "UseDevelopmentStorage=true",

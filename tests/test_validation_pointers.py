@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.http.validation import json_pointer
+from shared.field_errors import json_pointer
 
 
 @pytest.mark.parametrize(("location", "document", "pointer"), [

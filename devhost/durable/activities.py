@@ -111,7 +111,7 @@ class ActivityDispatcher:
         try:
             returned = await asyncio.wait_for(self._invoker.invoke(function, value),
                                               timeout=self._settings.function_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ActivityFailure("FunctionTimeoutException",
                                   f"timed out after {self._settings.function_timeout:g} s (functionTimeout)") from None
         except Exception as error:

@@ -26,13 +26,22 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Awaitable, Callable
 
 from devhost.durable import history as h
-from devhost.durable.actions import (ACTIVITIES, SUB_ORCHESTRATIONS, Action, ActionType, UnsupportedAction,
-                                     check_supported, continue_as_new_input, flatten, numbered)
+from devhost.durable.actions import (
+    ACTIVITIES,
+    SUB_ORCHESTRATIONS,
+    Action,
+    ActionType,
+    UnsupportedAction,
+    check_supported,
+    continue_as_new_input,
+    flatten,
+    numbered,
+)
 from devhost.durable.history import EventType, Origin, Record
 from devhost.durable.replay import OrchestratorError, OrchestratorResult
 
@@ -92,7 +101,7 @@ async def play(execution: Execution, committed: list[Record], incoming: list[Rec
         partial = await run(full[:index + 1], replayed)
         counts.append(len(numbered(flatten(partial.state))))
     result = await run(full, replayed)
-    outcome = _decide(execution, committed, full, scheduled, list(zip(cuts, counts)), result, at)
+    outcome = _decide(execution, committed, full, scheduled, list(zip(cuts, counts, strict=True)), result, at)
     outcome.ran = True
     return outcome
 
@@ -126,7 +135,8 @@ def _decide(execution: Execution, committed: list[Record], full: list[Record], s
     except UnsupportedAction as error:
         return _failed(execution, full, OrchestratorError("NotSupportedException", str(error)), at, custom_status)
     tasks = numbered(actions)
-    firsts = sorted((r for r in committed if r.origin and r.origin.role == "first"), key=lambda r: r.origin.slot)
+    firsts = sorted((r for r in committed if r.origin and r.origin.role == "first"),
+                    key=lambda r: r.origin.slot if r.origin else 0)
     mismatch = _nondeterminism(firsts, tasks)
     if mismatch:
         return _failed(execution, full, OrchestratorError(NON_DETERMINISTIC, mismatch), at, custom_status)

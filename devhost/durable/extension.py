@@ -83,7 +83,7 @@ class DurableExtension:
             self._orchestrations.shutdown()
             try:  # a store that went away must not hold the host's shutdown up
                 await asyncio.wait_for(asyncio.shield(lease.release()), timeout=5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("could not release the task hub lease; it expires on its own")
 
     async def stop(self) -> None:

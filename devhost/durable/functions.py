@@ -47,7 +47,7 @@ class DurableFunctions:
             episode = loop.run_in_executor(executor, run_handle, function.user_function, context)
             try:
                 return await asyncio.wait_for(episode, timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return OrchestratorResult({}, OrchestratorError(
                     "FunctionTimeoutException", f"an episode of '{name}' ran longer than {timeout:g} s"))
 

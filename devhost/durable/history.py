@@ -11,7 +11,7 @@ determinism check) and which queue message brought an event (for dedupe).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from azure.durable_functions.models.history import HistoryEventType as EventType
@@ -36,11 +36,11 @@ _FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # the SDK's DATETIME_STRING_FORMAT
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def timestamp(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime(_FORMAT)
+    return moment.astimezone(UTC).strftime(_FORMAT)
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -51,7 +51,7 @@ def parse_timestamp(text: str) -> datetime:
         zone = tail[len(digits):]
         cleaned = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
     moment = datetime.fromisoformat(cleaned)
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)

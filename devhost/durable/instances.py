@@ -51,7 +51,7 @@ class ParentRef:
             return None
         instance = value.get("OrchestrationInstance") or {}
         assert isinstance(instance, dict)
-        return cls(str(instance["InstanceId"]), str(instance["ExecutionId"]), int(value["TaskScheduleId"]),  # type: ignore[arg-type]
+        return cls(str(instance["InstanceId"]), str(instance["ExecutionId"]), int(str(value["TaskScheduleId"])),
                    str(value.get("Name") or ""))
 
 

@@ -21,8 +21,9 @@ import json
 import logging
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 from azure.core.exceptions import AzureError

@@ -29,6 +29,7 @@ crash); it waits for that commit.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections import OrderedDict
@@ -89,7 +90,7 @@ class OrchestrationDispatcher:
             for partition, queue in enumerate(self._queues.control):
                 poller = QueuePoller(queue, self._queues.control_wake[partition], self._settings.control_visibility,
                                      self._settings.max_polling_interval, self._room, self._wait_for_room)
-                group.create_task(poller.run(lambda message, q=queue: self._received(q, message)))
+                group.create_task(poller.run(functools.partial(self._received, queue)))
 
     def shutdown(self) -> None:
         """Stop where things are: whatever was not committed is done again by the next host."""
@@ -169,7 +170,7 @@ class OrchestrationDispatcher:
             state, records = self._begin(state, sorted_out.start), []
         if state is None:
             return later
-        consumed = tuple(c.message_id for m, c in zip(held, messages) if m not in later)
+        consumed = tuple(c.message_id for m, c in zip(held, messages, strict=True) if m not in later)
         await self._advance(state, records, sorted_out, consumed)
         if sorted_out.start is not None and previous is not None:
             # the execution it replaced (or the rows of one long gone) go once the new one is committed
@@ -242,7 +243,9 @@ class OrchestrationDispatcher:
         return self._functions.runner(state.instance_id, state.name, self._executor,
                                       self._settings.function_timeout)
 
-    async def _commit(self, state: InstanceState, committed: int, outcome: Outcome) -> tuple[InstanceState, list[Record]]:
+    async def _commit(
+        self, state: InstanceState, committed: int, outcome: Outcome
+    ) -> tuple[InstanceState, list[Record]]:
         status = RuntimeStatus(outcome.status)
         updated = state.copy(
             status=status, output=outcome.output if status.finished else state.output,

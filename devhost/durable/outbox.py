@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Awaitable
+from collections.abc import Awaitable
 
 from devhost.durable import history as h
 from devhost.durable.episode import child_execution_id

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from azure.core.exceptions import AzureError
 from azure.storage.queue import QueueMessage
@@ -47,7 +47,7 @@ class QueuePoller:
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=interval * random.uniform(0.8, 1.0))
                 interval = MIN_INTERVAL
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 interval = min(self._max_interval, interval * 2)
 
     async def _receive(self, count: int) -> list[QueueMessage]:

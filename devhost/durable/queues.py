@@ -176,7 +176,7 @@ class HeldMessage:
             except AzureError as error:  # the store is unreachable; try again at the next beat
                 log.warning("could not renew message %s: %s", self.message.id, error)
                 continue
-            except Exception as error:  # the host is stopping (its clients are closed): let the message go
+            except Exception as error:  # noqa: BLE001 - the host is stopping (its clients are closed): let the message go
                 log.debug("stopped renewing message %s: %s", self.message.id, error)
                 return
             self._receipt = receipt.pop_receipt

@@ -11,8 +11,9 @@ host. This module builds the one and reads the other.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import azure.functions as func
 
@@ -78,7 +79,7 @@ def run_handle(handle: Callable[..., Any], context: str) -> OrchestratorResult:
     """Call the SDK's orchestrator handle as the Python worker does and read what it says."""
     try:
         returned = handle(func.OrchestrationContext(context))
-    except Exception as error:  # the orchestrator (or the SDK on its behalf) raised
+    except Exception as error:  # noqa: BLE001 - the orchestrator (or the SDK on its behalf) raised
         return _failed(error)
     if isinstance(returned, (bytes, bytearray)):
         returned = returned.decode("utf-8")

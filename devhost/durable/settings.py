@@ -89,7 +89,8 @@ class DurableSettings:
         if settings.partition_count > 16:
             raise DurableSettingsError("durableTask.storageProvider.partitionCount can be at most 16")
         if settings.control_visibility < 3 or settings.work_item_visibility < 3:
-            raise DurableSettingsError("durableTask.storageProvider: queue visibility timeouts must be at least 00:00:03")
+            raise DurableSettingsError(
+                "durableTask.storageProvider: queue visibility timeouts must be at least 00:00:03")
         return settings
 
     @property
@@ -99,7 +100,8 @@ class DurableSettings:
     def connection_string(self) -> str:
         value = os.environ.get(self.connection_setting)
         if not value:
-            raise DurableSettingsError(f"the Durable task hub's connection setting {self.connection_setting} is not set")
+            raise DurableSettingsError(
+                f"the Durable task hub's connection setting {self.connection_setting} is not set")
         return value
 
 

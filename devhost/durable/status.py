@@ -10,7 +10,7 @@ and scheduled time.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from devhost.durable.history import EventType, Record
@@ -21,7 +21,7 @@ _HIDDEN = {EventType.ORCHESTRATOR_STARTED, EventType.ORCHESTRATOR_COMPLETED, Eve
 
 
 def api_time(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def json_value(text: str | None) -> Any:

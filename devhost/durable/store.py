@@ -11,8 +11,9 @@ loses nothing.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any, AsyncIterator
+from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
@@ -82,7 +83,7 @@ class InstanceStore:
             names = [f"@s{i}" for i in range(len(statuses))]
             # (spaces around parameters: the SDK finds them by splitting on whitespace)
             clauses.append("( " + " or ".join(f"RuntimeStatus eq {n}" for n in names) + " )")
-            parameters.update({n[1:]: s for n, s in zip(names, statuses)})
+            parameters.update({n[1:]: s for n, s in zip(names, statuses, strict=True)})
         if created_from is not None:
             clauses.append("CreatedTime ge @created_from")
             parameters["created_from"] = created_from

@@ -133,7 +133,8 @@ def _apply(result: Triage, message: ControlMessage, kind: int, execution: str | 
     if kind in h.COMPLETIONS:
         task_id = task_of(message)
         if message.execution_id != execution:
-            return spent(message, "it belongs to another execution")
+            spent(message, "it belongs to another execution")
+            return None
         if task_id in completed:
             return None  # a repeat delivery (at least once): already applied
         completed.add(task_id)
@@ -156,13 +157,14 @@ def _apply(result: Triage, message: ControlMessage, kind: int, execution: str | 
             return None
         result.suspended = False
         return Record(event, message_id=message.message_id)
-    return spent(message, f"event type {kind} is not a message the engine handles")
+    spent(message, f"event type {kind} is not a message the engine handles")
+    return None
 
 
 def spent(message: ControlMessage, why: str) -> None:
+    """Log why ``message`` is discarded (it is deleted with the others handled)."""
     log.info("discarding %s for instance %s: %s",
              _event_name(int(message.event["EventType"])), message.instance_id, why)
-    return None
 
 
 def _event_name(kind: int) -> str:

@@ -10,8 +10,8 @@ for both FTP and the SCM site: deployments authenticate with Entra ID.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import pulumi
 from pulumi_azure_native import web

@@ -1,7 +1,7 @@
 """The host's Key Vault: RBAC mode, purge protection, and no secret value from this program.
 
-The vault holds the secrets the stack's ``secrets`` catalogue names (the seed's
-``runtime-cloud-sql``, ``iac-runner-identity``, ``messaging-transport``). This
+The vault holds the secrets the stack's ``secrets`` catalogue names (in
+``infra/Pulumi.dev.yaml``: ``runtime-cloud-sql``, ``iac-runner-identity``, ``messaging-transport``). This
 program never writes a value: a value written through ARM would sit in the
 Pulumi state. Operators set them (``az keyvault secret set ... --expires``,
 README, Deploying), and the host reads them by reference: a target's

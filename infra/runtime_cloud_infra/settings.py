@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pulumi
 
@@ -249,7 +250,7 @@ def _instance_memory(reader: _Reader) -> int:
 
 def _retention(reader: _Reader) -> Retention:
     return Retention(
-        # The seed keeps receipts for the environment's lifetime plus seven years: never less than seven.
+        # Receipts are kept for the environment's lifetime plus seven years (README, Retention): never less.
         receipt_days=reader.integer("receiptRetentionDays", SEVEN_YEARS_DAYS, SEVEN_YEARS_DAYS, MAX_IMMUTABILITY_DAYS),
         finding_days=reader.integer("findingRetentionDays", 396, 1, 3650),
         lease_days=reader.integer("leaseRetentionDays", 90, 1, 3650),

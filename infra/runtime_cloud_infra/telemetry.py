@@ -3,7 +3,7 @@
 The host exports OpenTelemetry metrics to Application Insights (Azure Monitor
 distro); in a workspace-based Application Insights they land in the Log
 Analytics table ``AppMetrics`` (``Name``, ``Sum``, ``Max``, ``ItemCount``, and the
-dimensions in ``Properties``). The seed names one metric,
+dimensions in ``Properties``). The product's one named metric is
 ``connectsoft.factory.runtime_cloud.host.inbox_lag`` (gauge, seconds, dimension
 ``module``); the others follow its pattern, ``connectsoft.factory.runtime_cloud.
 <module>.<what>``. Telemetry itself is a later issue: if it picks other names,
@@ -28,7 +28,7 @@ class Metric:
 
 
 INBOX_LAG = Metric(f"{METRIC_PREFIX}.host.inbox_lag", "gauge", "s", ("module",),
-                   "age of the oldest unprocessed message per module (the seed's metric)")
+                   "age of the oldest unprocessed message per module (the product's named metric)")
 RUNS_FAILED = Metric(f"{METRIC_PREFIX}.provisioning.runs_failed", "counter", "{run}", ("reason", "environment_class"),
                      "provisioning runs that ended failed")
 LEASE_DENIALS = Metric(f"{METRIC_PREFIX}.capacity.lease_denials", "counter", "{denial}", ("pool", "reason"),

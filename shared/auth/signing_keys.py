@@ -15,7 +15,7 @@ import jwt
 import requests
 
 from shared.errors import AuthenticationFailed
-from shared.settings import AuthSettings
+from shared.host_settings import AuthSettings
 
 JWKS_FILE_NAME = "jwks.json"
 

@@ -22,8 +22,8 @@ import jwt
 from shared.auth.caller import Caller, Role
 from shared.auth.signing_keys import SigningKeySource
 from shared.errors import AuthenticationFailed
+from shared.host_settings import AuthSettings
 from shared.identifiers import is_tenant
-from shared.settings import AuthSettings
 
 ACCEPTED_ALGORITHMS = ["RS256"]
 MAX_IDENTITY_LENGTH = 256

@@ -21,7 +21,6 @@ waits for more than a few attempts.
 
 from __future__ import annotations
 
-import logging
 import random
 import threading
 import time
@@ -33,8 +32,10 @@ from shared.capacity.keys import DENIAL_SHARDS, after, denial_partition, stamp, 
 from shared.capacity.store import CapacityStore, commit_and_dispatch, query
 from shared.errors import AlreadyExists, ConcurrencyConflict, StoreError
 from shared.events.cloudevents import NewEvent
+from shared.logs import app_logger, ids
+from shared.storage.optimistic import on_conflict
 
-log = logging.getLogger("runtime_cloud.capacity")
+log = app_logger("capacity")
 RECENT_LIMIT = 20
 AGGREGATION_SECONDS = 1.0
 
@@ -67,23 +68,28 @@ def record_denial(store: CapacityStore, pool_id: str, tenant: str, kind: str, re
     count = _aggregator.admit(pool_id, reason)
     if not count:
         return
-    now = stamp(utcnow())
-    for _ in range(4):
-        partition = denial_partition(pool_id, random.randrange(DENIAL_SHARDS))
-        row = {"PartitionKey": partition, "RowKey": f"{now}|{uuid.uuid4().hex[:12]}", "Pool": pool_id,
-               "Tenant": tenant, "Kind": kind, "Reason": reason, "Holder": holder, "At": now, "Count": count}
-        event = NewEvent("LeaseDenied", f"pools/{pool_id}", tenant,
-                         {"pool": pool_id, "kind": kind, "reason": reason, "holder": holder, "detail": detail,
-                          "count": count})
-        try:
-            commit_and_dispatch(store.pools_outbox, partition, [("create", row)], [event])
-            return
-        except (ConcurrencyConflict, AlreadyExists):
-            continue
-        except StoreError as error:
-            log.warning("denial of %s on %s not recorded: %s", tenant, pool_id, error)
-            return
-    log.warning("denial of %s on %s not recorded: too much contention", tenant, pool_id)
+    try:
+        _write_denial(store, pool_id, tenant, stamp(utcnow()), count,
+                      {"kind": kind, "reason": reason, "holder": holder, "detail": detail})
+    except ConcurrencyConflict:
+        log.warning("denial of %s on %s not recorded: too much contention", tenant, pool_id, extra=ids(tenant=tenant))
+    except StoreError as error:  # a denial is a record for operators: never fail the refusal for it
+        log.warning("denial of %s on %s not recorded: %s", tenant, pool_id, error, extra=ids(tenant=tenant))
+
+
+@on_conflict(attempts=4)
+def _write_denial(store: CapacityStore, pool_id: str, tenant: str, now: str, count: int,
+                  what: dict[str, str]) -> None:
+    """Write the denial row and its event in a random shard (another shard on each attempt)."""
+    partition = denial_partition(pool_id, random.randrange(DENIAL_SHARDS))
+    row = {"PartitionKey": partition, "RowKey": f"{now}|{uuid.uuid4().hex[:12]}", "Pool": pool_id,
+           "Tenant": tenant, "Kind": what["kind"], "Reason": what["reason"], "Holder": what["holder"], "At": now,
+           "Count": count}
+    event = NewEvent("LeaseDenied", f"pools/{pool_id}", tenant, {"pool": pool_id, **what, "count": count})
+    try:
+        commit_and_dispatch(store.pools_outbox, partition, [("create", row)], [event])
+    except AlreadyExists:
+        raise ConcurrencyConflict(f"denial row of {pool_id} taken") from None
 
 
 def recent_denials(store: CapacityStore, pool_id: str, since: datetime, window: timedelta,

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from shared.capacity.keys import EDITIONS_PARTITION, TENANT_EDITIONS_PARTITION, stamp, tenant_key, utcnow
 from shared.capacity.models import Edition, EditionSpec, PoolKind
@@ -22,16 +23,18 @@ from shared.errors import AlreadyExists
 from shared.storage.conditional import insert_if_absent, read_row
 
 CACHE_SECONDS = 5.0
+T = TypeVar("T")
 _cache: dict[str, tuple[float, Any]] = {}
 _cache_lock = threading.Lock()
 
 
-def _cached(key: str, load: Any) -> Any:
+def _cached(key: str, load: Callable[[], T]) -> T:
+    """``load()``, or what it answered under ``key`` less than ``CACHE_SECONDS`` ago."""
     now = time.monotonic()
     with _cache_lock:
         hit = _cache.get(key)
         if hit and now - hit[0] < CACHE_SECONDS:
-            return hit[1]
+            return cast(T, hit[1])  # stored below by a load of the same key
     value = load()
     with _cache_lock:
         _cache[key] = (now, value)

@@ -26,9 +26,10 @@ Timestamps are stored as fixed-width ISO-8601 UTC strings
 from __future__ import annotations
 
 import zlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import quote
 
+from shared import clock
 from shared.capacity.models import PoolKind
 
 POOLS_TABLE = "CapacityPools"
@@ -97,12 +98,13 @@ def denial_partition(pool_id: str, shard: int) -> str:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    """The capacity modules' name for :func:`shared.clock.now`."""
+    return clock.now()
 
 
 def stamp(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_stamp(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

@@ -34,7 +34,6 @@ so the token is left to expire rather than risk a slot with no token behind it.
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 import uuid
@@ -61,8 +60,9 @@ from shared.capacity.settle import settled
 from shared.capacity.slots import Claim, SlotRow
 from shared.capacity.store import CapacityStore, jittered_pause
 from shared.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, StoreError
+from shared.logs import app_logger
 
-log = logging.getLogger("runtime_cloud.capacity")
+log = app_logger("capacity")
 
 GRANT_ATTEMPTS = 64  # lost races tolerated in one acquire before answering "try again"
 RENEW_ATTEMPTS = 16
@@ -144,9 +144,8 @@ class LeaseService:
                                         *census.waits(utcnow(), self.grace))
                 self._deny(pools[0], tenant, request, "quota-exceeded", str(refusal))
                 raise refusal
-            if census.ended:
-                self._return_ended(tenant, request.kind, census)
-                continue
+            if census.ended and refusals.return_ended(self.store, tenant, request.kind, census):
+                continue  # claim again at once; a token only *expired* on its slot is never returned
             if not pool_checked:  # a full pool is the answer at once; later rounds only wait for the tenant
                 pool_checked, pressure = True, refusals.read_pressure(self.store, pools, self.grace)
                 if pressure.free == 0:
@@ -163,12 +162,6 @@ class LeaseService:
         refusal = pressure.refusal(request.kind.value, pools, utcnow(), self.grace, contended=pressure.free > 0)
         self._deny(pools[0], tenant, request, "capacity-unavailable", str(refusal))
         return refusal
-
-    def _return_ended(self, tenant: str, kind: PoolKind, census: refusals.TokenCensus) -> None:
-        """Tokens still naming leases that ended on their slots (a crash in release): give them back."""
-        for token, record in census.ended:
-            quota.release(self.store, tenant, kind, token.index, token.lease_id)
-            settled(self.store, record, utcnow())
 
     def _check_ttl(self, ttl_seconds: int) -> None:
         if ttl_seconds > self.store.settings.max_ttl_seconds:

@@ -35,6 +35,7 @@ from shared.capacity.store import CapacityStore, commit_and_dispatch, query
 from shared.errors import AlreadyExists, ConcurrencyConflict
 from shared.events.cloudevents import NewEvent
 from shared.storage.conditional import read_row
+from shared.storage.optimistic import on_conflict
 
 PLATFORM_TENANT = "platform"  # the events' tenant for shared pools
 CACHE_SECONDS = 5.0
@@ -108,28 +109,27 @@ def candidate_pools(store: CapacityStore, tenant: str, kind: PoolKind, region: s
 
 def put_pool(store: CapacityStore, pool_id: str, spec: PoolSpec) -> tuple[Pool, bool]:
     """Create the pool or resize it. Returns (pool, created)."""
-    for _ in range(20):
-        now = stamp(utcnow())
-        current = read_pool(store, pool_id)
-        try:
-            if current is None:
-                pool = Pool(id=pool_id, kind=spec.kind, region=spec.region, scope=spec.scope, tenant=spec.tenant,
-                            size=spec.size, min=spec.min, max=spec.max, draining=bool(spec.draining),
-                            slots_per_shard=spec.slots_per_shard or store.settings.slots_per_shard,
-                            slots_created=spec.size,
-                            created_at=now, updated_at=now)
-                _commit(store, pool, None, old_size=0)
-                created = True
-            else:
-                pool = _resized(current.pool, spec, now)
-                _commit(store, pool, current, old_size=current.pool.size)
-                created = False
-        except (ConcurrencyConflict, AlreadyExists):
-            continue
-        pool_cache.forget()
-        _reconcile_latest(store, pool)
-        return pool, created
-    raise ConcurrencyConflict(f"pool {pool_id} kept changing")
+    pool, created = _write_pool(store, pool_id, spec)
+    pool_cache.forget()
+    _reconcile_latest(store, pool)
+    return pool, created
+
+
+@on_conflict(attempts=20)
+def _write_pool(store: CapacityStore, pool_id: str, spec: PoolSpec) -> tuple[Pool, bool]:
+    now = stamp(utcnow())
+    current = read_pool(store, pool_id)
+    if current is None:
+        pool = Pool(id=pool_id, kind=spec.kind, region=spec.region, scope=spec.scope, tenant=spec.tenant,
+                    size=spec.size, min=spec.min, max=spec.max, draining=bool(spec.draining),
+                    slots_per_shard=spec.slots_per_shard or store.settings.slots_per_shard,
+                    slots_created=spec.size,
+                    created_at=now, updated_at=now)
+        _commit(store, pool, None, old_size=0)
+        return pool, True
+    pool = _resized(current.pool, spec, now)
+    _commit(store, pool, current, old_size=current.pool.size)
+    return pool, False
 
 
 def _reconcile_latest(store: CapacityStore, written: Pool) -> None:
@@ -153,20 +153,21 @@ def _resized(pool: Pool, spec: PoolSpec, now: str) -> Pool:
 
 def drain_pool(store: CapacityStore, pool_id: str) -> Pool:
     """Stop new grants on the pool; held leases stay valid until released or expired."""
-    for _ in range(20):
-        current = read_pool(store, pool_id)
-        if current is None:
-            raise PoolNotFound(pool_id)
-        pool = current.pool.model_copy(update={"draining": True, "updated_at": stamp(utcnow())})
-        try:
-            if not current.pool.draining:
-                _commit(store, pool, current, old_size=current.pool.size)
-        except (ConcurrencyConflict, AlreadyExists):
-            continue
-        pool_cache.forget()
-        _reconcile_latest(store, pool)
-        return pool
-    raise ConcurrencyConflict(f"pool {pool_id} kept changing")
+    pool = _mark_draining(store, pool_id)
+    pool_cache.forget()
+    _reconcile_latest(store, pool)
+    return pool
+
+
+@on_conflict(attempts=20)
+def _mark_draining(store: CapacityStore, pool_id: str) -> Pool:
+    current = read_pool(store, pool_id)
+    if current is None:
+        raise PoolNotFound(pool_id)
+    pool = current.pool.model_copy(update={"draining": True, "updated_at": stamp(utcnow())})
+    if not current.pool.draining:
+        _commit(store, pool, current, old_size=current.pool.size)
+    return pool
 
 
 def _commit(store: CapacityStore, pool: Pool, current: StoredPool | None, old_size: int) -> None:
@@ -180,7 +181,10 @@ def _commit(store: CapacityStore, pool: Pool, current: StoredPool | None, old_si
         events.append(NewEvent("PoolResized", f"pools/{pool.id}", pool.tenant or PLATFORM_TENANT,
                                {"pool": pool.id, "kind": pool.kind.value, "region": pool.region,
                                 "old_size": old_size, "new_size": pool.size, "draining": pool.draining}))
-    commit_and_dispatch(store.pools_outbox, pool_partition(pool.id), [operation], events)
+    try:
+        commit_and_dispatch(store.pools_outbox, pool_partition(pool.id), [operation], events)
+    except AlreadyExists:  # created concurrently: read it again
+        raise ConcurrencyConflict(f"pool {pool.id} created concurrently") from None
 
 
 def reconcile_slots(store: CapacityStore, pool: Pool) -> int:

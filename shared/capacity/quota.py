@@ -33,6 +33,15 @@ leases of a kind than it has token rows. A crash between the two writes of
 acquire or release leaves a token held with no slot; it returns to the
 tenant at its expiry (at most ``MaxTtlSeconds``), never later.
 
+*Who may free a held token early.* Only someone who knows its lease can
+never be valid again: whoever ended the lease on its slot (release, the
+sweep), or the census of a refused acquire that read the slot row *past*
+the lease's generation (:func:`give_back`, conditional on the token's ETag
+as read before that slot read). A lease merely expired on its slot has not
+ended: a renew that read the slot while the lease was valid may still land
+its write (conditional on the slot's ETag, which nothing moved), and the
+lease is valid again, so its token waits for its own expiry plus grace.
+
 *Changing the limit.* Acquire uses only tokens ``0..L-1`` and also refuses
 when the tenant already holds ``L`` live tokens; a lowered limit therefore
 binds as held leases end, and a raised one at once. Leases granted under an
@@ -41,9 +50,10 @@ old, higher limit are kept, as a pool shrink keeps its held leases.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Iterator
+from typing import Any
 
 from shared.capacity.keys import TOKEN_PREFIX, after, parse_stamp, quota_partition, stamp, token_row
 from shared.capacity.models import PoolKind
@@ -64,11 +74,12 @@ class QuotaToken:
     lease_id: str
     expires_at: str
     etag: str
+    claimed_at: str = ""  # when the claiming acquire read the tokens: before its grant
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> QuotaToken:
         return cls(index=int(row["Index"]), lease_id=row.get("LeaseId", ""),
-                   expires_at=row.get("ExpiresAt", ""), etag=row["etag"])
+                   expires_at=row.get("ExpiresAt", ""), etag=row["etag"], claimed_at=row.get("ClaimedAt", ""))
 
     def live_at(self, now: datetime) -> bool:
         return bool(self.lease_id) and parse_stamp(self.expires_at) > now
@@ -174,6 +185,25 @@ def extend(store: CapacityStore, tenant: str, kind: PoolKind, index: int, lease_
         except (ConcurrencyConflict, NotFound):
             continue
     raise ConcurrencyConflict(f"quota token {key} kept changing")
+
+
+def give_back(store: CapacityStore, tenant: str, kind: PoolKind, token: QuotaToken) -> bool:
+    """Free ``token`` only if its row is still the version read (ETag); False if anyone wrote it since.
+
+    For a caller that did not end the lease itself but proved, from the token as read here, that
+    its lease can never be valid again (see :mod:`shared.capacity.refusals`). The ETag makes the
+    proof hold for exactly that claim: a renew that extended the token, or an acquire that claimed
+    it again, has moved the ETag on, and the token is left alone.
+    """
+    key = (quota_partition(tenant, kind), token_row(token.index))
+    entity = {"PartitionKey": key[0], "RowKey": key[1], "Index": token.index, "Tenant": tenant,
+              "Kind": kind.value, "LeaseId": "", "ExpiresAt": "", "ClaimedAt": token.claimed_at}
+    try:
+        replace_if_unchanged(store.quotas, entity, token.etag)
+    except (ConcurrencyConflict, NotFound):
+        return False
+    _written.forget(key)
+    return True
 
 
 def release(store: CapacityStore, tenant: str, kind: PoolKind, index: int, lease_id: str) -> None:

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any, cast
 
 from azure.core.exceptions import (
     ResourceNotFoundError,
     ServiceRequestError,
     ServiceResponseError,
 )
-from azure.data.tables import UpdateMode
+from azure.core.paging import PageIterator
+from azure.data.tables import TableEntity, UpdateMode
 
 from shared.capacity.keys import (
     lease_partition,
@@ -144,8 +146,9 @@ def list_records(store: CapacityStore, tenant: str, now: datetime, *, pool: str 
         clauses.append("State ne 'released'")
     token = _decoded_continuation(continuation) if continuation else None
     try:
-        pages = store.leases.query_entities(" and ".join(clauses), parameters=parameters,
-                                            results_per_page=limit).by_page(continuation_token=token)
+        query = store.leases.query_entities(" and ".join(clauses), parameters=parameters, results_per_page=limit)
+        # The Tables SDK's continuation token is a dict (PartitionKey, RowKey); ItemPaged types it str.
+        pages = cast(PageIterator[TableEntity], query.by_page(continuation_token=token))  # type: ignore[arg-type]
         found: list[LeaseView] = []
         for page in pages:
             found.extend(v for v in (view(settle(dict(row)), now) for row in page) if state is None or v.state is state)

@@ -8,9 +8,21 @@ exceeded" is only true when the tenant holds its limit in *granted* leases,
 so before answering 429 the tokens are sorted out by a census:
 
 - *held*: the lease is recorded and its slot row still holds it, valid;
-- *ended*: recorded, but its slot no longer holds it (a release or takeover
-  that crashed before giving the token back): the token can be returned;
-- *in flight*: no record yet, so no grant to count.
+- *ended*: recorded, and its slot row has moved past it (another generation,
+  or freed: a release or takeover that crashed before giving the token back).
+  Slot rows never go back to a generation, and a renew writes its slot only
+  under the ETag of a row that held the lease, so the lease can never be
+  valid again: the token is given back, conditional on its ETag as read
+  here (a token extended or claimed again since is left alone);
+- *lapsed*: its slot row still holds it, but expired. Not ended: a renew
+  that read the slot while the lease was valid may still land its write
+  (nobody moved the row, which stays untouched for the takeover grace) and
+  make the lease valid again. Not held either, so it never justifies a 429;
+  its token returns at its own expiry plus grace, or once the slot is taken
+  over or swept;
+- *in flight*: no record yet, so no grant to count; or a token the record's
+  lease was not granted under (another acquire with the same id, which is
+  giving its duplicate grant back), which proves nothing about that token.
 
 429 is answered only when ``limit`` held leases were valid at one instant:
 each was seen valid when its slot was read, so all of them were valid
@@ -27,11 +39,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared.capacity import records, slots
+from shared.capacity import quota, records, slots
 from shared.capacity.errors import CapacityUnavailable
 from shared.capacity.keys import parse_stamp, utcnow
-from shared.capacity.models import Pool
+from shared.capacity.models import Pool, PoolKind
 from shared.capacity.quota import QuotaToken, TenantTokens
+from shared.capacity.settle import settled
 from shared.capacity.store import CapacityStore
 
 DRAINING_RETRY_SECONDS = 30.0  # a draining pool re-opens when an administrator says so: a guess
@@ -50,6 +63,7 @@ class HeldLease:
 class TokenCensus:
     held: list[HeldLease] = field(default_factory=list)
     ended: list[tuple[QuotaToken, dict[str, Any]]] = field(default_factory=list)  # token, its lease's record
+    lapsed: list[QuotaToken] = field(default_factory=list)
     in_flight: list[QuotaToken] = field(default_factory=list)
 
     def holds_limit(self, limit: int) -> bool:
@@ -67,6 +81,7 @@ class TokenCensus:
 
 
 def take_census(store: CapacityStore, tenant: str, tokens: TenantTokens, limit: int) -> TokenCensus:
+    """Sort the tenant's live tokens (as read in ``tokens``, before any slot read here) into the census."""
     census = TokenCensus()
     recorded: list[tuple[QuotaToken, dict[str, Any]]] = []
     named: set[str] = set()
@@ -74,7 +89,7 @@ def take_census(store: CapacityStore, tenant: str, tokens: TenantTokens, limit: 
         # Two tokens name one lease only while a duplicate acquire with the same id gives its grant back.
         record = None if token.lease_id in named else records.known_record(store, tenant, token.lease_id)
         named.add(token.lease_id)
-        if record is None:
+        if record is None or not _admitted_by(token, record):
             census.in_flight.append(token)
         else:
             recorded.append((token, record))
@@ -83,14 +98,38 @@ def take_census(store: CapacityStore, tenant: str, tokens: TenantTokens, limit: 
     for token, record in recorded:
         seen = utcnow()  # before the read: the row it returns was current no earlier than this
         row = slots.read_slot(store, record["Pool"], int(record["Shard"]), int(record["Slot"]))
-        holds = (row is not None and row.holds(token.lease_id, tenant)
-                 and row.generation == int(record["FencingToken"]))
-        if holds and row is not None and row.valid_at(seen):
+        if row is None or not row.holds(token.lease_id, tenant) or row.generation != int(record["FencingToken"]):
+            census.ended.append((token, record))  # the slot moved past the lease: it cannot come back
+        elif row.valid_at(seen):
             census.held.append(HeldLease(token.lease_id, parse_stamp(row.granted_at),
                                          parse_stamp(row.expires_at), seen))
         else:
-            census.ended.append((token, record))
+            census.lapsed.append(token)  # expired, not ended: a renew in flight may still revive it
     return census
+
+
+def _admitted_by(token: QuotaToken, record: dict[str, Any]) -> bool:
+    """Is ``token`` the claim the recorded lease was granted under?
+
+    The record names the token's index, and the claim came before the grant. A token that
+    another acquire with the same lease id claimed later (its duplicate grant, about to be
+    given back, may still be valid) fails one or the other, and is not judged by this record.
+    """
+    return (int(record.get("TokenIndex", -1)) == token.index and bool(token.claimed_at)
+            and parse_stamp(token.claimed_at) <= parse_stamp(record["GrantedAt"]))
+
+
+def return_ended(store: CapacityStore, tenant: str, kind: PoolKind, census: TokenCensus) -> int:
+    """Give back the tokens of leases that ended on their slots without doing so (a crash in release).
+
+    Each only if its row is still as the census read it; the records are settled too. Returns how
+    many tokens came back.
+    """
+    returned = 0
+    for token, record in census.ended:
+        returned += quota.give_back(store, tenant, kind, token)
+        settled(store, record, utcnow())
+    return returned
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,9 @@ def _default_pools() -> list[PoolSeed]:
 def _default_editions() -> dict[str, dict[PoolKind, int]]:
     every = list(PoolKind)
     return {
-        "free": {kind: 1 for kind in every},
+        "free": dict.fromkeys(every, 1),
         "standard": {PoolKind.AGENT_RUNTIME: 4, PoolKind.SANDBOX: 4, PoolKind.BUILD: 2, PoolKind.BROWSER: 2},
-        "enterprise": {kind: 16 for kind in every},
+        "enterprise": dict.fromkeys(every, 16),
     }
 
 

@@ -13,7 +13,6 @@ plus what crashes left behind.
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 from typing import Any
 
@@ -22,9 +21,10 @@ from shared.capacity.keys import grant_row, shard_partition
 from shared.capacity.models import LeaseState
 from shared.capacity.store import CapacityStore
 from shared.errors import StoreError
+from shared.logs import app_logger, ids
 from shared.storage.conditional import read_row
 
-log = logging.getLogger("runtime_cloud.capacity")
+log = app_logger("capacity")
 
 
 def settled(store: CapacityStore, record: dict[str, Any], now: datetime) -> dict[str, Any]:
@@ -39,7 +39,8 @@ def settled(store: CapacityStore, record: dict[str, Any], now: datetime) -> dict
     try:
         records.update_record(store, record["Tenant"], record["LeaseId"], State=state.value, EndedAt=ended_at)
     except StoreError as error:
-        log.warning("lease %s: record not repaired: %s", record["LeaseId"], error)
+        log.warning("lease %s: record not repaired: %s", record["LeaseId"], error,
+                    extra=ids(tenant=record["Tenant"], lease=record["LeaseId"]))
     return {**record, "State": state.value, "EndedAt": ended_at}
 
 

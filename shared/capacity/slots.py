@@ -41,9 +41,10 @@ Design, and why:
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from azure.core import MatchConditions
 from azure.data.tables import UpdateMode
@@ -63,6 +64,7 @@ from shared.capacity.store import CapacityStore, LruCache, commit_and_dispatch, 
 from shared.errors import AlreadyExists, ConcurrencyConflict
 from shared.events.cloudevents import CloudEvent, NewEvent
 from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
+from shared.storage.optimistic import on_conflict
 
 Operation = tuple[Any, ...]
 
@@ -164,27 +166,21 @@ def known_slot(pool_id: str, shard: int, index: int) -> SlotRow | None:
     return _known.get((pool_id, shard, index))
 
 
+@on_conflict(attempts=50)
 def ensure_slot(store: CapacityStore, pool: Pool, index: int, should_be_open: bool) -> None:
     """Create the slot row, or set its ``Open`` flag; held leases are left alone."""
-    for _ in range(50):
-        current = read_slot(store, pool.id, pool.shard_of(index), index)
-        if current is None:
-            fresh = SlotRow(pool=pool.id, index=index, shard=pool.shard_of(index), open=should_be_open,
-                            generation=0, lease_id="", tenant="", token_index=-1, granted_at="",
-                            expires_at="", etag="")
-            try:
-                insert_if_absent(store.slots, fresh.entity())
-                return
-            except AlreadyExists:
-                continue
-        if current.open == should_be_open:
-            return
+    current = read_slot(store, pool.id, pool.shard_of(index), index)
+    if current is None:
+        fresh = SlotRow(pool=pool.id, index=index, shard=pool.shard_of(index), open=should_be_open,
+                        generation=0, lease_id="", tenant="", token_index=-1, granted_at="",
+                        expires_at="", etag="")
         try:
-            replace_if_unchanged(store.slots, current.entity(open=should_be_open), current.etag)
-            return
-        except ConcurrencyConflict:
-            continue  # a grant or renew moved the row on; read it again
-    raise ConcurrencyConflict(f"slot {pool.id}/{index} kept changing")
+            insert_if_absent(store.slots, fresh.entity())
+        except AlreadyExists:
+            raise ConcurrencyConflict(f"slot {pool.id}/{index} created concurrently") from None
+        return
+    if current.open != should_be_open:  # a grant or renew that moved the row on is a conflict: read again
+        replace_if_unchanged(store.slots, current.entity(open=should_be_open), current.etag)
 
 
 def grant(store: CapacityStore, pool: Pool, row: SlotRow, claim: Claim, now: datetime,

@@ -1,33 +1,35 @@
 """The capacity store: the four tables, their outboxes and the settings, in one object.
 
 Services take a :class:`CapacityStore` instead of reaching for globals, so a
-test or a benchmark can point them at any account. ``default_store()`` is the
-process-wide one the triggers use (table clients are thread-safe).
+test or a benchmark can point them at any account. :func:`shared.wiring.capacity.store`
+is the process-wide one the triggers use (table clients are thread-safe).
 """
 
 from __future__ import annotations
 
-import functools
-import logging
 import queue
 import random
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
-from azure.core.exceptions import ServiceRequestError, ServiceResponseError
-from azure.data.tables import TableClient, TableTransactionError
+from azure.data.tables import TableClient
 
 from shared.capacity.keys import LEASES_TABLE, POOLS_TABLE, QUOTAS_TABLE, SLOTS_TABLE
 from shared.capacity.settings import CapacitySettings
-from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound, StoreUnavailable
 from shared.events.cloudevents import CloudEvent, NewEvent
 from shared.events.outbox import Outbox, outbox_for
+from shared.logs import app_logger
 from shared.storage.clients import StorageClients
+from shared.storage.conditional import query_rows
+from shared.storage.conditional import submit_batch as submit_batch  # the storage adapters' one batch
 
-log = logging.getLogger("runtime_cloud.capacity")
+log = app_logger("capacity")
+# The capacity modules' name for the storage adapters' one query (shared.storage.conditional.query_rows).
+query = query_rows
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -53,19 +55,6 @@ class CapacityStore:
             slots_outbox=outbox_for(clients, SLOTS_TABLE, source),
             settings=settings,
         )
-
-
-def query(table: TableClient, filter_text: str, **parameters: Any) -> list[dict[str, Any]]:
-    """All rows matching ``filter_text``, each with its ETag under ``"etag"``."""
-    try:
-        rows = []
-        for entity in table.query_entities(filter_text, parameters=parameters or None):
-            row = dict(entity)
-            row["etag"] = entity.metadata["etag"]
-            rows.append(row)
-        return rows
-    except (ServiceRequestError, ServiceResponseError) as error:
-        raise StoreUnavailable(str(error)) from error
 
 
 def jittered_pause(attempt: int, cap_seconds: float = 0.05) -> None:
@@ -99,25 +88,6 @@ class LruCache(Generic[K, V]):
     def forget(self, key: K) -> None:
         with self._lock:
             self._items.pop(key, None)
-
-
-def submit_batch(table: TableClient, operations: Sequence[tuple[Any, ...]]) -> list[Mapping[str, Any]]:
-    """An atomic batch in one partition; a lost race becomes the domain's conflict errors.
-
-    Returns each operation's metadata (with its new ``etag``).
-    """
-    try:
-        return table.submit_transaction(list(operations))
-    except TableTransactionError as error:
-        if error.status_code == 409:
-            raise AlreadyExists(f"{table.table_name}: {error.error_code}") from error
-        if error.status_code == 412:
-            raise ConcurrencyConflict(f"{table.table_name}: {error.error_code}") from error
-        if error.status_code == 404:
-            raise NotFound(f"{table.table_name}: {error.error_code}") from error
-        raise
-    except (ServiceRequestError, ServiceResponseError) as error:
-        raise StoreUnavailable(str(error)) from error
 
 
 class _BackgroundDispatch:
@@ -162,28 +132,7 @@ _dispatcher = _BackgroundDispatch()
 def commit_and_dispatch(outbox: Outbox, stream: str, operations: Sequence[tuple[Any, ...]],
                         events: Iterable[NewEvent]) -> list[CloudEvent]:
     """Commit state and events atomically, then send the events in the background."""
-    try:
-        committed = outbox.commit(stream, operations, events)
-    except (ServiceRequestError, ServiceResponseError) as error:
-        raise StoreUnavailable(str(error)) from error
+    committed = outbox.commit(stream, operations, events)
     if committed:
         _dispatcher.submit(outbox, committed)
     return committed
-
-
-@functools.lru_cache(maxsize=1)
-def default_store() -> CapacityStore:
-    """The process's store. Its first use on an instance seeds the settings' pools and editions, so
-    no timer has to run at start (on a scale-to-zero plan that would run on every instance start);
-    seeding that fails (the store is down) is not cached, and the next use tries again."""
-    from shared.capacity.editions import seed_editions  # (both import this module)
-    from shared.capacity.pools import seed_pools
-    from shared.settings import get_settings
-    from shared.storage.clients import shared_host_storage
-
-    settings = get_settings()
-    store = CapacityStore.from_clients(shared_host_storage(), settings.runtime_cloud.capacity,
-                                       f"/{settings.messaging.service_name}")
-    seed_editions(store)
-    seed_pools(store)
-    return store

@@ -15,7 +15,6 @@ exactly once whoever gets there first.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,8 +24,9 @@ from shared.capacity.models import LeaseState
 from shared.capacity.pools import read_pool
 from shared.capacity.store import CapacityStore
 from shared.errors import AlreadyExists, ConcurrencyConflict
+from shared.logs import app_logger
 
-log = logging.getLogger("runtime_cloud.capacity")
+log = app_logger("capacity")
 
 
 @dataclass(frozen=True)

@@ -40,23 +40,24 @@ between its marker and its commit is never more than seconds away).
 from __future__ import annotations
 
 import json
-import logging
 import uuid
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.data.tables import TableClient, UpdateMode
 from azure.storage.queue import QueueClient
 
-from shared.errors import AlreadyExists, ConcurrencyConflict, RuntimeCloudError
+from shared.errors import RuntimeCloudError
 from shared.events.cloudevents import CloudEvent, NewEvent
+from shared.logs import app_logger
 from shared.storage.clients import StorageClients
-from shared.storage.conditional import read_row
+from shared.storage.conditional import read_row, submit_batch
 from shared.storage.resources import OUTBOX_SUBSCRIBERS
 
-log = logging.getLogger("runtime_cloud.outbox")
+log = app_logger("outbox")
 
 EVENTS_QUEUE = "runtime-cloud-events"
 PENDING_TABLE = "OutboxPending"
@@ -93,7 +94,7 @@ class Outbox:
         pending = list(events)
         sequence_row = read_row(self._table, stream, SEQUENCE_ROW) if pending else None
         last = int(sequence_row["Last"]) if sequence_row else 0
-        now = datetime.now(timezone.utc).isoformat()
+        now = datetime.now(UTC).isoformat()
         cloud_events = [self._envelope(stream, event, last + offset, now) for offset, event in enumerate(pending, 1)]
         for event in cloud_events:
             _check_size(event)
@@ -110,7 +111,7 @@ class Outbox:
         for event in events:
             try:
                 self._send(event.stream, outbox_row_key(event.sequence), event.to_json())
-            except Exception as error:  # the timer retries; the state change already committed
+            except Exception as error:  # noqa: BLE001 - the timer retries; the state change already committed
                 log.warning("event %s left pending: %s", event.id, error)
                 return
 
@@ -150,8 +151,8 @@ class Outbox:
 
     def _unmark(self, marker: Any) -> None:
         touched = marker.metadata.get("timestamp")
-        if touched is None or datetime.now(timezone.utc) - touched < MARKER_GRACE:
-            return  # a writer may be between its marker and its commit
+        if self._markers is None or touched is None or datetime.now(UTC) - touched < MARKER_GRACE:
+            return  # no markers kept; or a writer may be between its marker and its commit
         try:
             self._markers.delete_entity(marker["PartitionKey"], marker["RowKey"], etag=marker.metadata["etag"],
                                         match_condition=MatchConditions.IfNotModified)
@@ -159,7 +160,7 @@ class Outbox:
             pass  # touched again since: keep it
 
     def purge_dispatched(self, older_than: timedelta) -> int:
-        cutoff = (datetime.now(timezone.utc) - older_than).isoformat()
+        cutoff = (datetime.now(UTC) - older_than).isoformat()
         query = "RowKey ge @start and RowKey lt @end and Dispatched eq true and DispatchedAt lt @cutoff"
         purged = 0
         for row in self._table.query_entities(
@@ -173,7 +174,7 @@ class Outbox:
             queue.send_message(event_json)
         self._table.update_entity(
             {"PartitionKey": stream, "RowKey": row_key, "Dispatched": True,
-             "DispatchedAt": datetime.now(timezone.utc).isoformat()},
+             "DispatchedAt": datetime.now(UTC).isoformat()},
             mode=UpdateMode.MERGE,
         )
 
@@ -195,14 +196,7 @@ class Outbox:
                                    "match_condition": MatchConditions.IfNotModified})
 
     def _submit(self, batch: list[TransactionOperation]) -> None:
-        try:
-            self._table.submit_transaction(batch)
-        except TableTransactionError as error:
-            if error.status_code == 409:
-                raise AlreadyExists(f"{self._table.table_name}: {error.error_code}") from error
-            if error.status_code in (412, 404):
-                raise ConcurrencyConflict(f"{self._table.table_name}: {error.error_code}") from error
-            raise
+        submit_batch(self._table, batch)
 
 
 def _check_size(event: CloudEvent) -> None:

@@ -3,18 +3,19 @@
 Readiness hangs on the runtime-cloud store alone: without it nothing can be
 recorded, so the host answers 503. The IaC runner, targets and the Config
 Platform degrade the host (200, ``degraded``) because reads, leases and queued
-work still proceed without them (the source page's failure modes: targets
-fail-fast per run, Config Platform degrade).
+work still proceed without them (README, ``GET /runtime-cloud/health``: a
+target fails fast per run, a Config Platform that does not answer degrades).
 """
 
 from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import requests
 
@@ -58,9 +59,9 @@ class HealthReport:
     inbox_lag: list[InboxLag] = field(default_factory=list)
     checked_at: str = ""
     # Environments whose target could not be read at their last scan, counted per target.
-    inventory: dict | None = None
+    inventory: dict[str, Any] | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"live": True}
 
 
@@ -68,7 +69,7 @@ def _timed(name: str, probe: Callable[[], str], required: bool, failed_status: s
     started = time.perf_counter()
     try:
         detail, status = probe(), HEALTHY
-    except Exception as error:  # a probe's failure is the finding, never an exception
+    except Exception as error:  # noqa: BLE001 - a probe's failure is the finding, never an exception
         detail, status = f"{type(error).__name__}: {_first_line(error)}", failed_status
     return Check(name, status, round((time.perf_counter() - started) * 1000, 1), detail, required)
 
@@ -127,21 +128,21 @@ def _config_platform_check(settings: Settings) -> Check:
 def _inbox_lag(clients: StorageClients, module: str, queue: str) -> InboxLag:
     try:
         peeked = clients.queues.get_queue_client(queue).peek_messages(max_messages=1)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - an unreadable queue is a degraded finding
         return InboxLag(module, queue, None, DEGRADED, f"{type(error).__name__}: {_first_line(error)}")
     if not peeked:
         return InboxLag(module, queue, 0.0, HEALTHY, "empty")
     inserted = peeked[0].inserted_on
-    lag = max(0.0, (datetime.now(timezone.utc) - inserted).total_seconds()) if inserted else None
+    lag = max(0.0, (datetime.now(UTC) - inserted).total_seconds()) if inserted else None
     return InboxLag(module, queue, lag, HEALTHY)
 
 
-def _inventory_check(clients: StorageClients) -> tuple[Check, dict | None]:
+def _inventory_check(clients: StorageClients) -> tuple[Check, dict[str, Any] | None]:
     """Stale inventories degrade the host: drift cannot be seen where a target cannot be read."""
     started = time.perf_counter()
     try:
         summary = stale_summary(clients.tables.get_table_client(INVENTORY_TABLE))
-    except Exception as error:  # a probe's failure is the finding, never an exception
+    except Exception as error:  # noqa: BLE001 - a probe's failure is the finding, never an exception
         latency = round((time.perf_counter() - started) * 1000, 1)
         return Check("inventory.observations", DEGRADED, latency, f"{type(error).__name__}: {_first_line(error)}"), None
     latency = round((time.perf_counter() - started) * 1000, 1)
@@ -203,5 +204,5 @@ def _report(settings: Settings, checks: list[Check], inbox: list[InboxLag]) -> H
         ready=ready,
         checks=checks,
         inbox_lag=inbox,
-        checked_at=datetime.now(timezone.utc).isoformat(),
+        checked_at=datetime.now(UTC).isoformat(),
     )

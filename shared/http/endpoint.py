@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import logging
 import typing
 import uuid
-from typing import Any, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 import azure.functions as func
+from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 from pydantic import ValidationError
 
 from shared.auth.caller import Caller, Role, Scope
@@ -40,11 +41,13 @@ from shared.errors import (
     StoreUnavailable,
 )
 from shared.http import problems
+from shared.http.contract import CONTRACT_ATTRIBUTE, Contract, names
 from shared.http.responses import to_http_response
 from shared.http.validation import validation_problem
+from shared.logs import app_logger
 from shared.settings import get_settings
 
-log = logging.getLogger("runtime_cloud.http")
+log = app_logger("http")
 
 Handler = Callable[..., Any]
 
@@ -68,20 +71,31 @@ def authenticate(req: func.HttpRequest) -> Caller:
         raise problems.unauthorized(str(error)) from None
 
 
-def authorize(caller: Caller, scopes: Iterable[Scope | str], roles: Iterable[Role | str]) -> None:
+def authorize(caller: Caller, scopes: Iterable[Scope | str], roles: Iterable[Role | str],
+              any_scopes: Iterable[Scope | str] = ()) -> None:
     missing = [s for s in scopes if not caller.has_scope(s)]
     if missing:
-        names = ", ".join(s.value if isinstance(s, Scope) else s for s in missing)
-        raise problems.forbidden(f"missing scope: {names}")
+        raise problems.forbidden(f"missing scope: {', '.join(names(missing))}")
+    alternatives = list(any_scopes)
+    if alternatives and not any(caller.has_scope(s) for s in alternatives):
+        raise problems.forbidden(f"missing scope: {' or '.join(names(alternatives))}")
     wanted = list(roles)
     if wanted and not any(caller.has_role(r) for r in wanted):
-        names = " or ".join(r.value if isinstance(r, Role) else r for r in wanted)
-        raise problems.forbidden(f"requires role {names}")
+        raise problems.forbidden(f"requires role {' or '.join(names(wanted))}")
 
 
-def endpoint(*, scopes: Iterable[Scope | str] = (), roles: Iterable[Role | str] = ()) -> Callable[[Handler], Handler]:
+def endpoint(*, scopes: Iterable[Scope | str] = (), roles: Iterable[Role | str] = (),
+             any_scopes: Iterable[Scope | str] = (), **documented: Any) -> Callable[[Handler], Handler]:
+    """The pipeline: ``scopes`` are all required, ``any_scopes`` one of them, ``roles`` any one.
+
+    ``documented`` is the endpoint's contract for the API document (see
+    :class:`shared.http.contract.Contract`: ``summary``, ``body``, ``query``,
+    ``path``, ``headers``, ``responses``, ``problems``...); it changes nothing
+    at run time.
+    """
     required_scopes = tuple(scopes)
     required_roles = tuple(roles)
+    alternative_scopes = tuple(any_scopes)
 
     def decorate(handler: Handler) -> Handler:
         signature = inspect.signature(handler)
@@ -89,18 +103,21 @@ def endpoint(*, scopes: Iterable[Scope | str] = (), roles: Iterable[Role | str] 
         run = _runner_for(handler)
 
         async def pipeline(*args: Any, **kwargs: Any) -> func.HttpResponse:
-            bound = dict(zip(signature.parameters, args), **kwargs)
+            bound = dict(zip(signature.parameters, args, strict=False), **kwargs)  # the rest come as keywords
             request: func.HttpRequest = bound[request_param]
             try:
                 caller = authenticate(request)
-                authorize(caller, required_scopes, required_roles)
+                authorize(caller, required_scopes, required_roles, alternative_scopes)
                 if "caller" in signature.parameters:
                     bound["caller"] = caller
                 return to_http_response(await run(**bound))
-            except Exception as error:  # every failure becomes a problem document
+            except Exception as error:  # noqa: BLE001 - every failure becomes a problem document
                 return _error_response(error, request, handler.__name__)
 
         _present_as(pipeline, handler, signature)
+        setattr(pipeline, CONTRACT_ATTRIBUTE, Contract(
+            scopes=names(required_scopes), any_scopes=names(alternative_scopes), roles=names(required_roles),
+            description=inspect.getdoc(handler), **documented))
         return pipeline
 
     return decorate
@@ -170,14 +187,16 @@ def _as_problem(error: Exception, function_name: str) -> problems.Problem:
         return problems.conflict("the resource changed concurrently; read it again and retry")
     if isinstance(error, PermissionDenied):
         return problems.forbidden(str(error))
-    if isinstance(error, StoreUnavailable):
+    # The adapters turn "the store did not answer" into StoreUnavailable; a read that went to the SDK
+    # directly (a paged query) raises the SDK's own error: the same outage, the same answer.
+    if isinstance(error, (StoreUnavailable, ServiceRequestError, ServiceResponseError)):
         return problems.service_unavailable("store-unavailable", "the runtime-cloud store did not answer", 5)
     reference = uuid.uuid4().hex
-    log.exception("unhandled error in %s (reference %s)", function_name, reference)
+    log.error("unhandled error in %s (reference %s)", function_name, reference, exc_info=error)
     return problems.internal_error(reference)
 
 
 def _path_of(request: func.HttpRequest) -> str:
     from urllib.parse import urlsplit
 
-    return urlsplit(request.url).path
+    return urlsplit(str(request.url)).path

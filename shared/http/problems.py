@@ -15,12 +15,14 @@ from typing import Any
 
 import azure.functions as func
 
+from shared.errors import RuntimeCloudError
+
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_TYPE_PREFIX = "urn:runtime-cloud:problem:"
 
 
 @dataclass
-class Problem(Exception):
+class Problem(RuntimeCloudError):
     status: int
     kind: str
     title: str

@@ -13,12 +13,14 @@ reviewed is ever applied.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.provisioning.specification import EnvironmentSpecification
+from shared.desired_state import EnvironmentSpecification
+from shared.errors import RuntimeCloudError
 from shared.targets import ProvisioningTarget
 
 
@@ -96,7 +98,7 @@ class ApplyResult(BaseModel):
     logs: list[str] = Field(default_factory=list)
 
 
-class RunnerError(Exception):
+class RunnerError(RuntimeCloudError):
     """Base of the failures a runner reports; the run records the message.
 
     An apply that fails part-way carries ``result``: the steps finished before

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from shared.desired_state import RunnerName
 from shared.iac.model import IaCRunner
-from shared.settings import IaCSettings, RunnerName
+from shared.iac.settings import IaCSettings
 
 
 def runner_for(name: RunnerName, iac_settings: IaCSettings) -> IaCRunner:

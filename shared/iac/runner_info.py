@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 
 import shared
-from shared.settings import RunnerName
+from shared.desired_state import RunnerName
 
 
 @dataclass(frozen=True)

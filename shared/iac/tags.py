@@ -2,7 +2,7 @@
 
 Every blob container and queue the embedded runner creates carries three
 metadata entries with the reserved prefix ``rc_`` (specifications may not use
-it, see :mod:`shared.provisioning.specification`):
+it, see :mod:`shared.desired_state`):
 
 - ``rc_managed_by`` = ``runtime-cloud``
 - ``rc_tenant`` = the tenant of the specification
@@ -23,10 +23,10 @@ tags, and tables are owned, refused, deleted and reported like the rest.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
-from shared.provisioning.specification import RESERVED_METADATA_PREFIX
+from shared.desired_state import RESERVED_METADATA_PREFIX
 
 MANAGED_BY_KEY = f"{RESERVED_METADATA_PREFIX}managed_by"
 TENANT_KEY = f"{RESERVED_METADATA_PREFIX}tenant"

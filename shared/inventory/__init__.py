@@ -13,7 +13,7 @@ One concept per module:
 - :mod:`.model`: observations and expected resources (what is compared);
 - :mod:`.observers`: reading a target per runner (embedded account, Pulumi
   refresh preview, Azure Resource Manager listing);
-- :mod:`.expected`: what was last applied, from the provisioning store;
+- :mod:`.expected`: what was last applied, read through :mod:`shared.provisioning.api`;
 - :mod:`.comparison`: expected vs observed -> drift (pure);
 - :mod:`.findings`: a finding's life: opened, seen again, resolved (pure);
 - :mod:`.ignore_rules`: scoped, expiring suppression;

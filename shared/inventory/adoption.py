@@ -25,21 +25,22 @@ plain revert with nothing to keep is possible.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
+from shared.desired_state import EmbeddedResource, EnvironmentSpecification, ResourceType, RunnerName
+from shared.errors import RuntimeCloudError
 from shared.iac.embedded.state import field_changes
 from shared.iac.tags import split_metadata
 from shared.inventory.findings import Finding
 from shared.inventory.model import FindingKind
 from shared.inventory.proposals import AdoptedChange
-from shared.provisioning.specification import EmbeddedResource, EnvironmentSpecification, ResourceType
-from shared.settings import RunnerName
 
 
-class NotAdoptable(Exception):
+class NotAdoptable(RuntimeCloudError):
     """The findings cannot be expressed as a specification change; the message says why."""
 
 
@@ -131,8 +132,8 @@ def _declared(resources: dict[str, EmbeddedResource], finding: Finding) -> Embed
     found = resources.get(finding.address)
     if found is not None:
         return found
-    return next((r for r in resources.values() if r.type.value == finding.type and r.name.lower() == finding.name.lower()),
-                None)
+    same_name = finding.name.lower()
+    return next((r for r in resources.values() if r.type.value == finding.type and r.name.lower() == same_name), None)
 
 
 def _user_metadata(state: dict[str, Any] | None) -> dict[str, str]:

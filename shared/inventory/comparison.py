@@ -15,7 +15,8 @@ number of resources.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from shared.iac.embedded.state import field_changes, flatten
 from shared.inventory.model import Drift, ExpectedResource, FieldDifference, FindingKind, Observation

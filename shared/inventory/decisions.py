@@ -28,27 +28,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared.desired_state import EnvironmentSpecification
 from shared.errors import AlreadyExists, ConcurrencyConflict, FieldError, InvalidInput, NotFound
+from shared.events.cloudevents import NewEvent
+from shared.events.outbox import TransactionOperation
 from shared.inventory import events
 from shared.inventory.adoption import NotAdoptable, declared_specification
 from shared.inventory.errors import OptionUnavailable, ProposalClosed, ProposalSuperseded
-from shared.inventory.expected import applied_state
 from shared.inventory.findings import Finding, FindingState
 from shared.inventory.ignore_rules import IgnoreRule, NewIgnoreRule, new_rule
 from shared.inventory.model import FindingKind
 from shared.inventory.proposals import OptionName, Proposal, ProposalDecision, ProposalState, Supersession
+from shared.inventory.settings import InventorySettings
 from shared.inventory.store import InventoryStore, Versioned
+from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.runs import Run, SourceInfo, run_id_for
-from shared.provisioning.service import ProvisioningService
-from shared.provisioning.specification import EnvironmentSpecification
-from shared.provisioning.store import ProvisioningStore
-from shared.storage.streams import optimistic
-from shared.settings import Settings
+from shared.storage.optimistic import on_conflict
+from shared.targets import ProvisioningTarget, find_target
 
 
 class FindingDecision(BaseModel):
@@ -80,7 +82,7 @@ class AcceptBody(BaseModel):
             seen.add(decision.finding)
         return self
 
-    def per_finding(self) -> dict[str, str]:
+    def per_finding(self) -> dict[str, OptionName]:
         return {decision.finding: decision.option for decision in self.decisions or []}
 
 
@@ -98,59 +100,55 @@ class Accepted:
 
 
 class ProposalDecisions:
-    def __init__(self, store: InventoryStore, provisioning: ProvisioningStore, service: ProvisioningService,
-                 settings: Settings) -> None:
+    def __init__(self, store: InventoryStore, provisioning: ProvisioningApi, *, settings: InventorySettings,
+                 targets: Sequence[ProvisioningTarget]) -> None:
         self._store = store
         self._provisioning = provisioning
-        self._service = service
         self._settings = settings
+        self._targets = targets
 
+    @on_conflict
     def accept(self, tenant: str, proposal_id: str, body: AcceptBody, operator: str,
                client: str | None = None) -> Accepted:
-        for attempt in optimistic():
-            with attempt:
-                versioned = self._open(tenant, proposal_id, body)
-                proposal = versioned.value
-                if proposal.state is ProposalState.ACCEPTED:  # the same request again
-                    return self._declare(proposal)
-                now = datetime.now(timezone.utc)
-                decision = ProposalDecision(option=body.option, by=operator, client=client, at=now.isoformat(),
-                                            reason=body.reason)
-                rules = self._decide(proposal, body, decision, now)
-                accepted = proposal.model_copy(update={"state": ProposalState.ACCEPTED, "decision": decision,
-                                                       "updated_at": now.isoformat()})
-                operations = [self._store.proposal_operation(accepted, versioned.etag),
-                              *(self._store.rule_operation(rule) for rule in rules)]
-                self._commit(accepted, operations, events.proposal_accepted(accepted))
-                return self._declare(accepted)
-        raise AssertionError("unreachable")
+        versioned = self._open(tenant, proposal_id, body)
+        proposal = versioned.value
+        if proposal.state is ProposalState.ACCEPTED:  # the same request again
+            return self._declare(proposal)
+        now = datetime.now(UTC)
+        decision = ProposalDecision(option=body.option, by=operator, client=client, at=now.isoformat(),
+                                    reason=body.reason)
+        rules = self._decide(proposal, body, decision, now)
+        accepted = proposal.model_copy(update={"state": ProposalState.ACCEPTED, "decision": decision,
+                                               "updated_at": now.isoformat()})
+        operations = [self._store.proposal_operation(accepted, versioned.etag),
+                      *(self._store.rule_operation(rule) for rule in rules)]
+        self._commit(accepted, operations, events.proposal_accepted(accepted))
+        return self._declare(accepted)
 
+    @on_conflict
     def reject(self, tenant: str, proposal_id: str, body: RejectBody, operator: str,
                client: str | None = None) -> Proposal:
-        for attempt in optimistic():
-            with attempt:
-                versioned = self._found(tenant, proposal_id)
-                proposal = versioned.value
-                if proposal.state is not ProposalState.OPEN:
-                    raise ProposalClosed(proposal.id, proposal.state.value)
-                now = datetime.now(timezone.utc).isoformat()
-                rejected = proposal.model_copy(update={
-                    "state": ProposalState.REJECTED, "updated_at": now,
-                    "decision": ProposalDecision(by=operator, client=client, at=now, reason=body.reason)})
-                self._commit(rejected, [self._store.proposal_operation(rejected, versioned.etag)],
-                             events.proposal_rejected(rejected))
-                return rejected
-        raise AssertionError("unreachable")
+        versioned = self._found(tenant, proposal_id)
+        proposal = versioned.value
+        if proposal.state is not ProposalState.OPEN:
+            raise ProposalClosed(proposal.id, proposal.state.value)
+        now = datetime.now(UTC).isoformat()
+        rejected = proposal.model_copy(update={
+            "state": ProposalState.REJECTED, "updated_at": now,
+            "decision": ProposalDecision(by=operator, client=client, at=now, reason=body.reason)})
+        self._commit(rejected, [self._store.proposal_operation(rejected, versioned.etag)],
+                     events.proposal_rejected(rejected))
+        return rejected
 
     # -- steps -----------------------------------------------------------------------------------
 
-    def _found(self, tenant: str, proposal_id: str) -> Versioned:
+    def _found(self, tenant: str, proposal_id: str) -> Versioned[Proposal]:
         versioned = self._store.proposal(tenant, proposal_id)
         if versioned is None:
             raise NotFound(f"proposal {proposal_id}")
         return versioned
 
-    def _open(self, tenant: str, proposal_id: str, body: AcceptBody) -> Versioned:
+    def _open(self, tenant: str, proposal_id: str, body: AcceptBody) -> Versioned[Proposal]:
         """The proposal, open and still measured against the applied state (or accepted by this decision)."""
         versioned = self._found(tenant, proposal_id)
         proposal: Proposal = versioned.value
@@ -159,10 +157,10 @@ class ProposalDecisions:
         if proposal.state is not ProposalState.OPEN:
             note = f" ({proposal.public_view()['note']})" if proposal.superseded_by else ""
             raise ProposalClosed(proposal.id, proposal.state.value, note)
-        applied = applied_state(self._provisioning, tenant, proposal.environment)
+        applied = self._provisioning.applied(tenant, proposal.environment)
         if applied is None or applied.digest != proposal.basis_digest or (
                 proposal.basis_run_id and applied.run_id and applied.run_id != proposal.basis_run_id):
-            now = datetime.now(timezone.utc).isoformat()
+            now = datetime.now(UTC).isoformat()
             run_id, digest = (applied.run_id or "", applied.digest) if applied else ("", "")
             superseded = proposal.model_copy(update={
                 "state": ProposalState.SUPERSEDED, "updated_at": now,
@@ -192,7 +190,7 @@ class ProposalDecisions:
         decision.ignore_rule_ids = [rule.id for rule in rules]
         return rules
 
-    def _specification_for(self, proposal: Proposal, open_findings: list[Finding], to_run: dict[str, str],
+    def _specification_for(self, proposal: Proposal, open_findings: list[Finding], to_run: Mapping[str, str],
                            body: AcceptBody) -> EnvironmentSpecification:
         """The specification the decision declares (saved, so the run and a retry can load it)."""
         label = body.option or "decisions"
@@ -201,14 +199,14 @@ class ProposalDecisions:
             specification = declared_specification(applied, open_findings, to_run).specification
         except NotAdoptable as error:
             raise OptionUnavailable(label, str(error)) from None
-        if self._settings.target(specification.target) is None:
+        if find_target(self._targets, specification.target) is None:
             raise OptionUnavailable(label, f"target {specification.target} is no longer configured")
         self._provisioning.save_specification(specification)
         return specification
 
     def _rules_for(self, proposal: Proposal, findings: list[Finding], body: AcceptBody, operator: str,
                    now: datetime) -> list[IgnoreRule]:
-        inventory = self._settings.runtime_cloud.inventory
+        inventory = self._settings
         reason = body.reason or f"accepted drift of proposal {proposal.id}"
         try:
             return [new_rule(proposal.tenant, proposal.environment, request, operator, now,
@@ -224,11 +222,12 @@ class ProposalDecisions:
         specification = self._provisioning.load_specification(proposal.tenant, proposal.environment,
                                                               decision.specification_digest)
         source = SourceInfo(kind="proposal", path=f"proposals/{proposal.id}/{decision.option or 'decisions'}")
-        run, created = self._service.declare(specification, source, _key(proposal, decision), decision.by,
-                                             decision.client)
+        run, created = self._provisioning.declare(specification, source=source,
+                                                  idempotency_key=_key(proposal, decision),
+                                                  requested_by=decision.by, requested_by_client=decision.client)
         return Accepted(proposal, run, created)
 
-    def _commit(self, proposal: Proposal, operations: list, event: object) -> None:
+    def _commit(self, proposal: Proposal, operations: list[TransactionOperation], event: NewEvent | None) -> None:
         try:
             self._store.commit(proposal.tenant, proposal.environment, operations, [event] if event else [])
         except AlreadyExists:
@@ -242,7 +241,7 @@ def _key(proposal: Proposal, decision: ProposalDecision) -> str:
     return f"{proposal.id}:decisions-{_digest(decision.findings)}"
 
 
-def _digest(choices: dict[str, str]) -> str:
+def _digest(choices: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(choices, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -253,10 +252,10 @@ def _same(decision: ProposalDecision, body: AcceptBody) -> bool:
     return decision.option is None and decision.findings == body.per_finding()
 
 
-def _chosen(proposal: Proposal, body: AcceptBody, open_ids: set[str]) -> dict[str, str]:
+def _chosen(proposal: Proposal, body: AcceptBody, open_ids: set[str]) -> dict[str, OptionName]:
     """Each of the proposal's findings and its option; 422 naming the decisions that do not fit."""
     if body.option is not None:
-        return {finding_id: body.option for finding_id in proposal.finding_ids}
+        return dict.fromkeys(proposal.finding_ids, body.option)
     decisions = body.decisions or []
     wrong = [{"path": f"/decisions/{index}/finding", "message": f"not a finding of proposal {proposal.id}"}
              for index, decision in enumerate(decisions) if decision.finding not in proposal.finding_ids]

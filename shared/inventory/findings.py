@@ -18,10 +18,11 @@ says what to write; the scan does the writing.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import ConfigDict, Field
 

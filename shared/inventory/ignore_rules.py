@@ -17,8 +17,8 @@ When a rule expires, the next scan shows the drift again.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 

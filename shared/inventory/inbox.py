@@ -15,23 +15,23 @@ these events: it reads the applied state from the provisioning store.
 
 from __future__ import annotations
 
-import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from shared.errors import AlreadyExists, ConcurrencyConflict
+from shared.errors import AlreadyExists, ConcurrencyConflict, RuntimeCloudError
 from shared.events.cloudevents import TYPE_PREFIX
 from shared.identifiers import is_idempotency_key, is_tenant
 from shared.inventory.proposals import ProposalState, Supersession
 from shared.inventory.store import InventoryStore
-from shared.storage.streams import optimistic
+from shared.logs import app_logger, ids
+from shared.storage.optimistic import on_conflict
 
-log = logging.getLogger("runtime_cloud.inventory")
+log = app_logger("inventory")
 
 HANDLED = ("SpecificationDeclared", "ProvisioningApplied")
 
 
-class NotAnEvent(ValueError):
+class NotAnEvent(RuntimeCloudError, ValueError):
     """The message is not a CloudEvent this consumer can read; the message is kept with the reason."""
 
 
@@ -53,21 +53,24 @@ def handle_event(store: InventoryStore, event: dict[str, Any]) -> str:
     # They become table keys: an id a key cannot hold is a message to keep, not to retry.
     if not (is_tenant(tenant) and is_idempotency_key(event_id) and is_idempotency_key(environment)):
         raise NotAnEvent("tenant, id or data.environment holds characters a key cannot")
-    for attempt in optimistic():
-        with attempt:
-            if store.event_handled(tenant, environment, event_id):
-                return "duplicate"
-            try:
-                _apply(store, kind, str(tenant), environment, str(event_id), data)
-            except AlreadyExists:
-                raise ConcurrencyConflict("handled concurrently") from None
-            return "handled"
-    raise AssertionError("unreachable")
+    return _handle_once(store, kind, str(tenant), environment, str(event_id), data)
+
+
+@on_conflict
+def _handle_once(store: InventoryStore, kind: str, tenant: str, environment: str, event_id: str,
+                 data: dict[str, Any]) -> str:
+    if store.event_handled(tenant, environment, event_id):
+        return "duplicate"
+    try:
+        _apply(store, kind, tenant, environment, event_id, data)
+    except AlreadyExists:
+        raise ConcurrencyConflict("handled concurrently") from None
+    return "handled"
 
 
 def _apply(store: InventoryStore, kind: str, tenant: str, environment: str, event_id: str,
            data: dict[str, Any]) -> None:
-    now = datetime.now(timezone.utc).isoformat()
+    now = datetime.now(UTC).isoformat()
     env = store.environment(tenant, environment)
     operations = [store.event_operation(tenant, environment, event_id, kind, now)]
     if kind == "SpecificationDeclared":
@@ -85,6 +88,7 @@ def _apply(store: InventoryStore, kind: str, tenant: str, environment: str, even
                 "state": ProposalState.SUPERSEDED, "updated_at": now,
                 "superseded_by": Supersession(run_id=run_id, specification_digest=digest, at=now)})
             operations.append(store.proposal_operation(superseded, versioned.etag))
-            log.info("proposal %s superseded by run %s", proposal.id, run_id)
+            log.info("proposal %s superseded by run %s", proposal.id, run_id,
+                     extra=ids(tenant=tenant, environment=environment, run=run_id))
     operations.insert(0, store.environment_operation(env, changes))
     store.commit(tenant, environment, operations)

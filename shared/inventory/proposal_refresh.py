@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from shared.desired_state import EnvironmentSpecification
 from shared.inventory import events
 from shared.inventory.adoption import Declared, NotAdoptable, declared_specification
-from shared.inventory.expected import AppliedState
 from shared.inventory.findings import Finding
 from shared.inventory.proposals import (
     Options,
@@ -38,10 +38,9 @@ from shared.inventory.proposals import (
     revert_option,
     summarize,
 )
+from shared.inventory.settings import InventorySettings
 from shared.inventory.store import InventoryStore, Versioned
-from shared.provisioning.specification import EnvironmentSpecification
-from shared.provisioning.store import ProvisioningStore
-from shared.settings import Settings
+from shared.provisioning.api import AppliedEnvironment, ProvisioningApi
 
 # Findings of a proposal closed without a decision are proposed again; those of a rejected one are not.
 CLOSED_UNDECIDED = (ProposalState.SUPERSEDED, ProposalState.RESOLVED)
@@ -57,12 +56,12 @@ class Refresh:
 
 
 class ProposalRefresher:
-    def __init__(self, store: InventoryStore, provisioning: ProvisioningStore, settings: Settings) -> None:
+    def __init__(self, store: InventoryStore, provisioning: ProvisioningApi, settings: InventorySettings) -> None:
         self._store = store
         self._provisioning = provisioning
         self._settings = settings
 
-    def refresh(self, applied: AppliedState, still_open: list[Finding], now: datetime) -> Refresh:
+    def refresh(self, applied: AppliedEnvironment, still_open: list[Finding], now: datetime) -> Refresh:
         """Sets each finding's ``proposal_id`` (the caller writes the findings) and says what else to write."""
         stamp = now.isoformat()
         result = Refresh()
@@ -96,10 +95,10 @@ class ProposalRefresher:
         result.writes.append((refreshed, etag))
         return result
 
-    def options(self, applied: AppliedState, members: list[Finding],
+    def options(self, applied: AppliedEnvironment, members: list[Finding],
                 open_findings: list[Finding]) -> tuple[Options, list[EnvironmentSpecification]]:
         """The three options for ``members``, and the specifications they would declare."""
-        requires = self._settings.runtime_cloud.provisioning.requires_approval(applied.environment_class)
+        requires = self._provisioning.requires_approval(applied.environment_class)
         specifications: list[EnvironmentSpecification] = []
         revert: dict[str, Any]
         adopt: dict[str, Any]
@@ -120,15 +119,15 @@ class ProposalRefresher:
                                     "matches what is observed"}
         except NotAdoptable as error:
             adopt = {"available": False, "reason": str(error)}
-        accept = accept_option(self._settings.runtime_cloud.inventory.default_ignore_days)
+        accept = accept_option(self._settings.default_ignore_days)
         return Options(revert=revert, adopt=adopt, accept=accept), specifications
 
     # -- steps -----------------------------------------------------------------------------------
 
-    def _current(self, applied: AppliedState, stamp: str,
-                 result: Refresh) -> tuple[Versioned | None, dict[str, ProposalState]]:
+    def _current(self, applied: AppliedEnvironment, stamp: str,
+                 result: Refresh) -> tuple[Versioned[Proposal] | None, dict[str, ProposalState]]:
         """The open proposal still measured against the applied state; every proposal's state by id."""
-        current: Versioned | None = None
+        current: Versioned[Proposal] | None = None
         states: dict[str, ProposalState] = {}
         for versioned in self._store.proposals(applied.tenant, applied.environment):
             proposal: Proposal = versioned.value
@@ -144,14 +143,14 @@ class ProposalRefresher:
         return current, states
 
     @staticmethod
-    def _new(applied: AppliedState, stamp: str) -> Proposal:
+    def _new(applied: AppliedEnvironment, stamp: str) -> Proposal:
         return Proposal(id=new_proposal_id(), tenant=applied.tenant, environment=applied.environment,
                         created_at=stamp, updated_at=stamp, finding_ids=[], basis_digest=applied.digest,
                         basis_run_id=applied.run_id, environment_class=applied.environment_class,
                         options=Options(revert={}, adopt={}, accept={}))
 
 
-def superseded(proposal: Proposal, applied: AppliedState, stamp: str) -> Proposal:
+def superseded(proposal: Proposal, applied: AppliedEnvironment, stamp: str) -> Proposal:
     return proposal.model_copy(update={
         "state": ProposalState.SUPERSEDED, "updated_at": stamp,
         "superseded_by": Supersession(run_id=applied.run_id or "", specification_digest=applied.digest, at=stamp)})

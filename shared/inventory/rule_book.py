@@ -12,24 +12,21 @@ silently suppresses nothing while the operator believes the drift is handled.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from shared.errors import InvalidInput, NotFound
-from shared.inventory.expected import applied_state, environment_exists
+from shared.inventory.expected import expected_resources
 from shared.inventory.findings import FindingState
 from shared.inventory.ignore_rules import IgnoreRule, NewIgnoreRule, new_rule
+from shared.inventory.settings import InventorySettings
 from shared.inventory.store import InventoryStore
-from shared.provisioning.receipts import ReceiptStore
-from shared.provisioning.store import ProvisioningStore
-from shared.settings import Settings
+from shared.provisioning.api import ProvisioningApi
 
 
 class RuleBook:
-    def __init__(self, store: InventoryStore, provisioning: ProvisioningStore, receipts: ReceiptStore,
-                 settings: Settings) -> None:
+    def __init__(self, store: InventoryStore, provisioning: ProvisioningApi, settings: InventorySettings) -> None:
         self._store = store
         self._provisioning = provisioning
-        self._receipts = receipts
         self._settings = settings
 
     def create(self, tenant: str, environment: str, request: NewIgnoreRule, author: str) -> IgnoreRule:
@@ -38,9 +35,9 @@ class RuleBook:
             raise InvalidInput([{"path": "/resource", "message": (
                 f"{request.resource} is not a resource of environment {environment}: name its address (e.g. "
                 "queue/orders) as declared, observed or reported by a finding (scan first if it appeared since)")}])
-        inventory = self._settings.runtime_cloud.inventory
+        inventory = self._settings
         try:
-            rule = new_rule(tenant, environment, request, author, datetime.now(timezone.utc),
+            rule = new_rule(tenant, environment, request, author, datetime.now(UTC),
                             inventory.default_ignore_days, inventory.max_ignore_days)
         except ValueError as error:
             raise InvalidInput([{"path": "/expires_at", "message": str(error)}]) from None
@@ -55,8 +52,8 @@ class RuleBook:
     def addresses(self, tenant: str, environment: str) -> set[str]:
         """Every address and key the environment's resources are known by."""
         known: set[str] = set()
-        applied = applied_state(self._provisioning, tenant, environment)
-        for resource in applied.expected(self._receipts) if applied else []:
+        applied = self._provisioning.applied(tenant, environment)
+        for resource in expected_resources(applied, self._provisioning) if applied else []:
             known |= {resource.address, resource.key}
         observation = self._store.load_observation(tenant, environment)
         for item in [*observation.items, *(observation.expected or [])] if observation else []:
@@ -66,5 +63,5 @@ class RuleBook:
         return known
 
     def _require(self, tenant: str, environment: str) -> None:
-        if not environment_exists(self._provisioning, tenant, environment):
+        if not self._provisioning.environment_exists(tenant, environment):
             raise NotFound(f"environment {environment}")

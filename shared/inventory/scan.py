@@ -18,33 +18,34 @@
 
 from __future__ import annotations
 
-import logging
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from datetime import datetime, timedelta
+from typing import Any
 
+from shared.clock import now as current_time
+from shared.desired_state import RunnerName
 from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound
 from shared.inventory import events
 from shared.inventory.comparison import compare
 from shared.inventory.errors import ScanInProgress
-from shared.inventory.expected import AppliedState, applied_state, environment_exists
+from shared.inventory.expected import expected_resources
 from shared.inventory.findings import FindingState, reconcile
 from shared.inventory.model import Drift, Observation, ObservationStatus
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest, Observer
-from shared.inventory.observers.registry import observer_for
 from shared.inventory.proposal_refresh import ProposalRefresher
+from shared.inventory.settings import InventorySettings
 from shared.inventory.staleness import clear_stale, mark_stale
 from shared.inventory.store import InventoryStore
-from shared.provisioning.receipts import ReceiptStore
-from shared.provisioning.store import ProvisioningStore
-from shared.storage.streams import optimistic
-from shared.settings import RunnerName, Settings
-from shared.targets import ProvisioningTarget, TargetKind
+from shared.logs import app_logger, ids
+from shared.provisioning.api import AppliedEnvironment, ProvisioningApi
+from shared.storage.optimistic import on_conflict
+from shared.targets import ProvisioningTarget, TargetKind, find_target
 
-log = logging.getLogger("runtime_cloud.inventory")
+log = app_logger("inventory")
 
-ObserverFactory = Callable[[RunnerName, TargetKind, Settings], Observer]
+ObserverFactory = Callable[[RunnerName, TargetKind], Observer]
 
 
 @dataclass
@@ -69,26 +70,22 @@ class ScanOutcome:
                 "proposal_id": self.proposal_id}
 
 
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
 class Scanner:
-    def __init__(self, store: InventoryStore, provisioning: ProvisioningStore, receipts: ReceiptStore,
-                 settings: Settings, observers: ObserverFactory = observer_for,
-                 clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, store: InventoryStore, provisioning: ProvisioningApi, *, settings: InventorySettings,
+                 targets: Sequence[ProvisioningTarget], observers: ObserverFactory,
+                 clock: Callable[[], datetime] = current_time) -> None:
         self._store = store
         self._provisioning = provisioning
-        self._receipts = receipts
         self._settings = settings
+        self._targets = targets
         self._observers = observers
         self._clock = clock
         self._refresher = ProposalRefresher(store, provisioning, settings)
 
     def scan(self, tenant: str, environment: str) -> ScanOutcome:
-        if not environment_exists(self._provisioning, tenant, environment):
+        if not self._provisioning.environment_exists(tenant, environment):
             raise NotFound(f"environment {environment}")
-        applied = applied_state(self._provisioning, tenant, environment)
+        applied = self._provisioning.applied(tenant, environment)
         if applied is None:
             return ScanOutcome(environment, ObservationStatus.NEVER, compared=False,
                                note="nothing has been applied to this environment yet: there is nothing to compare")
@@ -103,30 +100,29 @@ class Scanner:
 
     # -- the steps ---------------------------------------------------------------------------
 
-    def _scan(self, applied: AppliedState) -> ScanOutcome:
+    def _scan(self, applied: AppliedEnvironment) -> ScanOutcome:
         tenant, environment = applied.tenant, applied.environment
-        target = self._settings.target(applied.specification.target)
+        target = find_target(self._targets, applied.specification.target)
         if target is None:
             return self._stale(applied, f"target {applied.specification.target} is no longer configured")
-        expected = applied.expected(self._receipts)
+        expected = expected_resources(applied, self._provisioning)
         request = ObservationRequest(tenant=tenant, environment=environment, target=target,
                                      specification=applied.specification, expected=tuple(expected))
         try:
-            observation = self._observers(applied.specification.runner, target.kind, self._settings).observe(request)
+            observation = self._observers(applied.specification.runner, target.kind).observe(request)
         except ObservationFailed as error:
-            log.warning("inventory of %s/%s is stale: %s", tenant, environment, error)
+            log.warning("inventory of %s/%s is stale: %s", tenant, environment, error,
+                        extra=ids(tenant=tenant, environment=environment))
             return self._stale(applied, str(error))
         self._store.save_observation(tenant, environment, observation)
         if applied.run_in_flight:
             return self._fresh_only(applied, observation, target,
                                     f"run {applied.run_in_flight} is changing the environment: compared next scan")
         drift = compare(observation.expected if observation.expected is not None else expected, observation)
-        for attempt in optimistic():
-            with attempt:
-                return self._record(applied, observation, target, drift)
-        raise AssertionError("unreachable")
+        return self._record(applied, observation, target, drift)
 
-    def _record(self, applied: AppliedState, observation: Observation, target: ProvisioningTarget,
+    @on_conflict
+    def _record(self, applied: AppliedEnvironment, observation: Observation, target: ProvisioningTarget,
                 drift: list[Drift]) -> ScanOutcome:
         tenant, environment = applied.tenant, applied.environment
         now = self._clock()
@@ -155,37 +151,38 @@ class Scanner:
 
     # -- recording without comparing ---------------------------------------------------------
 
-    def _stale(self, applied: AppliedState, error: str) -> ScanOutcome:
-        now = self._clock()
-        for attempt in optimistic():
-            with attempt:
-                env = self._store.environment(applied.tenant, applied.environment)
-                has_good = bool(env.get("ObservedAt"))
-                self._commit(applied.tenant, applied.environment, [self._store.environment_operation(env, {
-                    "ObservationStatus": ObservationStatus.STALE.value, "LastAttemptAt": now.isoformat(),
-                    "LastError": error[:4000], "LastScanAt": now.isoformat(),
-                    "LastScanNote": "the target could not be read: the last good observation is kept"})], [], [])
-                return ScanOutcome(applied.environment, ObservationStatus.STALE, compared=False,
-                                   observed_at=env.get("ObservedAt") if has_good else None, error=error,
-                                   note="the target could not be read; the last good observation and the open "
-                                        "findings are kept as they were",
-                                   open_findings=int(env.get("OpenFindings", 0)),
-                                   suppressed_findings=int(env.get("SuppressedFindings", 0)))
-        raise AssertionError("unreachable")
+    def _stale(self, applied: AppliedEnvironment, error: str) -> ScanOutcome:
+        return self._record_stale(applied, error, self._clock())
 
-    def _fresh_only(self, applied: AppliedState, observation: Observation, target: ProvisioningTarget,
+    @on_conflict
+    def _record_stale(self, applied: AppliedEnvironment, error: str, now: datetime) -> ScanOutcome:
+        env = self._store.environment(applied.tenant, applied.environment)
+        has_good = bool(env.get("ObservedAt"))
+        self._commit(applied.tenant, applied.environment, [self._store.environment_operation(env, {
+            "ObservationStatus": ObservationStatus.STALE.value, "LastAttemptAt": now.isoformat(),
+            "LastError": error[:4000], "LastScanAt": now.isoformat(),
+            "LastScanNote": "the target could not be read: the last good observation is kept"})], [], [])
+        return ScanOutcome(applied.environment, ObservationStatus.STALE, compared=False,
+                           observed_at=env.get("ObservedAt") if has_good else None, error=error,
+                           note="the target could not be read; the last good observation and the open "
+                                "findings are kept as they were",
+                           open_findings=int(env.get("OpenFindings", 0)),
+                           suppressed_findings=int(env.get("SuppressedFindings", 0)))
+
+    def _fresh_only(self, applied: AppliedEnvironment, observation: Observation, target: ProvisioningTarget,
                     note: str) -> ScanOutcome:
-        now = self._clock()
-        for attempt in optimistic():
-            with attempt:
-                env = self._store.environment(applied.tenant, applied.environment)
-                self._commit(applied.tenant, applied.environment, [self._store.environment_operation(env, {
-                    **self._observed(observation, now), "LastScanAt": now.isoformat(), "LastScanNote": note})],
-                    [], [])
-                return ScanOutcome(applied.environment, ObservationStatus.FRESH, compared=False,
-                                   observed_at=observation.observed_at, note=note,
-                                   open_findings=int(env.get("OpenFindings", 0)))
-        raise AssertionError("unreachable")
+        return self._record_fresh_only(applied, observation, note, self._clock())
+
+    @on_conflict
+    def _record_fresh_only(self, applied: AppliedEnvironment, observation: Observation, note: str,
+                           now: datetime) -> ScanOutcome:
+        env = self._store.environment(applied.tenant, applied.environment)
+        self._commit(applied.tenant, applied.environment, [self._store.environment_operation(env, {
+            **self._observed(observation, now), "LastScanAt": now.isoformat(), "LastScanNote": note})],
+            [], [])
+        return ScanOutcome(applied.environment, ObservationStatus.FRESH, compared=False,
+                           observed_at=observation.observed_at, note=note,
+                           open_findings=int(env.get("OpenFindings", 0)))
 
     @staticmethod
     def _observed(observation: Observation, now: datetime) -> dict[str, Any]:
@@ -195,7 +192,7 @@ class Scanner:
 
     # -- the lease ---------------------------------------------------------------------------
 
-    def _index_staleness(self, applied: AppliedState, outcome: ScanOutcome, previous: str) -> None:
+    def _index_staleness(self, applied: AppliedEnvironment, outcome: ScanOutcome, previous: str) -> None:
         """Keep health's cross-tenant index of stale environments in step (best effort: the next scan repairs)."""
         try:
             if outcome.status is ObservationStatus.STALE:
@@ -204,35 +201,37 @@ class Scanner:
             elif previous == ObservationStatus.STALE.value:
                 clear_stale(self._store.table, applied.tenant, applied.environment)
         except Exception as error:  # noqa: BLE001 - the scan itself is recorded; the index is a summary
-            log.warning("stale index of %s/%s not updated: %s", applied.tenant, applied.environment, error)
+            log.warning("stale index of %s/%s not updated: %s", applied.tenant, applied.environment, error,
+                        extra=ids(tenant=applied.tenant, environment=applied.environment))
 
+    @on_conflict
     def _claim(self, tenant: str, environment: str, owner: str) -> str:
         """Take the scan lease; the observation status the environment had before this scan."""
-        lease = self._settings.runtime_cloud.inventory.scan_lease_seconds
-        for attempt in optimistic():
-            with attempt:
-                now = self._clock()
-                env = self._store.environment(tenant, environment)
-                holder, until = env.get("ScanOwner"), env.get("ScanLeaseUntil") or ""
-                if holder and holder != owner and until > now.isoformat():
-                    raise ScanInProgress(environment, until)
-                until = (now + timedelta(seconds=lease)).isoformat()
-                self._commit(tenant, environment, [self._store.environment_operation(
-                    env, {"ScanOwner": owner, "ScanLeaseUntil": until})], [], [])
-                return str(env.get("ObservationStatus") or ObservationStatus.NEVER.value)
-        raise AssertionError("unreachable")
+        lease = self._settings.scan_lease_seconds
+        now = self._clock()
+        env = self._store.environment(tenant, environment)
+        holder, until = env.get("ScanOwner"), env.get("ScanLeaseUntil") or ""
+        if holder and holder != owner and until > now.isoformat():
+            raise ScanInProgress(environment, until)
+        until = (now + timedelta(seconds=lease)).isoformat()
+        self._commit(tenant, environment, [self._store.environment_operation(
+            env, {"ScanOwner": owner, "ScanLeaseUntil": until})], [], [])
+        return str(env.get("ObservationStatus") or ObservationStatus.NEVER.value)
 
     def _release(self, tenant: str, environment: str, owner: str) -> None:
         try:
-            for attempt in optimistic():
-                with attempt:
-                    env = self._store.environment(tenant, environment)
-                    if env.get("ScanOwner") != owner:
-                        return
-                    self._commit(tenant, environment, [self._store.environment_operation(
-                        env, {"ScanOwner": "", "ScanLeaseUntil": ""})], [], [])
+            self._release_once(tenant, environment, owner)
         except Exception as error:  # noqa: BLE001 - the lease expires on its own
-            log.warning("scan lease of %s/%s not released (it expires): %s", tenant, environment, error)
+            log.warning("scan lease of %s/%s not released (it expires): %s", tenant, environment, error,
+                        extra=ids(tenant=tenant, environment=environment))
+
+    @on_conflict
+    def _release_once(self, tenant: str, environment: str, owner: str) -> None:
+        env = self._store.environment(tenant, environment)
+        if env.get("ScanOwner") != owner:
+            return
+        self._commit(tenant, environment, [self._store.environment_operation(
+            env, {"ScanOwner": "", "ScanLeaseUntil": ""})], [], [])
 
     def _commit(self, tenant: str, environment: str, operations: list[Any], new_events: list[Any],
                 bulk: list[Any]) -> None:

@@ -20,8 +20,9 @@ string property holds at most 64 KiB.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Generic, TypeVar
 
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, UpdateMode
@@ -33,8 +34,8 @@ from shared.inventory.ignore_rules import IgnoreRule
 from shared.inventory.model import Observation
 from shared.inventory.proposals import Proposal, ProposalState
 from shared.storage.clients import StorageClients
-from shared.storage.conditional import read_row
-from shared.storage.streams import EnvironmentRow, if_unchanged, stream_key
+from shared.storage.conditional import read_row, submit_batch
+from shared.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
 
 INVENTORY_TABLE = "Inventory"
 INVENTORY_CONTAINER = "inventory"
@@ -43,7 +44,8 @@ CHUNK_CHARS = 30_000  # a string property holds 64 KiB of UTF-16
 
 
 def pack(document: str) -> dict[str, str]:
-    return {f"Document{n}": document[i:i + CHUNK_CHARS] for n, i in enumerate(range(0, len(document) or 1, CHUNK_CHARS))}
+    starts = range(0, len(document) or 1, CHUNK_CHARS)
+    return {f"Document{n}": document[i:i + CHUNK_CHARS] for n, i in enumerate(starts)}
 
 
 def unpack(row: dict[str, Any]) -> str:
@@ -54,11 +56,14 @@ def unpack(row: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+T = TypeVar("T")
+
+
 @dataclass
-class Versioned:
+class Versioned(Generic[T]):
     """A document read with the row's ETag, for a conditional write later."""
 
-    value: Any
+    value: T
     etag: str
 
 
@@ -75,6 +80,12 @@ class InventoryStore:
 
     def environment_operation(self, env: EnvironmentRow, changes: dict[str, Any]) -> TransactionOperation:
         return env.write_operation(changes)
+
+    def known_environments(self) -> list[tuple[str, str]]:
+        """(tenant, environment) of every environment the inventory has a row for, across tenants."""
+        rows = self.table.query_entities(f"RowKey eq '{ENVIRONMENT_ROW}'", select=["Tenant", "Environment"])
+        return sorted({(row["Tenant"], row["Environment"]) for row in rows
+                       if row.get("Tenant") and row.get("Environment")})
 
     # -- observations --------------------------------------------------------------------
 
@@ -110,7 +121,7 @@ class InventoryStore:
                            "LastSeen": finding.last_seen, "ResolvedAt": finding.resolved_at or "",
                            **pack(finding.model_dump_json())}, {"mode": UpdateMode.REPLACE})
 
-    def rules(self, tenant: str, environment: str) -> list[Versioned]:
+    def rules(self, tenant: str, environment: str) -> list[Versioned[IgnoreRule]]:
         rows = self._query(tenant, environment, "rule|", "", {})
         return [Versioned(IgnoreRule.model_validate_json(unpack(row)), row.metadata["etag"]) for row in rows]
 
@@ -124,13 +135,13 @@ class InventoryStore:
         self.table.delete_entity(stream_key(tenant, environment), f"rule|{rule_id}")
         return True
 
-    def proposals(self, tenant: str, environment: str, state: ProposalState | None = None) -> list[Versioned]:
+    def proposals(self, tenant: str, environment: str, state: ProposalState | None = None) -> list[Versioned[Proposal]]:
         extra = " and State eq @s" if state else ""
         rows = self._query(tenant, environment, "proposal|", extra, {"s": state.value} if state else {})
         found = [Versioned(Proposal.model_validate_json(unpack(row)), row.metadata["etag"]) for row in rows]
         return sorted(found, key=lambda v: v.value.created_at, reverse=True)
 
-    def proposal(self, tenant: str, proposal_id: str) -> Versioned | None:
+    def proposal(self, tenant: str, proposal_id: str) -> Versioned[Proposal] | None:
         index = read_row(self.table, tenant, f"proposal|{proposal_id}")
         if index is None:
             return None
@@ -179,7 +190,7 @@ class InventoryStore:
             raise ValueError("too many operations for one transaction")
         leading, riding = list(bulk[:max(0, len(bulk) - room)]), list(bulk[max(0, len(bulk) - room):])
         for start in range(0, len(leading), BATCH_LIMIT):
-            self.table.submit_transaction(leading[start:start + BATCH_LIMIT])
+            submit_batch(self.table, leading[start:start + BATCH_LIMIT])
         emitted = self._outbox.commit(stream_key(tenant, environment), [*riding, *operations], pending)
         self._outbox.dispatch(emitted)
         return emitted
@@ -187,8 +198,8 @@ class InventoryStore:
     def delete_rows(self, partition: str, row_keys: Iterable[str]) -> int:
         keys = list(row_keys)
         for start in range(0, len(keys), BATCH_LIMIT):
-            self.table.submit_transaction([("delete", {"PartitionKey": partition, "RowKey": key})
-                                           for key in keys[start:start + BATCH_LIMIT]])
+            submit_batch(self.table, [("delete", {"PartitionKey": partition, "RowKey": key})
+                                      for key in keys[start:start + BATCH_LIMIT]])
         return len(keys)
 
     def _query(self, tenant: str, environment: str, prefix: str, extra: str, parameters: dict[str, Any]) -> Any:

@@ -7,21 +7,20 @@ so it answers 404 like one that does not exist.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from shared.errors import InvalidInput, NotFound
-from shared.inventory.expected import environment_exists
 from shared.inventory.findings import FindingState
 from shared.inventory.model import ObservationStatus
 from shared.inventory.proposals import ProposalState
 from shared.inventory.store import InventoryStore
+from shared.provisioning.api import ProvisioningApi
 from shared.storage.streams import EnvironmentRow
-from shared.provisioning.store import ProvisioningStore
 
 
 class InventoryViews:
-    def __init__(self, store: InventoryStore, provisioning: ProvisioningStore) -> None:
+    def __init__(self, store: InventoryStore, provisioning: ProvisioningApi) -> None:
         self._store = store
         self._provisioning = provisioning
 
@@ -62,7 +61,7 @@ class InventoryViews:
 
     def rules(self, tenant: str, environment: str) -> dict[str, Any]:
         self.require_environment(tenant, environment)
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         rules = sorted((v.value for v in self._store.rules(tenant, environment)), key=lambda r: r.created_at)
         return {"environment": environment, "ignore_rules": [rule.public_view(now) for rule in rules]}
 
@@ -85,18 +84,18 @@ class InventoryViews:
         return found.value.public_view()
 
     def require_environment(self, tenant: str, environment: str) -> None:
-        if not environment_exists(self._provisioning, tenant, environment):
+        if not self._provisioning.environment_exists(tenant, environment):
             raise NotFound(f"environment {environment}")
 
     def _summary(self, tenant: str, environment: str) -> dict[str, Any]:
-        provisioning = self._provisioning.environment(tenant, environment)
+        provisioning = self._provisioning.summary(tenant, environment)
         env: EnvironmentRow = self._store.environment(tenant, environment)
         status = env.get("ObservationStatus") or ObservationStatus.NEVER.value
         return {
             "environment": environment,
-            "environment_class": provisioning.get("EnvironmentClass"),
-            "applied": {"specification_digest": provisioning.get("AppliedDigest"),
-                        "run_id": provisioning.get("AppliedRunId")} if provisioning.get("AppliedDigest") else None,
+            "environment_class": provisioning.environment_class,
+            "applied": {"specification_digest": provisioning.applied_digest,
+                        "run_id": provisioning.applied_run_id} if provisioning.applied_digest else None,
             "observation": {
                 "status": status, "fresh": status == ObservationStatus.FRESH.value,
                 "observed_at": env.get("ObservedAt") or None, "last_attempt_at": env.get("LastAttemptAt") or None,

@@ -10,7 +10,7 @@ a cancel still stops it within about a second plus one step.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from shared.provisioning.store import ProvisioningStore
 

@@ -22,13 +22,14 @@ from urllib.parse import quote
 import requests
 
 from shared.credentials import azure_credential
-from shared.provisioning.specification import ConfigReference, SecretReference
+from shared.desired_state import ConfigReference, SecretReference
+from shared.errors import RuntimeCloudError
 
 if TYPE_CHECKING:
     from azure.keyvault.secrets import SecretClient
 
 
-class SecretUnresolvable(Exception):
+class SecretUnresolvable(RuntimeCloudError):
     pass
 
 
@@ -116,7 +117,7 @@ def _key_vault_secret(ref: SecretReference) -> str:
     name, _, version = rest.partition("/")
     try:
         secret = key_vault_client(vault_url).get_secret(name, version or None)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - Key Vault, credential or URL: one answer, no detail
         raise SecretUnresolvable(f"secret {ref.name} ({ref.uri}) cannot be resolved: {type(error).__name__}") from None
     if secret.value is None:
         raise SecretUnresolvable(f"secret {ref.name} ({ref.uri}) has no value")

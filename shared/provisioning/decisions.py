@@ -12,12 +12,14 @@ The decision is recorded on the run; the run's orchestration acts on it.
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
+from shared.clock import now_iso
 from shared.errors import Conflict, NotFound, PermissionDenied
-from shared.provisioning.runs import Decision, Run, RunState, utc_now
+from shared.provisioning.runs import Decision, Run, RunState
 from shared.provisioning.store import ProvisioningStore
-from shared.storage.streams import optimistic
+from shared.storage.optimistic import on_conflict
 
 DecisionKind = Literal["approved", "rejected"]
 
@@ -28,7 +30,7 @@ def decide(store: ProvisioningStore, tenant: str, run_id: str, decided_by: str, 
         _check(run, decided_by, decision, plan_digest)
 
     return _record(store, tenant, run_id, check, lambda run: {"decision": Decision(
-        decision=decision, by=decided_by, client=client, at=utc_now(), plan_digest=plan_digest, reason=reason,
+        decision=decision, by=decided_by, client=client, at=now_iso(), plan_digest=plan_digest, reason=reason,
         channel=channel)})
 
 
@@ -50,7 +52,7 @@ def cancel(store: ProvisioningStore, tenant: str, run_id: str, cancelled_by: str
             raise Conflict("run-already-decided", f"run {run.id} was already {run.decision.decision}")
 
     def record(run: Run) -> dict[str, Decision]:
-        cancelled = Decision(decision="cancelled", by=cancelled_by, client=client, at=utc_now(),
+        cancelled = Decision(decision="cancelled", by=cancelled_by, client=client, at=now_iso(),
                              plan_digest=run.plan_digest or "", reason=reason, channel="http")
         approved = run.decision is not None or run.state is RunState.APPLYING
         return {"cancellation": cancelled} if approved else {"decision": cancelled}
@@ -64,14 +66,17 @@ def _record(store: ProvisioningStore, tenant: str, run_id: str, check: Callable[
     environment = store.environment_of_run(tenant, run_id)
     if environment is None:
         raise NotFound(f"run {run_id}")
-    for attempt in optimistic():
-        with attempt:
-            run, etag = store.run_with_etag(tenant, environment, run_id)
-            check(run)
-            updated = run.model_copy(update=changes_for(run))
-            store.save_run(updated, etag)
-            return updated
-    raise AssertionError("unreachable")
+    return _record_on(store, tenant, environment, run_id, check, changes_for)
+
+
+@on_conflict
+def _record_on(store: ProvisioningStore, tenant: str, environment: str, run_id: str,
+               check: Callable[[Run], None], changes_for: Callable[[Run], dict[str, Decision]]) -> Run:
+    run, etag = store.run_with_etag(tenant, environment, run_id)
+    check(run)
+    updated = run.model_copy(update=changes_for(run))
+    store.save_run(updated, etag)
+    return updated
 
 
 def _check(run: Run, decided_by: str, decision: DecisionKind, plan_digest: str) -> None:

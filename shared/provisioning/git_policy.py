@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
+from shared.errors import RuntimeCloudError
+
 EVERY_TENANT = "*"
 
 
@@ -60,7 +62,7 @@ class RemoteRepository:
     url: str
 
 
-class NotAllowed(Exception):
+class NotAllowed(RuntimeCloudError):
     """The repository is not one the installation allows (the message never says why)."""
 
 

@@ -14,14 +14,16 @@ could not be opened or fetched. The detail goes to the log, for operators.
 
 from __future__ import annotations
 
-import logging
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from shared.errors import RuntimeCloudError
+from shared.logs import app_logger
 from shared.provisioning.git_policy import (
     AllowedSource,
     LocalRepository,
@@ -30,7 +32,7 @@ from shared.provisioning.git_policy import (
     locate,
 )
 
-log = logging.getLogger("runtime_cloud.provisioning")
+log = app_logger("provisioning")
 
 MAX_FILE_BYTES = 1024 * 1024  # a specification is a few kilobytes; anything larger is not one
 NOT_ALLOWED = "the repository is not an allowed Git source for this tenant"
@@ -38,7 +40,7 @@ UNREADABLE = "the repository cannot be read"
 _COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
 
 
-class GitSourceError(Exception):
+class GitSourceError(RuntimeCloudError):
     """The file could not be read; the message is safe to show to the caller."""
 
 
@@ -67,7 +69,7 @@ def _read_local(location: LocalRepository, path: str, revision: str) -> tuple[st
 
     try:
         repo = Repo(str(location.path))
-    except Exception as error:  # missing, not a repository, unreadable: one answer for all
+    except Exception as error:  # noqa: BLE001 - missing, not a repository, unreadable: one answer for all
         log.info("git source %s not opened: %s", location.path, type(error).__name__)
         raise GitSourceError(UNREADABLE) from None
     with repo:
@@ -85,7 +87,7 @@ def _confined(repo: Any, location: LocalRepository) -> bool:
 
 # -- https repositories --------------------------------------------------------------------------
 
-class _OverBudget(Exception):
+class _OverBudget(RuntimeCloudError):
     pass
 
 
@@ -153,7 +155,7 @@ def _read_remote(url: str, path: str, revision: str, limits: GitLimits) -> tuple
             named = not _COMMIT_ID.match(revision)
             try:
                 _bounded_client(url, budget).fetch("", repo, determine_wants=wants, depth=1 if named else None)
-            except Exception as error:  # network, TLS, protocol, refused redirect: never echoed to the caller
+            except Exception as error:  # noqa: BLE001 - network, TLS, protocol, refused redirect: never echoed to the caller
                 raise GitSourceError(_fetch_failure(error, budget)) from None
             target = chosen.get("sha") or revision.encode()
             if target not in repo:

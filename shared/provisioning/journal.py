@@ -22,8 +22,10 @@ from typing import Any
 from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableClient, TableTransactionError
 
+from shared.errors import AlreadyExists
 from shared.iac.model import StepResult
 from shared.storage.clients import StorageClients
+from shared.storage.conditional import submit_batch
 
 STEPS_TABLE = "ProvisioningSteps"
 BATCH = 50  # rows per transaction: well under Azure's 100 operations and 4 MiB, with long messages
@@ -59,8 +61,8 @@ class TableStepJournal:
         if not pending:
             return
         try:
-            self._table.submit_transaction([("create", self._entity(step)) for step in pending])
-        except TableTransactionError:  # some were recorded by an earlier attempt: one by one
+            submit_batch(self._table, [("create", self._entity(step)) for step in pending])
+        except (AlreadyExists, TableTransactionError):  # some were recorded by an earlier attempt: one by one
             for step in pending:
                 try:
                     self._table.create_entity(self._entity(step))

@@ -8,12 +8,13 @@ state; HTTP and queue triggers only record declarations and decisions.
 
 from __future__ import annotations
 
-import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from shared.clock import now_iso
 from shared.iac.model import (
     ApplyResult,
     ApplySliceEnded,
@@ -23,7 +24,10 @@ from shared.iac.model import (
     TargetUnreachable,
 )
 from shared.iac.registry import runner_for
+from shared.iac.settings import IaCSettings
+from shared.logs import app_logger
 from shared.provisioning import events
+from shared.provisioning.cancellation import CancelWatch
 from shared.provisioning.configuration import (
     ConfigPlatformClient,
     ResolvedConfiguration,
@@ -31,27 +35,28 @@ from shared.provisioning.configuration import (
     resolve_configuration,
     resolve_secrets,
 )
-from shared.provisioning.cancellation import CancelWatch
 from shared.provisioning.journal import TableStepJournal
+from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
 from shared.provisioning.outputs import OutputsReference, OutputsStore
 from shared.provisioning.receipts import ApplyReceipt, ConfigurationRecord, PlanReceipt, ReceiptStore
-from shared.provisioning.runs import FINAL_STATES, FailureReason, Run, RunState, utc_now
+from shared.provisioning.runs import FINAL_STATES, FailureReason, Run, RunState
+from shared.provisioning.settings import ProvisioningSettings
 from shared.provisioning.store import ProvisioningStore
 from shared.provisioning.supersession import newer_run, supersede_awaiting_approval, superseded_by
-from shared.storage.streams import optimistic
-from shared.settings import Settings
 from shared.storage.clients import StorageClients
+from shared.storage.optimistic import on_conflict
+from shared.targets import ProvisioningTarget, find_target
 
-log = logging.getLogger("runtime_cloud.provisioning")
+log = app_logger("provisioning")
 
 # What a run ends as, by the outcome its orchestration reports.
 FINAL_STATE_BY_OUTCOME = {
-    "applied": RunState.APPLIED, "failed": RunState.FAILED, "rejected": RunState.REJECTED,
-    "expired": RunState.EXPIRED, "superseded": RunState.SUPERSEDED, "cancelled": RunState.CANCELLED,
+    Outcome.APPLIED: RunState.APPLIED, Outcome.FAILED: RunState.FAILED, Outcome.REJECTED: RunState.REJECTED,
+    Outcome.EXPIRED: RunState.EXPIRED, Outcome.SUPERSEDED: RunState.SUPERSEDED, Outcome.CANCELLED: RunState.CANCELLED,
 }
 REASON_BY_OUTCOME = {
-    "rejected": FailureReason.APPROVAL_REJECTED, "expired": FailureReason.APPROVAL_EXPIRED,
-    "superseded": FailureReason.SUPERSEDED, "cancelled": FailureReason.CANCELLED,
+    Outcome.REJECTED: FailureReason.APPROVAL_REJECTED, Outcome.EXPIRED: FailureReason.APPROVAL_EXPIRED,
+    Outcome.SUPERSEDED: FailureReason.SUPERSEDED, Outcome.CANCELLED: FailureReason.CANCELLED,
 }
 
 
@@ -70,36 +75,38 @@ class RunRef:
 
 
 class RunSteps:
-    def __init__(self, storage: StorageClients, settings: Settings, source: str) -> None:
+    def __init__(self, storage: StorageClients, *, source: str, policy: ProvisioningSettings, iac: IaCSettings,
+                 targets: Sequence[ProvisioningTarget], config_platform: ConfigPlatformClient) -> None:
         self._storage = storage
-        self._settings = settings
+        self._policy = policy
+        self._iac = iac
+        self._targets = targets
+        self._config_platform = config_platform
         self._store = ProvisioningStore(storage, source)
         self._receipts = ReceiptStore(storage)
         self._outputs = OutputsStore(storage)
 
     # -- waiting for the environment ------------------------------------------------------
 
-    def claim_environment(self, ref: RunRef) -> str:
-        """``proceed``, ``wait`` (another run is active) or ``superseded`` (a newer run is waiting)."""
-        for attempt in optimistic():
-            with attempt:
-                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
-                if run.state in FINAL_STATES:
-                    return "finished"
-                if run.decision is not None and run.decision.decision == "cancelled":
-                    return "cancelled"
-                if run.state is not RunState.QUEUED:
-                    return "proceed"  # claimed by an earlier attempt of this step
-                if newer_run(self._store, run) is not None:
-                    return "superseded"
-                env = self._store.environment(ref.tenant, ref.environment)
-                active = env.get("ActiveRunId")
-                if active and active != run.id and not self._is_finished(ref, active):
-                    return "wait"
-                self._store.save_run(run.moved_to(RunState.PLANNING), etag,
-                                     env_changes={"ActiveRunId": run.id}, env=env)
-                return "proceed"
-        raise AssertionError("unreachable")
+    @on_conflict
+    def claim_environment(self, ref: RunRef) -> Claim:
+        """Take the environment for the run, or say why not (see :class:`Claim`)."""
+        run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        if run.state in FINAL_STATES:
+            return Claim.FINISHED
+        if run.decision is not None and run.decision.decision == "cancelled":
+            return Claim.CANCELLED
+        if run.state is not RunState.QUEUED:
+            return Claim.PROCEED  # claimed by an earlier attempt of this step
+        if newer_run(self._store, run) is not None:
+            return Claim.SUPERSEDED
+        env = self._store.environment(ref.tenant, ref.environment)
+        active = env.get("ActiveRunId")
+        if active and active != run.id and not self._is_finished(ref, active):
+            return Claim.WAIT
+        self._store.save_run(run.moved_to(RunState.PLANNING), etag,
+                             env_changes={"ActiveRunId": run.id}, env=env)
+        return Claim.PROCEED
 
     def _is_finished(self, ref: RunRef, run_id: str) -> bool:
         # A lock held by a run that already ended is orphaned (a crash between steps): take it over.
@@ -115,20 +122,19 @@ class RunSteps:
 
     # -- plan ---------------------------------------------------------------------------------
 
-    def plan(self, ref: RunRef) -> dict[str, Any]:
+    def plan(self, ref: RunRef) -> StepAnswer:
         run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
         if run.decision is not None and run.decision.decision == "cancelled":
-            return {"outcome": "cancelled", "reason": FailureReason.CANCELLED.value, "detail": "cancelled"}
+            return _cancelled("cancelled")
         if run.plan_digest:
             return self._planned(run)
         if run.state is not RunState.PLANNING:
-            return {"outcome": "failed", "reason": FailureReason.PLAN_FAILED.value,
-                    "detail": f"run is {run.state.value}, not planning"}
+            return _failed(FailureReason.PLAN_FAILED, f"run is {run.state.value}, not planning")
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
-        target = self._settings.target(run.target)
+        target = find_target(self._targets, run.target)
         if target is None:
             return _failed(FailureReason.PLAN_FAILED, f"target {run.target} is no longer configured")
-        runner = runner_for(specification.runner, self._settings.runtime_cloud.iac)
+        runner = runner_for(specification.runner, self._iac)
         try:
             plan = runner.plan(specification, target)
         except TargetUnreachable as error:
@@ -139,16 +145,18 @@ class RunSteps:
             run_id=run.id, tenant=run.tenant, environment=run.environment, target=run.target,
             runner=plan.runner, runner_version=plan.runner_version, specification_digest=run.specification_digest,
             source=run.source, changes=plan.changes, counts=plan.counts, diagnostics=plan.diagnostics,
-            binding=plan.binding, planned_at=utc_now()))
-        requires = self._settings.runtime_cloud.provisioning.requires_approval(run.environment_class)
+            binding=plan.binding, planned_at=now_iso()))
+        requires = self._policy.requires_approval(run.environment_class)
         return self._planned(self._update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=requires))
 
     @staticmethod
-    def _planned(run: Run) -> dict[str, Any]:
-        return {"outcome": "planned", "plan_digest": run.plan_digest, "requires_approval": bool(run.requires_approval)}
+    def _planned(run: Run) -> StepAnswer:
+        return {"outcome": Outcome.PLANNED, "plan_digest": run.plan_digest,
+                "requires_approval": bool(run.requires_approval)}
 
     # -- approval ---------------------------------------------------------------------------
 
+    @on_conflict
     def await_approval(self, ref: RunRef) -> str:
         """Move to awaiting-approval with a deadline; returns how long to wait (ISO 8601).
 
@@ -158,20 +166,17 @@ class RunSteps:
         ETag: a declaration committed between our read of the runs and this write moves
         the row, so the step runs again and sees it.
         """
-        for attempt in optimistic():
-            with attempt:
-                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
-                if run.approval_deadline:
-                    return utc_now() if run.decision is not None else run.approval_deadline
-                env = self._store.environment(ref.tenant, ref.environment)
-                timeout = self._settings.runtime_cloud.provisioning.approval_timeout_seconds
-                deadline = (datetime.now(timezone.utc) + timedelta(seconds=timeout)).isoformat()
-                waiting = run.moved_to(RunState.AWAITING_APPROVAL, approval_deadline=deadline)
-                if (newer := newer_run(self._store, run)) is not None and run.decision is None:
-                    waiting = waiting.model_copy(update={"decision": superseded_by(newer, run.plan_digest)})
-                self._store.save_run(waiting, etag, env_changes={}, env=env)
-                return utc_now() if waiting.decision is not None else deadline
-        raise AssertionError("unreachable")
+        run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        if run.approval_deadline:
+            return now_iso() if run.decision is not None else run.approval_deadline
+        env = self._store.environment(ref.tenant, ref.environment)
+        timeout = self._policy.approval_timeout_seconds
+        deadline = (datetime.now(UTC) + timedelta(seconds=timeout)).isoformat()
+        waiting = run.moved_to(RunState.AWAITING_APPROVAL, approval_deadline=deadline)
+        if (newer := newer_run(self._store, run)) is not None and run.decision is None:
+            waiting = waiting.model_copy(update={"decision": superseded_by(newer, run.plan_digest)})
+        self._store.save_run(waiting, etag, env_changes={}, env=env)
+        return now_iso() if waiting.decision is not None else deadline
 
     def decision(self, ref: RunRef) -> str | None:
         run = self._store.find_run(ref.tenant, ref.environment, ref.run_id)
@@ -179,7 +184,7 @@ class RunSteps:
 
     # -- apply --------------------------------------------------------------------------------
 
-    def apply(self, ref: RunRef) -> dict[str, Any]:
+    def apply(self, ref: RunRef) -> StepAnswer:
         """Apply the reviewed plan, or one slice of it: ``{"outcome": "continue"}`` asks to be called
         again (the journal makes the next call go on from the next step); any other outcome is final,
         with the apply receipt written."""
@@ -190,20 +195,20 @@ class RunSteps:
         if run.apply_receipt_digest:  # an earlier attempt finished and recorded its receipt
             return _outcome_of(run)
         if run.cancel_requested:  # asked between two slices: stop here, recording what was applied
-            return self._end_cancelled(ref, run, utc_now(), None)
+            return self._end_cancelled(ref, run, now_iso(), None)
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
-        target = self._settings.target(run.target)
+        target = find_target(self._targets, run.target)
         plan = self._reviewed_plan(run)
-        configuration = resolve_configuration(specification.configuration, run.environment, ConfigPlatformClient(
-            self._settings.runtime_cloud.config_platform.url, self._settings.runtime_cloud.health.probe_timeout_seconds))
-        started = utc_now()
+        configuration = resolve_configuration(specification.configuration, run.environment,
+                                              self._config_platform)
+        started = now_iso()
         result: ApplyResult | None = None
         failure: tuple[FailureReason, str] | None = None
         try:
             if target is None or plan is None:
                 raise RunnerError("the reviewed plan or its target is gone")
             secrets = resolve_secrets(specification.secrets)
-            runner = runner_for(specification.runner, self._settings.runtime_cloud.iac)
+            runner = runner_for(specification.runner, self._iac)
             result = runner.apply(specification, target, plan, TableStepJournal(self._storage, run.id),
                                   {**configuration.values, **secrets}, deadline=self._slice_deadline(),
                                   stop=CancelWatch(self._store, ref.tenant, ref.environment, ref.run_id))
@@ -211,7 +216,7 @@ class RunSteps:
             current, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
             if current.cancel_requested:
                 return self._end_cancelled(ref, current, started, paused.result)
-            return {"outcome": "continue", "steps_done": len(paused.result.steps) if paused.result else 0}
+            return {"outcome": Outcome.CONTINUE, "steps_done": len(paused.result.steps) if paused.result else 0}
         except SecretUnresolvable as error:
             failure = (FailureReason.APPLY_FAILED, str(error))
         except PlanNoLongerHolds as error:
@@ -226,7 +231,7 @@ class RunSteps:
                                failure_detail=failure[1] if failure else None)
         return _outcome_of(updated)  # the outputs are in the receipt: a history event stays small
 
-    def _end_cancelled(self, ref: RunRef, run: Run, started: str, result: ApplyResult | None) -> dict[str, Any]:
+    def _end_cancelled(self, ref: RunRef, run: Run, started: str, result: ApplyResult | None) -> StepAnswer:
         """Record an apply an operator stopped between steps: its receipt lists what was applied."""
         if result is None:
             steps = {step.address: step for step in TableStepJournal(self._storage, run.id).all()}
@@ -244,17 +249,15 @@ class RunSteps:
         return _cancelled(detail)
 
     def _slice_deadline(self) -> float:
-        return time.monotonic() + self._settings.runtime_cloud.iac.apply_slice_seconds
+        return time.monotonic() + self._iac.apply_slice_seconds
 
+    @on_conflict
     def _start_applying(self, ref: RunRef) -> Run:
-        for attempt in optimistic():
-            with attempt:
-                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
-                if run.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
-                    run = run.moved_to(RunState.APPLYING)
-                    self._store.save_run(run, etag)
-                return run
-        raise AssertionError("unreachable")
+        run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        if run.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
+            run = run.moved_to(RunState.APPLYING)
+            self._store.save_run(run, etag)
+        return run
 
     def _reviewed_plan(self, run: Run) -> PlanResult | None:
         """The plan exactly as reviewed: its receipt must still hash to the digest on the run."""
@@ -280,38 +283,36 @@ class RunSteps:
             logs=result.logs if result else [], approvals=[run.decision] if run.decision else [],
             configuration=ConfigurationRecord(resolved=configuration.resolved, unresolved=configuration.unresolved,
                                               note=configuration.note) if configuration else ConfigurationRecord(),
-            started_at=started, finished_at=utc_now(), previous_receipt_digest=env.get("LastReceiptDigest")))
+            started_at=started, finished_at=now_iso(), previous_receipt_digest=env.get("LastReceiptDigest")))
 
     # -- finish -------------------------------------------------------------------------------
 
-    def finish(self, ref: RunRef, outcome: str, reason: str | None, detail: str) -> list[str]:
+    @on_conflict
+    def finish(self, ref: RunRef, outcome: Outcome, reason: str | None, detail: str) -> list[str]:
         """End the run, free its environment, tell delivery; returns the runs to wake."""
-        for attempt in optimistic():
-            with attempt:
-                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
-                if run.state not in FINAL_STATES:
-                    self._end(run, etag, outcome, reason, detail)
-                return self.waiting_runs(ref)
-        raise AssertionError("unreachable")
+        run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        if run.state not in FINAL_STATES:
+            self._end(run, etag, outcome, reason, detail)
+        return self.waiting_runs(ref)
 
-    def _end(self, run: Run, etag: str, outcome: str, reason: str | None, detail: str) -> None:
+    def _end(self, run: Run, etag: str, outcome: Outcome, reason: str | None, detail: str) -> None:
         failure = FailureReason(reason) if reason else REASON_BY_OUTCOME.get(outcome)
         if failure in (FailureReason.PLAN_FAILED, FailureReason.TARGET_UNREACHABLE) and not run.apply_receipt_digest:
             # Nothing was applied, but the receipt chain records that the run failed and why.
             run = run.model_copy(update={"apply_receipt_digest": self._write_apply_receipt(
-                run, utc_now(), None, (failure, detail))})
+                run, now_iso(), None, (failure, detail))})
         final = run.moved_to(FINAL_STATE_BY_OUTCOME[outcome], note=detail,
-                             failure_reason=failure if outcome != "applied" else None,
-                             failure_detail=detail if outcome != "applied" else None)
+                             failure_reason=failure if outcome is not Outcome.APPLIED else None,
+                             failure_detail=detail if outcome is not Outcome.APPLIED else None)
         env = self._store.environment(run.tenant, run.environment)
         env_changes: dict[str, Any] = {}
         if env.get("ActiveRunId") == run.id:
             env_changes["ActiveRunId"] = ""
         if final.apply_receipt_digest:
             env_changes["LastReceiptDigest"] = final.apply_receipt_digest
-        if outcome == "applied":
+        if outcome is Outcome.APPLIED:
             env_changes.update(AppliedDigest=run.specification_digest, AppliedRunId=run.id)
-        event = (events.provisioning_applied(final, self._publish_outputs(final)) if outcome == "applied"
+        event = (events.provisioning_applied(final, self._publish_outputs(final)) if outcome is Outcome.APPLIED
                  else events.provisioning_failed(final, failure or FailureReason.APPLY_FAILED, detail))
         self._store.save_run(final, etag, [event], env_changes=env_changes or None, env=env)
 
@@ -322,27 +323,25 @@ class RunSteps:
 
     # -- helpers --------------------------------------------------------------------------------
 
+    @on_conflict
     def _update(self, ref: RunRef, **changes: Any) -> Run:
-        for attempt in optimistic():
-            with attempt:
-                run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
-                updated = run.model_copy(update=changes)
-                self._store.save_run(updated, etag)
-                return updated
-        raise AssertionError("unreachable")
+        run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        updated = run.model_copy(update=changes)
+        self._store.save_run(updated, etag)
+        return updated
 
 
-def _failed(reason: FailureReason, detail: str) -> dict[str, Any]:
-    return {"outcome": "failed", "reason": reason.value, "detail": detail}
+def _failed(reason: FailureReason, detail: str) -> StepAnswer:
+    return {"outcome": Outcome.FAILED, "reason": reason.value, "detail": detail}
 
 
-def _cancelled(detail: str) -> dict[str, Any]:
-    return {"outcome": "cancelled", "reason": FailureReason.CANCELLED.value, "detail": detail}
+def _cancelled(detail: str) -> StepAnswer:
+    return {"outcome": Outcome.CANCELLED, "reason": FailureReason.CANCELLED.value, "detail": detail}
 
 
-def _outcome_of(run: Run) -> dict[str, Any]:
+def _outcome_of(run: Run) -> StepAnswer:
     if run.failure_reason is FailureReason.CANCELLED:
         return _cancelled(run.failure_detail or "")
     if run.failure_reason:
         return _failed(run.failure_reason, run.failure_detail or "")
-    return {"outcome": "applied", "reason": None, "detail": ""}
+    return {"outcome": Outcome.APPLIED, "reason": None, "detail": ""}

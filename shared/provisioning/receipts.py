@@ -4,9 +4,12 @@ Receipts are canonical JSON blobs under
 ``receipts/{tenant}/{environment}/{run id}/{plan|apply}.json``, written once
 (a retried activity finds the blob and keeps it), and their SHA-256 is kept
 on the run. Each apply receipt carries the digest of the environment's
-previous apply receipt, so an environment's receipts form a hash chain: any
-edit or removal breaks it. Receipts are kept for the environment's lifetime
-plus seven years; nothing in this service deletes them.
+previous apply receipt, so an environment's receipts form a hash chain. This
+module only writes and reads them; :func:`shared.provisioning.verification.verify_environment`
+checks them (``GET .../environments/{environment}/receipts/verify``, or
+``python -m shared.provisioning.verify_receipts``), finding an edited, missing
+or re-linked receipt. Receipts are kept for the environment's lifetime plus
+seven years; nothing in this service deletes them.
 """
 
 from __future__ import annotations

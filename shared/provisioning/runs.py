@@ -10,11 +10,13 @@ cannot walk a finished run backwards.
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from shared.clock import now_iso
+from shared.errors import RuntimeCloudError
 
 
 class RunState(str, Enum):
@@ -121,7 +123,7 @@ class Run(BaseModel):
     def moved_to(self, state: RunState, note: str = "", **changes: Any) -> Run:
         if state not in ALLOWED.get(self.state, frozenset()):
             raise InvalidTransition(f"run {self.id}: {self.state.value} -> {state.value} is not allowed")
-        entry = TimelineEntry(state=state, at=utc_now(), note=bounded_detail(note))
+        entry = TimelineEntry(state=state, at=now_iso(), note=bounded_detail(note))
         if changes.get("failure_detail"):
             changes["failure_detail"] = bounded_detail(changes["failure_detail"])
         return self.model_copy(update={"state": state, "timeline": [*self.timeline, entry], **changes})
@@ -134,14 +136,10 @@ class Run(BaseModel):
         return self.model_dump(mode="json", exclude={"ordinal"})
 
 
-class InvalidTransition(Exception):
+class InvalidTransition(RuntimeCloudError):
     pass
 
 
 def run_id_for(tenant: str, idempotency_key: str) -> str:
     """Deterministic: the same request, however often it arrives, names the same run."""
     return "run-" + hashlib.sha256(f"{tenant}\n{idempotency_key}".encode()).hexdigest()[:24]
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat()

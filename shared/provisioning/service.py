@@ -9,11 +9,15 @@ with different desired state is a conflict.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
+from shared.clock import now_iso
+from shared.desired_state import EnvironmentSpecification
 from shared.errors import InvalidInput, NotFound
+from shared.field_errors import field_errors
 from shared.provisioning import events
 from shared.provisioning.git_policy import sources_for
 from shared.provisioning.git_sources import GitLimits
@@ -25,22 +29,20 @@ from shared.provisioning.runs import (
     TimelineEntry,
     bounded_detail,
     run_id_for,
-    utc_now,
 )
+from shared.provisioning.settings import ProvisioningSettings
 from shared.provisioning.sources import Declaration, SourceError, resolve
-from shared.provisioning.specification import EnvironmentSpecification
 from shared.provisioning.store import ProvisioningStore
 from shared.secret_values import find_secrets
-from shared.settings import Settings
+from shared.targets import ProvisioningTarget, find_target
 
 
 class SecretInSpecification(InvalidInput):
     """The specification holds a secret value; ``errors`` name the fields (never the values)."""
 
 
-def field_errors(error: ValidationError, prefix: str = "") -> list[dict[str, str]]:
-    return [{"path": prefix + "/" + "/".join(str(p) for p in issue["loc"]), "message": issue["msg"]}
-            for issue in error.errors()]
+def _field_errors(error: ValidationError, prefix: str) -> list[dict[str, str]]:
+    return field_errors(error, prefix=prefix)
 
 
 def _refuse_secrets(document: dict[str, Any]) -> None:
@@ -54,7 +56,8 @@ def _undisclosing_errors(error: ValidationError, prefix: str) -> list[dict[str, 
     The file may not be a specification at all (a caller pointing at some other file of an allowed
     repository); naming its keys would disclose its contents.
     """
-    errors = [e for e, issue in zip(field_errors(error, prefix), error.errors()) if issue["type"] != "extra_forbidden"]
+    issues = zip(field_errors(error, prefix=prefix), error.errors(), strict=True)
+    errors = [e for e, issue in issues if issue["type"] != "extra_forbidden"]
     unknown = sum(1 for issue in error.errors() if issue["type"] == "extra_forbidden")
     if unknown:
         errors.append({"path": prefix, "message": f"the file has {unknown} field(s) a specification does not"})
@@ -62,9 +65,11 @@ def _undisclosing_errors(error: ValidationError, prefix: str) -> list[dict[str, 
 
 
 class ProvisioningService:
-    def __init__(self, store: ProvisioningStore, settings: Settings) -> None:
+    def __init__(self, store: ProvisioningStore, *, policy: ProvisioningSettings,
+                 targets: Sequence[ProvisioningTarget]) -> None:
         self._store = store
-        self._settings = settings
+        self._policy = policy
+        self._targets = targets
 
     # -- declaring ---------------------------------------------------------------------------
 
@@ -77,7 +82,8 @@ class ProvisioningService:
         try:
             document, source = resolve(declaration, self._git_limits(tenant))
         except SourceError as error:
-            raise InvalidInput([{"path": "/git" if declaration.git else "/specification", "message": str(error)}])
+            path = "/git" if declaration.git else "/specification"
+            raise InvalidInput([{"path": path, "message": str(error)}]) from error
         if not declaration.git:  # first, so that the message kept of a refused promotion can withhold it
             _refuse_secrets(document)
         if document.setdefault("tenant", tenant) != tenant:
@@ -86,7 +92,7 @@ class ProvisioningService:
         try:
             specification = EnvironmentSpecification.model_validate(document)
         except ValidationError as error:
-            errors = _undisclosing_errors if declaration.git else field_errors
+            errors = _undisclosing_errors if declaration.git else _field_errors
             raise InvalidInput(errors(error, "/specification")) from None
         if declaration.git:  # after validation: only a file that is a specification has its fields named
             _refuse_secrets(document)
@@ -94,13 +100,13 @@ class ProvisioningService:
         return specification, source
 
     def _git_limits(self, tenant: str) -> GitLimits:
-        policy = self._settings.runtime_cloud.provisioning
+        policy = self._policy
         return GitLimits(sources_for(policy.git_allowed_sources, tenant), policy.git_max_fetch_bytes,
                          policy.git_fetch_timeout_seconds)
 
     def _check_installation(self, specification: EnvironmentSpecification) -> None:
-        if self._settings.target(specification.target) is None:
-            known = [t.id for t in self._settings.runtime_cloud.targets]
+        if find_target(self._targets, specification.target) is None:
+            known = [t.id for t in self._targets]
             raise InvalidInput([{"path": "/specification/target",
                                  "message": f"unknown target {specification.target!r}; configured: {known}"}])
 
@@ -125,7 +131,7 @@ class ProvisioningService:
         """An invalid promotion still becomes a run: failed, with the reason and the kept message."""
         digest = hashlib.sha256(raw_message.encode()).hexdigest()
         run = self._new_run(tenant, environment, promotion_id, requested_by, digest, SourceInfo(kind="inline"))
-        now = utc_now()
+        now = now_iso()
         detail = bounded_detail(detail)  # thousands of invalid fields would not fit the run's row
         failed = run.model_copy(update={
             "state": RunState.FAILED, "failure_reason": FailureReason.INVALID_SPECIFICATION,
@@ -139,7 +145,7 @@ class ProvisioningService:
 
     def _new_run(self, tenant: str, environment: str, key: str, requested_by: str, digest: str,
                  source: SourceInfo, specification: EnvironmentSpecification | None = None) -> Run:
-        now = utc_now()
+        now = now_iso()
         return Run(
             id=run_id_for(tenant, key), tenant=tenant, environment=environment,
             environment_class=specification.environment_class.value if specification else "unknown",

@@ -13,12 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared.errors import RuntimeCloudError
 from shared.provisioning.git_sources import NOT_ALLOWED, GitLimits, GitSourceError, read_file
 from shared.provisioning.runs import SourceInfo
-from shared.provisioning.specification import SpecificationTextError, parse_specification_text
+from shared.provisioning.specification_text import SpecificationTextError, parse_specification_text
 
 
-class SourceError(Exception):
+class SourceError(RuntimeCloudError):
     """The specification could not be read from its source (bad Git reference, bad YAML...)."""
 
 

@@ -15,19 +15,21 @@ Specification documents are content-addressed blobs
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import TableClient
 
+from shared.desired_state import EnvironmentSpecification
 from shared.errors import AlreadyExists, ConcurrencyConflict, Conflict, NotFound
 from shared.events.cloudevents import CloudEvent, NewEvent
 from shared.events.outbox import outbox_for
 from shared.provisioning.runs import Run, RunState
-from shared.provisioning.specification import EnvironmentSpecification
 from shared.storage.clients import StorageClients
-from shared.storage.conditional import read_row
-from shared.storage.streams import EnvironmentRow, if_unchanged, optimistic, stream_key
+from shared.storage.conditional import read_row, submit_batch
+from shared.storage.optimistic import on_conflict
+from shared.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
 
 RUNS_TABLE = "ProvisioningRuns"
 SPECIFICATIONS_CONTAINER = "specifications"
@@ -74,12 +76,12 @@ class ProvisioningStore:
             ("upsert", {"PartitionKey": tenant, "RowKey": f"env|{environment}", "Environment": environment}),
         ]
         try:
-            self._table.submit_transaction(rows)
+            submit_batch(self._table, rows)
             return True
-        except Exception as error:  # TableTransactionError: the key row exists
+        except AlreadyExists:  # the key row exists (or the run's): the same request came before
             existing = read_row(self._table, tenant, f"key|{key}")
             if existing is None:
-                raise error
+                raise
         if existing["Digest"] != digest or existing["Environment"] != environment:
             raise IdempotencyConflict(
                 f"key {key!r} was used for run {existing['RunId']} with other desired state")
@@ -94,30 +96,35 @@ class ProvisioningStore:
                                           parameters={"p": tenant}, select=["Environment"])
         return sorted(row["Environment"] for row in rows)
 
+    def applied_environments(self) -> list[tuple[str, str]]:
+        """(tenant, environment) of every environment with applied desired state, across tenants."""
+        rows = self._table.query_entities(f"RowKey eq '{ENVIRONMENT_ROW}'",
+                                          select=["Tenant", "Environment", "AppliedDigest"])
+        return sorted({(row["Tenant"], row["Environment"]) for row in rows
+                       if row.get("AppliedDigest") and row.get("Tenant") and row.get("Environment")})
+
     # -- environments and runs -------------------------------------------------------------
 
     def environment(self, tenant: str, environment: str) -> EnvironmentRow:
         return EnvironmentRow.read(self._table, tenant, environment)
 
+    @on_conflict
     def create_run(self, run: Run, events: Iterable[NewEvent]) -> tuple[Run, list[CloudEvent]]:
         """Insert the run with the next ordinal of its environment, declaring its specification."""
-        for attempt in optimistic():
-            with attempt:
-                existing = self.find_run(run.tenant, run.environment, run.id)
-                if existing is not None:
-                    return existing, []
-                env = self.environment(run.tenant, run.environment)
-                numbered = run.model_copy(update={"ordinal": int(env.get("RunCounter", 0)) + 1})
-                env_changes = {"RunCounter": numbered.ordinal, "DeclaredDigest": run.specification_digest,
-                               "DeclaredRunId": run.id, "EnvironmentClass": run.environment_class}
-                operations = [("create", self._run_entity(numbered)), env.write_operation(env_changes)]
-                try:
-                    emitted = self._outbox.commit(stream_key(run.tenant, run.environment), operations, events)
-                except AlreadyExists:
-                    raise ConcurrencyConflict("run or environment row created concurrently") from None
-                self._outbox.dispatch(emitted)
-                return numbered, emitted
-        raise AssertionError("unreachable")
+        existing = self.find_run(run.tenant, run.environment, run.id)
+        if existing is not None:
+            return existing, []
+        env = self.environment(run.tenant, run.environment)
+        numbered = run.model_copy(update={"ordinal": int(env.get("RunCounter", 0)) + 1})
+        env_changes = {"RunCounter": numbered.ordinal, "DeclaredDigest": run.specification_digest,
+                       "DeclaredRunId": run.id, "EnvironmentClass": run.environment_class}
+        operations = [("create", self._run_entity(numbered)), env.write_operation(env_changes)]
+        try:
+            emitted = self._outbox.commit(stream_key(run.tenant, run.environment), operations, events)
+        except AlreadyExists:
+            raise ConcurrencyConflict("run or environment row created concurrently") from None
+        self._outbox.dispatch(emitted)
+        return numbered, emitted
 
     def find_run(self, tenant: str, environment: str, run_id: str) -> Run | None:
         row = read_row(self._table, stream_key(tenant, environment), f"run|{run_id}")

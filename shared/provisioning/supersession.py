@@ -19,9 +19,10 @@ other).
 
 from __future__ import annotations
 
-from shared.provisioning.runs import Decision, FailureReason, Run, RunState, utc_now
+from shared.clock import now_iso
+from shared.provisioning.runs import Decision, FailureReason, Run, RunState
 from shared.provisioning.store import ProvisioningStore
-from shared.storage.streams import optimistic
+from shared.storage.optimistic import on_conflict
 
 SYSTEM = "runtime-cloud"
 
@@ -39,7 +40,7 @@ def newer_run(store: ProvisioningStore, run: Run) -> Run | None:
 
 
 def superseded_by(newer: Run, plan_digest: str | None) -> Decision:
-    return Decision(decision="superseded", by=SYSTEM, at=utc_now(), plan_digest=plan_digest or "",
+    return Decision(decision="superseded", by=SYSTEM, at=now_iso(), plan_digest=plan_digest or "",
                     reason=f"run {newer.id} declared newer desired state", channel="declaration")
 
 
@@ -55,12 +56,10 @@ def supersede_awaiting_approval(store: ProvisioningStore, tenant: str, environme
             if run.ordinal < newer.ordinal and run.decision is None and _supersede(store, run, newer)]
 
 
+@on_conflict
 def _supersede(store: ProvisioningStore, run: Run, newer: Run) -> bool:
-    for attempt in optimistic():
-        with attempt:
-            current, etag = store.run_with_etag(run.tenant, run.environment, run.id)
-            if current.state is not RunState.AWAITING_APPROVAL or current.decision is not None:
-                return False  # decided (approved, rejected, cancelled) first: that decision stands
-            store.save_run(current.model_copy(update={"decision": superseded_by(newer, current.plan_digest)}), etag)
-            return True
-    raise AssertionError("unreachable")
+    current, etag = store.run_with_etag(run.tenant, run.environment, run.id)
+    if current.state is not RunState.AWAITING_APPROVAL or current.decision is not None:
+        return False  # decided (approved, rejected, cancelled) first: that decision stands
+    store.save_run(current.model_copy(update={"decision": superseded_by(newer, current.plan_digest)}), etag)
+    return True

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import logging
-
+from shared.logs import app_logger
 from shared.storage.clients import host_storage
 from shared.storage.resources import ensure_resources
 
-log = logging.getLogger("runtime_cloud.storage")
+log = app_logger("storage")
 
 
 def prepare_store() -> bool:
@@ -19,7 +18,8 @@ def prepare_store() -> bool:
             ensure_resources(clients)
         finally:
             clients.close()
-    except Exception as error:
-        log.warning("could not prepare the runtime-cloud store: %s", str(error).splitlines()[0] if str(error) else error)
+    except Exception as error:  # noqa: BLE001 - whatever stops it, the host starts
+        first_line = str(error).splitlines()[0] if str(error) else error
+        log.warning("could not prepare the runtime-cloud store: %s", first_line)
         return False
     return True

@@ -1,13 +1,22 @@
-"""ETag-conditional table writes that speak the domain's language.
+"""ETag-conditional table writes and batches that speak the domain's language.
 
-Storage answers a lost race with 409 (insert of an existing key) or 412
-(ETag moved on); callers get :class:`AlreadyExists` or
-:class:`ConcurrencyConflict` instead and decide what a conflict means for them.
+One meaning per answer, for single rows and batches alike:
+
+- 409 (insert of an existing key): :class:`AlreadyExists`;
+- 412 (the ETag moved on) and 404 (a conditional replace or delete of a row
+  deleted since it was read): :class:`ConcurrencyConflict`, the read is stale
+  (retry with :func:`shared.storage.optimistic.on_conflict`);
+- no answer at all (connection refused, reset, timed out after the SDK's own
+  retries): :class:`StoreUnavailable`, which every trigger answers with 503.
+
+Callers decide what a conflict means for them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import (
@@ -18,9 +27,40 @@ from azure.core.exceptions import (
     ServiceRequestError,
     ServiceResponseError,
 )
-from azure.data.tables import TableClient, UpdateMode
+from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
-from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound, StoreUnavailable
+from shared.errors import AlreadyExists, ConcurrencyConflict, StoreUnavailable
+
+
+@contextmanager
+def store_errors() -> Iterator[None]:
+    """Turn the SDK's "the store did not answer" into :class:`StoreUnavailable`."""
+    try:
+        yield
+    except (ServiceRequestError, ServiceResponseError) as error:
+        raise StoreUnavailable(str(error)) from error
+
+
+def submit_batch(table: TableClient, operations: Sequence[Any]) -> list[Mapping[str, Any]]:
+    """An atomic batch in one partition. Returns each operation's metadata (with its new ``etag``)."""
+    try:
+        with store_errors():
+            return table.submit_transaction(list(operations))
+    except TableTransactionError as error:
+        code = getattr(error, "error_code", None)  # set by the SDK when it decodes the answer; not declared
+        if error.status_code == 409:
+            raise AlreadyExists(f"{table.table_name}: {code}") from error
+        if error.status_code in (404, 412):
+            raise ConcurrencyConflict(f"{table.table_name}: {code}") from error
+        raise
+
+
+def query_rows(table: TableClient, filter_text: str, *, select: list[str] | None = None,
+               **parameters: Any) -> list[dict[str, Any]]:
+    """All rows matching ``filter_text``, each with its ETag under ``"etag"``."""
+    with store_errors():
+        entities = table.query_entities(filter_text, parameters=parameters or None, select=select)
+        return [{**entity, "etag": entity.metadata.get("etag")} for entity in entities]
 
 
 def insert_if_absent(table: TableClient, entity: Mapping[str, Any]) -> str:
@@ -31,7 +71,7 @@ def insert_if_absent(table: TableClient, entity: Mapping[str, Any]) -> str:
         raise AlreadyExists(_describe(table, entity)) from error
     except (ServiceRequestError, ServiceResponseError) as error:
         raise StoreUnavailable(str(error)) from error
-    return metadata["etag"]
+    return str(metadata["etag"])
 
 
 def replace_if_unchanged(table: TableClient, entity: Mapping[str, Any], etag: str) -> str:
@@ -40,25 +80,25 @@ def replace_if_unchanged(table: TableClient, entity: Mapping[str, Any], etag: st
         metadata = table.update_entity(
             entity=entity, mode=UpdateMode.REPLACE, etag=etag, match_condition=MatchConditions.IfNotModified
         )
-    except ResourceModifiedError as error:
+    except (ResourceModifiedError, ResourceNotFoundError) as error:  # changed or deleted since read
         raise ConcurrencyConflict(_describe(table, entity)) from error
-    except ResourceNotFoundError as error:
-        raise NotFound(_describe(table, entity)) from error
     except HttpResponseError as error:
         if error.status_code == 412:
             raise ConcurrencyConflict(_describe(table, entity)) from error
         raise
     except (ServiceRequestError, ServiceResponseError) as error:
         raise StoreUnavailable(str(error)) from error
-    return metadata["etag"]
+    return str(metadata["etag"])
 
 
 def delete_if_unchanged(table: TableClient, partition_key: str, row_key: str, etag: str) -> None:
     """Delete the row only if it is still the version read; gone already is fine."""
     try:
-        table.delete_entity(
-            partition_key=partition_key, row_key=row_key, etag=etag, match_condition=MatchConditions.IfNotModified
-        )
+        with store_errors():
+            table.delete_entity(
+                partition_key=partition_key, row_key=row_key, etag=etag,
+                match_condition=MatchConditions.IfNotModified,
+            )
     except ResourceModifiedError as error:
         raise ConcurrencyConflict(f"{table.table_name}/{partition_key}/{row_key}") from error
     except HttpResponseError as error:

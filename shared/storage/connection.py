@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
+from shared.credentials import MANAGED_IDENTITY
 from shared.errors import InvalidSettings
 
 SERVICES: tuple[str, ...] = ("blob", "queue", "table")
 DEFAULT_ENDPOINT_SUFFIX = "core.windows.net"
-MANAGED_IDENTITY = "managedidentity"
 
 _ACCOUNT_NAME = re.compile(r"[a-z0-9]{3,24}")
 _SUFFIX = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)+")

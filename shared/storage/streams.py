@@ -14,9 +14,7 @@ from typing import Any
 
 from azure.core import MatchConditions
 from azure.data.tables import TableClient, UpdateMode
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from shared.errors import ConcurrencyConflict
 from shared.storage.conditional import read_row
 
 ENVIRONMENT_ROW = "environment"
@@ -30,12 +28,6 @@ def stream_key(tenant: str, environment: str) -> str:
 def if_unchanged(etag: str) -> dict[str, Any]:
     """Batch-operation options for a replace that only succeeds if the row is still ``etag``."""
     return {"mode": UpdateMode.REPLACE, "etag": etag, "match_condition": MatchConditions.IfNotModified}
-
-
-def optimistic() -> Retrying:
-    """Retry a read-modify-write that lost an ETag race, with jitter so racers fall out of step."""
-    return Retrying(retry=retry_if_exception_type(ConcurrencyConflict), stop=stop_after_attempt(25),
-                    wait=wait_random_exponential(multiplier=0.02, max=0.5), reraise=True)
 
 
 @dataclass

@@ -7,8 +7,9 @@ This runs on a host of its own (its own Azurite, so its own task hub) with
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from azure.data.tables import TableServiceClient
@@ -32,7 +33,7 @@ def sweeping(tmp_path_factory: pytest.TempPathFactory, key_dir: Path,
         yield CapacityApi(host, mint), azurite
     finally:
         host.stop()
-        azurite.stop()
+        azurite.stop(grace_seconds=0.5)
 
 
 def instance_status(api: CapacityApi, pool_id: str) -> dict[str, Any]:

@@ -74,7 +74,10 @@ def test_pool_changes_need_the_platform_admin_role(capacity, mint):
             assert answer.status_code == 403, (method, path, answer.text)
             assert answer.json()["type"] == PROBLEM + "forbidden"
     assert capacity.call("GET", f"runtime-cloud/pools/{pool_id}", capacity.admin()).status_code == 404
-    assert capacity.call("PUT", f"runtime-cloud/pools/{pool_id}", None, json=body).status_code == 401
+    anonymous = capacity.call("PUT", f"runtime-cloud/pools/{pool_id}", None, json=body)
+    assert anonymous.status_code == 401
+    assert anonymous.headers["WWW-Authenticate"].startswith("Bearer")
+    assert "send a bearer token" in anonymous.json()["detail"]
 
 
 def test_pool_bodies_are_validated_field_by_field(capacity):

@@ -116,7 +116,7 @@ def test_a_lease_ended_on_its_slot_by_a_crashed_release_reads_released_everywher
     listed = capacity.call("GET", f"runtime-cloud/leases?pool={pool.id}", capacity.worker(tenant)).json()["leases"]
     read = capacity.lease(tenant, lease["lease_id"]).json()
 
-    assert [(l["lease_id"], l["state"]) for l in listed] == [(lease["lease_id"], "released")]
+    assert [(item["lease_id"], item["state"]) for item in listed] == [(lease["lease_id"], "released")]
     assert read["state"] == "released" and read["ended_at"] == listed[0]["ended_at"]
     again = capacity.acquire(tenant, pool, ttl_seconds=TTL)  # the leaked token does not count as held
     assert again.status_code == 201, again.text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableServiceClient
@@ -12,7 +12,7 @@ from tests.support.host import wait_until
 
 
 def stamp(days_ago: float) -> str:
-    moment = datetime.now(timezone.utc) - timedelta(days=days_ago)
+    moment = datetime.now(UTC) - timedelta(days=days_ago)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

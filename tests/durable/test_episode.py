@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 import azure.durable_functions as df
 import pytest

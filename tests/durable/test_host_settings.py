@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,8 @@ def test_a_host_json_that_is_not_json_stops_the_host_saying_where(azurite: Azuri
                                                                    tmp_path: Path) -> None:
     app_dir = tmp_path / "app"
     shutil.copytree(DURABLE_APP, app_dir)
-    (app_dir / "host.json").write_text('{\n  "version": "2.0",\n  "extensions": {\n    "http": {}\n    "queues": {}\n}\n')
+    (app_dir / "host.json").write_text(
+        '{\n  "version": "2.0",\n  "extensions": {\n    "http": {}\n    "queues": {}\n}\n')
     host = HostProcess(app_dir, app_settings(azurite, key_dir, **settings_for(new_hub())), tmp_path / "host.log")
 
     with pytest.raises(RuntimeError, match="host exited with 2"):

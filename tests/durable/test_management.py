@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import requests
 
 from tests.durable.support import DurableApp, events
+from tests.support.host import wait_until
 
 WEBHOOKS = "runtime/webhooks/durabletask"
 
@@ -35,8 +36,12 @@ def test_a_suspended_instance_holds_events_until_it_is_resumed(durable: DurableA
     durable.wait(instance_id, {"Suspended"})
     raised = requests.post(links["sendEventPostUri"].replace("{eventName}", "Go"), json="Ada", timeout=10)
     assert raised.status_code == 202
-    time.sleep(1.0)  # give the event every chance to be (wrongly) replayed
-    assert durable.status(instance_id)["runtimeStatus"] == "Suspended"
+
+    # The engine has taken the event (it is in the history) and still does not run the orchestrator.
+    held = wait_until(lambda: (status := durable.status(instance_id, history=True))
+                      and events(status, "EventRaised") and status, timeout=30, message="the event in the history")
+    assert held["runtimeStatus"] == "Suspended"
+    assert held["output"] is None
 
     assert durable.host.request("POST", f"client/resume/{instance_id}").status_code == 202
     status = durable.wait(instance_id, history=True)
@@ -61,7 +66,7 @@ def test_purge_deletes_a_finished_instance_and_its_history(durable: DurableApp) 
 
 def test_purge_by_filter_deletes_only_finished_instances_created_since(durable: DurableApp) -> None:
     time.sleep(1.1)  # status times have whole seconds: keep earlier tests' instances out of the window
-    since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     finished = [durable.start("sequence", [city])["id"] for city in ("Bonn", "Gent")]
     running = durable.start("long_wait")["id"]
     for instance_id in finished:
@@ -100,20 +105,26 @@ def test_instances_are_listed_and_filtered_by_status_and_time(durable: DurableAp
     assert [i["instanceId"] for i in since] == [done]
 
 
-def test_listing_pages_with_a_continuation_token(durable: DurableApp) -> None:
+def test_listing_pages_at_most_top_instances_with_a_continuation_token(durable: DurableApp) -> None:
     prefix = f"page-{uuid.uuid4().hex[:6]}"
-    ids = [durable.start("sequence", ["x"], instance_id=f"{prefix}-{n}")["id"] for n in range(3)]
+    ids = [durable.start("sequence", ["x"], instance_id=f"{prefix}-{n}")["id"] for n in range(5)]
 
-    seen, token = [], None
-    for _ in range(5):
+    pages, token = [], None
+    for _ in range(6):
         headers = {"x-ms-continuation-token": token} if token else {}
         page = durable.host.request("GET", f"{WEBHOOKS}/instances", params={"instanceIdPrefix": prefix, "top": "2"},
                                     headers=headers)
-        seen += [i["instanceId"] for i in page.json()]
+        assert page.status_code == 200, page.text
+        pages.append([i["instanceId"] for i in page.json()])
         token = page.headers.get("x-ms-continuation-token")
         if not token:
             break
-    assert sorted(seen) == sorted(ids)
+
+    assert token is None, "five instances, two a page: the listing ends within six pages"
+    assert all(len(listed) <= 2 for listed in pages), pages
+    assert [len(listed) for listed in pages if listed] == [2, 2, 1], pages  # top is honoured on every page
+    seen = [instance_id for listed in pages for instance_id in listed]
+    assert sorted(seen) == sorted(ids)  # every instance once: no page repeats or skips one
 
 
 def test_starting_the_id_of_a_running_instance_replaces_it(durable: DurableApp) -> None:

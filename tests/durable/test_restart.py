@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from azure.data.tables import TableServiceClient
@@ -20,14 +20,13 @@ from azure.storage.queue import QueueServiceClient
 
 from devhost.durable import history as h
 from devhost.durable.queues import ControlMessage
-
 from tests.conftest import app_settings
 from tests.durable.conftest import DURABLE_APP
 from tests.durable.support import DurableApp, events, new_hub, settings_for
 from tests.support.azurite import Azurite
 from tests.support.host import HostProcess, wait_until
 
-WAVES = [list(range(0, 12)), list(range(12, 28)), list(range(28, 40))]
+WAVES = [list(range(12)), list(range(12, 28)), list(range(28, 40))]
 
 
 class Hosts:

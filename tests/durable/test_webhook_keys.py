@@ -24,6 +24,7 @@ def test_the_durable_webhooks_want_the_system_key_and_its_status_urls_carry_it(d
     rpc_wrong_key = requests.get(host.url("runtime/rpc/not-the-key/instances"), timeout=30)
     for answer in (listing, one, unknown, event, rpc_wrong_key):
         assert answer.status_code == 401
+        assert "needs a host key" in answer.json()["detail"]
     assert one.json() == unknown.json()
 
     assert "code=" in status_url

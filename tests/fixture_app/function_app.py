@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import azure.functions as func
 from azure.data.tables import TableServiceClient
@@ -23,8 +23,9 @@ def record(kind: str, **fields: object) -> None:
     table = service.create_table_if_not_exists("FixtureEffects")
     table.create_entity({
         "PartitionKey": kind,
-        "RowKey": f"{datetime.now(timezone.utc).isoformat()}-{uuid.uuid4().hex[:6]}",
-        **{key: value if isinstance(value, (str, int, bool, float)) else json.dumps(value) for key, value in fields.items()},
+        "RowKey": f"{datetime.now(UTC).isoformat()}-{uuid.uuid4().hex[:6]}",
+        **{key: value if isinstance(value, (str, int, bool, float)) else json.dumps(value)
+           for key, value in fields.items()},
     })
 
 
@@ -84,4 +85,5 @@ def every_two_seconds(timer: func.TimerRequest) -> None:
 
 @app.timer_trigger(arg_name="timer", schedule="0 0 3 1 1 *")
 def yearly_report(timer: func.TimerRequest) -> None:
-    record("yearly-report", past_due=timer.past_due)
+    # The host id tells which host ran it (timer status is kept per host id).
+    record("yearly-report", past_due=timer.past_due, host=os.environ.get("AzureFunctionsWebHost__hostid", ""))

@@ -7,8 +7,9 @@ tests share the session's target account without seeing each other's plans.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from azure.data.tables import TableServiceClient
@@ -16,9 +17,9 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
 from devhost.azurite import TARGET_ACCOUNT, Azurite
+from shared.desired_state import EnvironmentSpecification
 from shared.iac.model import StepResult
 from shared.iac.tags import ManagementTags
-from shared.provisioning.specification import EnvironmentSpecification
 from shared.targets import ProvisioningTarget
 
 TARGET_SETTING = "RuntimeCloudTarget__iac_tests__Connection"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from shared.iac.embedded import EmbeddedRunner, PlanNotForThisRunner
-from shared.iac.model import PlanNoLongerHolds, StepResult, StepStatus
 from shared.iac.embedded.table_registry import registry_of
+from shared.iac.model import PlanNoLongerHolds, StepResult, StepStatus
 from shared.iac.tags import ManagementTags
 from tests.iac.conftest import TENANT, DictJournal, specification, tags_for
 

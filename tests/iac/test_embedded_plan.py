@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from shared.iac.embedded import EmbeddedRunner, ObservedResource, ObservedState, OwnedElsewhere, plan_changes
-from shared.iac.embedded import read_target_state
+from shared.desired_state import ResourceType
+from shared.iac.embedded import (
+    EmbeddedRunner,
+    ObservedResource,
+    ObservedState,
+    OwnedElsewhere,
+    plan_changes,
+    read_target_state,
+)
 from shared.iac.embedded.table_registry import registry_of
-from shared.iac.tags import ManagementTags
 from shared.iac.model import Action, FieldChange
-from shared.provisioning.specification import ResourceType
+from shared.iac.tags import ManagementTags
 from tests.iac.conftest import TENANT, specification, tags_for
 
 

@@ -6,14 +6,14 @@ import shutil
 
 import pytest
 
+from shared.desired_state import EnvironmentSpecification, RunnerName
 from shared.iac.embedded import EmbeddedRunner
 from shared.iac.model import PlanResult
 from shared.iac.pulumi import PulumiRunner, RunnerUnavailable
-from shared.iac.pulumi.workspace import locate_program
 from shared.iac.pulumi.errors import ProgramNotFound
+from shared.iac.pulumi.workspace import locate_program
 from shared.iac.registry import runner_for
-from shared.provisioning.specification import EnvironmentSpecification
-from shared.settings import IaCSettings, RunnerName
+from shared.iac.settings import IaCSettings
 from tests.iac.conftest import DictJournal
 
 CLI_MISSING_REASON = "the Pulumi CLI is not installed here (cannot be downloaded on this machine)"

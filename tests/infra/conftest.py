@@ -16,13 +16,13 @@ string). Each stack is run once per session:
 from __future__ import annotations
 
 import asyncio
-
 import json
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from unittest import mock
 
 import pulumi
@@ -185,8 +185,8 @@ def _as_config_text(value: Any) -> str:
 
 def factory_config() -> dict[str, str]:
     """What the host's Pulumi runner sets on the stack when it applies environments/factory/host.yaml."""
+    from shared.desired_state import EnvironmentSpecification
     from shared.iac.pulumi.workspace import stack_configuration
-    from shared.provisioning.specification import EnvironmentSpecification
     from shared.targets import ProvisioningTarget
 
     document = yaml.safe_load(FACTORY_SPEC.read_text(encoding="utf-8"))

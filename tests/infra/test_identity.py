@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from runtime_cloud_infra.roles import BUILT_IN_ROLES, PRIVILEGED_ROLES
+
 from tests.infra.conftest import Declared, Deployment
 
 HOST_STORE_ROLES = {"Storage Blob Data Owner", "Storage Queue Data Contributor", "Storage Table Data Contributor"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from runtime_cloud_infra import telemetry
+
 from tests.infra.conftest import Deployment
 
 SEED_METRIC = "connectsoft.factory.runtime_cloud.host.inbox_lag"

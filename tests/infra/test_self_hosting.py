@@ -7,8 +7,8 @@ import json
 
 import yaml
 
+from shared.desired_state import EnvironmentSpecification
 from shared.iac.pulumi.workspace import locate_program
-from shared.provisioning.specification import EnvironmentSpecification
 from tests.infra.conftest import FACTORY_SPEC, INFRA, PROJECT, REPO, Deployment, stack_file_config
 
 

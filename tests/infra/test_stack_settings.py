@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pulumi
 import pytest
-
 from runtime_cloud_infra import host_settings
 from runtime_cloud_infra.settings import StackConfigError, load
+
 from tests.infra.conftest import INFRA, stack_file_config
 
 STORAGE_KEY = "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=" + "A" * 86 + "=="

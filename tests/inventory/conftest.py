@@ -1,8 +1,9 @@
-"""A host of the inventory tests' own (the provisioning tests' settings), and a second one whose target never answers."""
+"""A host of the inventory tests' own (the provisioning tests' settings), and a second one whose target
+never answers."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

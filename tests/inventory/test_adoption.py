@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from shared.desired_state import EnvironmentSpecification
 from shared.iac.tags import ManagementTags
 from shared.inventory.adoption import NotAdoptable, declared_specification
 from shared.inventory.findings import reconcile
 from shared.inventory.ignore_rules import IgnoreRule
 from shared.inventory.model import Drift, FieldDifference, FindingKind
-from shared.provisioning.specification import EnvironmentSpecification
 
-NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
 TAGS = ManagementTags(tenant="t", environment="dev").as_metadata()
 
 

@@ -19,18 +19,18 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
-from urllib3.response import HTTPResponse
 from azure.core.credentials import AccessToken
 from azure.core.exceptions import ServiceRequestError
 from azure.core.pipeline.transport import HttpTransport
 from azure.core.rest._requests_basic import RestRequestsTransportResponse
 from azure.mgmt.resource.resources import ResourceManagementClient
+from urllib3.response import HTTPResponse
 
+from shared.desired_state import EnvironmentSpecification
 from shared.inventory.comparison import compare
 from shared.inventory.model import FindingKind, Observation
 from shared.inventory.observers.arm import ArmObserver, expected_from_outputs
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
-from shared.provisioning.specification import EnvironmentSpecification
 from shared.targets import ProvisioningTarget
 
 RESPONSES = Path(__file__).parent / "arm_responses"
@@ -133,7 +133,8 @@ def test_arm_listing_by_tag_and_resource_group_finds_this_environments_resources
     tag_filter = parse_qs(urlsplit(transport.requests[0].url).query)["$filter"][0]
     assert tag_filter == "tagName eq 'rc_environment' and tagValue eq 'prod'"
     groups = [p for p in paths if p.endswith("/resources") and "/resourcegroups/" in p]
-    assert sorted(groups) == sorted(f"{RG}/{g}/resources".lower() for g in ("rg-extra", "rg-gone", "rg-shop", "rg-shop"))
+    expected = (f"{RG}/{g}/resources".lower() for g in ("rg-extra", "rg-gone", "rg-shop", "rg-shop"))
+    assert sorted(groups) == sorted(expected)
     assert all(r.headers["Authorization"] == "Bearer token-for-tests" for r in transport.requests)
 
 
@@ -151,7 +152,7 @@ def test_arm_observation_compares_to_missing_changed_and_unexpected_findings():
 
 @pytest.mark.parametrize("status", [401, 403, 500, 503])
 def test_an_arm_error_answer_is_a_failed_observation_not_an_empty_one(status):
-    routes = {key: (status, '{"error": {"code": "Failure", "message": "nope"}}') for key in healthy_routes()}
+    routes = dict.fromkeys(healthy_routes(), (status, '{"error": {"code": "Failure", "message": "nope"}}'))
 
     with pytest.raises(ObservationFailed, match=f"HTTP {status}"):
         observer_with(RecordedArm(routes)).observe(request_for())
@@ -168,5 +169,6 @@ def test_the_arm_response_documents_are_in_arms_list_format():
     for name in ("by_tag.json", "rg_shop_page1.json", "rg_shop_page2.json", "rg_extra.json"):
         document = json.loads((RESPONSES / name).read_text())
         assert isinstance(document["value"], list)
-        assert all(item["id"].startswith(f"/subscriptions/{SUBSCRIPTION}/resourceGroups/") for item in document["value"])
+        prefix = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/"
+        assert all(item["id"].startswith(prefix) for item in document["value"])
     assert isinstance(Observation.model_json_schema(), dict)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from tests.inventory.helpers import (
     accept,
     applied_environment,
@@ -129,14 +131,14 @@ def test_an_unreachable_target_leaves_the_inventory_stale_with_the_error_and_rai
 
 def test_an_ignore_rule_suppresses_a_finding_until_it_expires(inventory_host, azurite, mint):
     import time
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     token = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-alice")  # ignore rules: Operator
     environment, spec = applied_environment(inventory_host, token)
     queue = names(spec)["queue"]
     target_queues(azurite).get_queue_client(queue).set_queue_metadata(
         {"team": "payments", **tags_of("tenant-a", environment)})
-    expires = datetime.now(timezone.utc) + timedelta(seconds=4)
+    expires = datetime.now(UTC) + timedelta(seconds=4)
     created = inventory_host.request("POST", f"runtime-cloud/environments/{environment}/ignore-rules", token=token,
                                      json={"resource": f"queue/{queue}", "field": "metadata.team",
                                            "reason": "team handover in progress", "expires_at": expires.isoformat()})
@@ -151,7 +153,7 @@ def test_an_ignore_rule_suppresses_a_finding_until_it_expires(inventory_host, az
     assert hidden["suppressed_by"] == [rule["id"]]
     assert proposals(inventory_host, token, environment) == []
 
-    time.sleep(max(0.0, (expires - datetime.now(timezone.utc)).total_seconds()) + 0.5)
+    time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.5)
     shown = scan(inventory_host, token, environment)
     [back] = findings(inventory_host, token, environment)
     assert shown["open_findings"] == 1 and back["id"] == hidden["id"] and not back["suppressed"]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from shared.inventory.findings import FindingState, reconcile
 from shared.inventory.ignore_rules import IgnoreRule, apply_rules
 from shared.inventory.model import Drift, FieldDifference, FindingKind
 
-NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 def changed(*paths: str) -> Drift:

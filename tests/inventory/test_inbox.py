@@ -15,7 +15,8 @@ from tests.support.host import wait_until
 
 
 def applied_event(environment: str, event_id: str | None = None) -> dict:
-    return {"specversion": "1.0", "id": event_id or str(uuid.uuid4()), "type": "factory.runtime-cloud.ProvisioningApplied",
+    return {"specversion": "1.0", "id": event_id or str(uuid.uuid4()),
+            "type": "factory.runtime-cloud.ProvisioningApplied",
             "source": "/runtime-cloud/provisioning", "tenant": "tenant-a", "subject": f"environments/{environment}",
             "data": {"environment": environment, "run_id": "run-1", "specification_digest": "a" * 64,
                      "promotion_id": "promo-1"}}
@@ -40,7 +41,8 @@ def test_events_the_inventory_does_not_consume_are_ignored_and_malformed_ones_re
 def test_an_unreadable_inbox_message_is_kept_with_the_reason(inventory_host, azurite):
     queue = QueueClient.from_connection_string(azurite.connection_string(), "inventory-inbox")
     sent = queue.send_message(base64.b64encode(b"[not an event").decode())
-    rejections = BlobServiceClient.from_connection_string(azurite.connection_string()).get_container_client("rejections")
+    blobs = BlobServiceClient.from_connection_string(azurite.connection_string())
+    rejections = blobs.get_container_client("rejections")
 
     def kept():
         blob = rejections.get_blob_client(f"inventory-inbox/{sent.id}.json")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from dulwich import porcelain
 
+from devhost.azurite import TARGET_ACCOUNT
 from tests.conftest import REPO, git_sources_root
 from tests.provisioning.conftest import provisioning_settings
 from tests.provisioning.helpers import (
@@ -15,6 +18,7 @@ from tests.provisioning.helpers import (
     wait_for_run_state,
 )
 from tests.support.host import HostProcess, wait_until
+from tests.support.storage_proxy import StorageProxy
 
 
 def test_a_run_past_its_approval_deadline_expires(azurite, key_dir, mint, tmp_path):
@@ -34,20 +38,38 @@ def test_a_run_past_its_approval_deadline_expires(azurite, key_dir, mint, tmp_pa
 
 
 def test_a_host_killed_during_apply_finishes_the_run_without_applying_twice(azurite, key_dir, mint, tmp_path):
-    env = provisioning_settings(azurite, key_dir, RuntimeCloud__IaC__StepIntervalSeconds="1")
+    """The host dies while a create is in flight (made in the target, its answer not yet heard).
+
+    The target is reached through a recording proxy, so "twice" is counted, not inferred: each
+    queue is created (201) exactly once over both hosts, and nothing is deleted or rewritten.
+    """
+    proxy = StorageProxy(azurite.queue_port).start()
+    target = azurite.connection_string(TARGET_ACCOUNT).replace(f":{azurite.queue_port}/", f":{proxy.port}/")
+    env = provisioning_settings(
+        azurite, key_dir, RuntimeCloudTarget__local_storage__Connection=target,
+        # The dead host's work item comes back after 3 s (the least the host accepts) instead of 5 min.
+        AzureFunctionsJobHost__extensions__durableTask__storageProvider__workItemQueueVisibilityTimeout="00:00:03",
+        AzureFunctionsJobHost__extensions__durableTask__storageProvider__controlQueueVisibilityTimeout="00:00:03")
     environment = unique("crash")
-    suffix = environment[-8:]
-    names = [f"crash{n}-{suffix}" for n in range(6)]
+    names = [f"crash{n}-{environment[-8:]}" for n in range(6)]
+    paths = {f"/{TARGET_ACCOUNT}/{name}" for name in names}
+
+    def created() -> list[str]:
+        return [e.path for e in proxy.exchanges if e.method == "PUT" and e.path in paths and not e.query
+                and e.status == 201]
+
     spec = specification(environment, resources=[{"type": "queue", "name": name} for name in names])
     token = mint("tenant-a", scopes=WRITE)
+    proxy.hold_answers(lambda method, path: method == "PUT" and path in paths and len(created()) >= 3)
     host = HostProcess(REPO, env, tmp_path / "first.log").start()
     try:
         run_id = declare(host, token, spec).json()["run_id"]
-        wait_until(lambda: any(name in target_queue_names(azurite) for name in names), timeout=60,
-                   interval=0.1, message="the apply to begin")
-        assert not set(names) <= target_queue_names(azurite), "the apply finished before the kill"
+        wait_until(lambda: proxy.held, timeout=60, interval=0.05, message="the third create to be in flight")
+        host.kill()
+        assert len(created()) == 3, "the kill came with the third create in flight, before the fourth"
     finally:
         host.kill()
+        proxy.release()  # its answer goes nowhere: the dead host never heard it
 
     restarted = HostProcess(REPO, env, tmp_path / "second.log", port=host.port).start()
     try:
@@ -55,12 +77,18 @@ def test_a_host_killed_during_apply_finishes_the_run_without_applying_twice(azur
 
         assert run["state"] == "applied", run
         assert set(names) <= target_queue_names(azurite)
+        assert Counter(created()) == Counter(paths), "every queue created exactly once over both hosts"
+        rewrites = [e for e in proxy.exchanges if e.path in paths and (e.method == "DELETE" or e.query)
+                    and e.method != "GET"]
+        assert rewrites == [], "nothing deleted, and no metadata written again"
         receipt = restarted.request("GET", f"runtime-cloud/runs/{run_id}/receipts/apply", token=token).json()
-        addresses = [step["address"] for step in receipt["receipt"]["steps"]]
-        assert sorted(addresses) == sorted(f"queue/{name}" for name in names)  # one step per resource
+        steps = receipt["receipt"]["steps"]
+        assert sorted(step["address"] for step in steps) == sorted(f"queue/{name}" for name in names)
+        assert {step["status"] for step in steps} == {"applied"}
         assert receipt["verified"] is True
     finally:
         restarted.stop()
+        proxy.stop()
 
 
 def test_a_specification_from_git_pins_the_commit(provisioning_host, mint, key_dir):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
+from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.storage.blob import BlobServiceClient
+from azure.storage.queue import QueueClient
 
 from tests.provisioning.helpers import (
     READ,
@@ -85,15 +88,32 @@ def test_an_invalid_specification_fails_its_run_and_the_message_is_kept(provisio
 
 def test_a_message_that_is_not_json_is_kept_as_a_rejection_not_retried(provisioning_host, azurite):
     marker = unique("garbage")
-    send_promotion(azurite, f"this is not json {marker}")
+    promotions = QueueClient.from_connection_string(azurite.connection_string(), "promotions")
+    sent = promotions.send_message(base64.b64encode(f"this is not json {marker}".encode()).decode())
 
     kept = BlobServiceClient.from_connection_string(azurite.connection_string()).get_container_client("rejections")
+    rejection = kept.get_blob_client(f"promotions/{sent.id}.json")  # one record per message id
+    wait_until(rejection.exists, timeout=60, message="the rejection record")
+    assert marker in json.loads(rejection.download_blob().readall())["message"]
 
-    def found() -> bool:
-        return any(marker in kept.download_blob(b.name).readall().decode()
-                   for b in kept.list_blobs(name_starts_with="promotions/"))
+    # Not retried: the first delivery completed, so the host deleted the message. A failed delivery
+    # would leave it in the queue, to come back after the visibility timeout and end in poison.
+    def deleted() -> bool:
+        try:  # the host's dequeue changed the pop receipt: a message still there answers 400, a deleted one 404
+            promotions.update_message(sent.id, sent.pop_receipt, visibility_timeout=0)
+        except ResourceNotFoundError:
+            return True
+        except HttpResponseError:
+            return False
+        raise AssertionError("the host never received the message")
 
-    wait_until(found, timeout=60, message="the rejection record")
+    wait_until(deleted, timeout=60, message="the message to be deleted after its first delivery")
+    poison = QueueClient.from_connection_string(azurite.connection_string(), "promotions-poison")
+    try:
+        poisoned = [base64.b64decode(m.content).decode(errors="replace") for m in poison.peek_messages(max_messages=32)]
+    except ResourceNotFoundError:  # no message was ever poisoned
+        poisoned = []
+    assert not [text for text in poisoned if marker in text]
 
 
 def test_an_unreachable_target_fails_the_run_with_a_receipt(provisioning_host, azurite, mint):

@@ -14,8 +14,9 @@ import ipaddress
 import socket
 import ssl
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -27,7 +28,7 @@ from dulwich.web import WSGIRequestHandlerLogger, WSGIServerLogger, make_server,
 
 
 class _QuietHandler(WSGIRequestHandlerLogger):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:  # `format`: the base class's name
         pass
 
 
@@ -86,7 +87,7 @@ class GitHttpsServer:
     def _write_certificate(self) -> None:
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
         certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
                        .serial_number(x509.random_serial_number())

@@ -132,7 +132,7 @@ def unreachable_on_failure(target: ProvisioningTarget, doing: str) -> Iterator[N
         yield
     except TargetUnreachable:
         raise
-    except Exception as error:  # noqa: BLE001 - classified below, re-raised otherwise
+    except Exception as error:  # classified below, re-raised otherwise
         if not is_unreachable(error):
             raise
         raise TargetUnreachable(describe_unreachable(target, doing, error)) from error

@@ -37,14 +37,15 @@ only which names were supplied.
 
 from __future__ import annotations
 
-import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
+from shared.clock import now_iso
+from shared.desired_state import ResourceType
 from shared.iac.embedded.access import TargetClients, unreachable_on_failure
 from shared.iac.embedded.observed import ObservedResource
 from shared.iac.embedded.reader import read_resource
@@ -62,17 +63,13 @@ from shared.iac.model import (
     StepStatus,
 )
 from shared.iac.tags import ManagementTags, split_metadata
-from shared.provisioning.specification import ResourceType
+from shared.logs import app_logger
 
-logger = logging.getLogger(__name__)
+logger = app_logger("iac")
 
 # A deleted container or queue keeps its name for a while; creating it again is refused meanwhile.
 BEING_DELETED = {"ContainerBeingDeleted", "QueueBeingDeleted"}
 FOUND_ALREADY = "found already in the planned state (an earlier attempt applied it before recording)"
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat()
 
 
 @dataclass
@@ -146,7 +143,7 @@ class Applier:
         return progress.result()
 
     def _step(self, change: ResourceChange, progress: ApplyProgress) -> StepResult:
-        started = utc_now()
+        started = now_iso()
         resource_type = ResourceType(change.type)
         if change.action is Action.CREATE:  # conditional by itself: see the module's notes
             return self._perform_step(change, resource_type, started, progress)
@@ -173,7 +170,7 @@ class Applier:
                 after, message = self._perform(change, resource_type)
         except HttpResponseError as error:
             failed = StepResult(address=change.address, action=change.action, status=StepStatus.FAILED,
-                                started_at=started, finished_at=utc_now(), message=_reason(error))
+                                started_at=started, finished_at=now_iso(), message=_reason(error))
             progress.add(failed)
             progress.log(f"{change.address}: {change.action.value} failed: {failed.message}")
             raise ApplyFailed(f"{change.address}: {change.action.value} failed: {failed.message}",
@@ -206,7 +203,7 @@ class Applier:
         # last_modified changes on every write; nobody consumes it as an output.
         outputs = {key: value for key, value in facts.items() if value is not None and key != "last_modified"}
         return StepResult(address=change.address, action=change.action, status=status, started_at=started,
-                          finished_at=utc_now(), outputs=outputs, message=message)
+                          finished_at=now_iso(), outputs=outputs, message=message)
 
 
 def _as_planned(clients: TargetClients, change: ResourceChange, resource_type: ResourceType) -> ObservedResource:

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.desired_state import ResourceType
 from shared.iac.tags import ManagementTags
-from shared.provisioning.specification import ResourceType
 
 
 def lookup_key(resource_type: ResourceType, name: str) -> str:

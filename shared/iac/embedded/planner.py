@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from shared.desired_state import EmbeddedResource, EnvironmentSpecification, ResourceType
 from shared.iac.embedded.errors import OwnedElsewhere
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
 from shared.iac.embedded.state import desired_state, field_changes
 from shared.iac.model import Action, ResourceChange
 from shared.iac.tags import ManagementTags
-from shared.provisioning.specification import EmbeddedResource, EnvironmentSpecification, ResourceType
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,11 @@ def plan_changes(specification: EnvironmentSpecification, observed: ObservedStat
                 diagnostics.append(f"{found.address} exists without management tags: the plan adopts it")
         changes.append(_change_for(resource, found, ours))
     planned = {lookup_key(resource.type, resource.name) for resource in specification.resources}
-    for resource in observed.managed_for(ours):
-        if resource.key not in planned:  # once each, even if the listing repeated it
-            planned.add(resource.key)
-            changes.append(_deletion(resource))
-            diagnostics.append(_deletion_warning(resource))
+    for leftover in observed.managed_for(ours):
+        if leftover.key not in planned:  # once each, even if the listing repeated it
+            planned.add(leftover.key)
+            changes.append(_deletion(leftover))
+            diagnostics.append(_deletion_warning(leftover))
     return PlannedChanges(changes=changes, diagnostics=diagnostics)
 
 

@@ -14,16 +14,17 @@ be read: an empty answer always means an empty account, never a failed read.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
 
+from shared.desired_state import ResourceType
 from shared.iac.embedded.access import AccessPolicy, TargetClients, open_target, unreachable_on_failure
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
 from shared.iac.embedded.table_registry import is_registry, registry_of
 from shared.iac.tags import ManagementTags, split_metadata
-from shared.provisioning.specification import ResourceType
 from shared.targets import ProvisioningTarget
 
 PAGE_SIZE = 5000  # the services' largest page: fewest round trips for large accounts
@@ -41,7 +42,7 @@ def read_target_state(target: ProvisioningTarget, policy: AccessPolicy | None = 
 
 def read_state(clients: TargetClients) -> ObservedState:
     """:func:`read_target_state` with clients the caller already holds."""
-    observed_at = datetime.now(timezone.utc).isoformat()
+    observed_at = datetime.now(UTC).isoformat()
     resources = _once_each([*_containers(clients), *_queues(clients), *_tables(clients)])
     resources.sort(key=lambda resource: resource.address)
     return ObservedState(

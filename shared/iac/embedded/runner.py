@@ -9,9 +9,10 @@ anyone's) and hands it to the :class:`~shared.iac.embedded.applier.Applier`.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import shared
+from shared.desired_state import EnvironmentSpecification, RunnerName
 from shared.iac.embedded.access import AccessPolicy, open_target
 from shared.iac.embedded.applier import Applier, ApplyProgress
 from shared.iac.embedded.errors import PlanNotForThisRunner, UnsupportedTarget
@@ -20,9 +21,8 @@ from shared.iac.embedded.planner import plan_changes
 from shared.iac.embedded.reader import read_state
 from shared.iac.embedded.state import desired_state
 from shared.iac.model import Action, ApplyResult, PlanResult, RunnerError, StepJournal
+from shared.iac.settings import IaCSettings
 from shared.iac.tags import ManagementTags
-from shared.provisioning.specification import EnvironmentSpecification
-from shared.settings import IaCSettings, RunnerName
 from shared.targets import ProvisioningTarget, TargetKind
 
 

@@ -13,11 +13,12 @@ same function serves the planner (actual -> desired) and the inventory
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from shared.desired_state import EmbeddedResource, ResourceType
 from shared.iac.model import FieldChange
 from shared.iac.tags import ManagementTags
-from shared.provisioning.specification import EmbeddedResource, ResourceType
 
 
 def desired_state(resource: EmbeddedResource, tags: ManagementTags) -> dict[str, Any]:

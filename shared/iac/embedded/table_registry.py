@@ -3,7 +3,7 @@
 Containers and queues say who manages them in their own metadata (the ``rc_``
 tags, see :mod:`shared.iac.tags`); tables cannot carry metadata. So the
 embedded runner registers every table it manages in one table of the target
-account itself, :data:`~shared.provisioning.specification.OWNERSHIP_TABLE`:
+account itself, :data:`~shared.desired_state.OWNERSHIP_TABLE`:
 one row per table (partition ``tables``, row key the table's name in lower
 case, since table names are case-insensitive) naming the tenant and
 environment. Kept in the target, like the tags, it is shared by every host
@@ -26,15 +26,15 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableEntity, TableServiceClient, UpdateMode
 
+from shared.desired_state import OWNERSHIP_TABLE
 from shared.iac.model import PlanNoLongerHolds
 from shared.iac.tags import MANAGED_BY_VALUE, ManagementTags
-from shared.provisioning.specification import OWNERSHIP_TABLE
 
 PARTITION = "tables"
 

@@ -25,9 +25,10 @@ Choices, and why:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from pulumi.automation.events import DiffKind, EngineEvent, OpType, StepEventMetadata
 
@@ -96,7 +97,7 @@ def property_at(document: Mapping[str, Any] | None, path: str) -> Any:
 
 
 def timestamp(seconds: int | float | None) -> str:
-    return datetime.fromtimestamp(seconds or 0, timezone.utc).isoformat()
+    return datetime.fromtimestamp(seconds or 0, UTC).isoformat()
 
 
 @dataclass

@@ -13,10 +13,11 @@ deviation, so when the journal already holds every changing step of the plan,
 
 from __future__ import annotations
 
-import logging
 import shutil
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from shared.desired_state import EnvironmentSpecification, RunnerName
 from shared.iac.model import (
     Action,
     ApplyFailed,
@@ -31,11 +32,11 @@ from shared.iac.pulumi.events import apply_from_events, plain_message, plan_from
 from shared.iac.pulumi.saved_plans import BINDING_KEY, STACK_KEY, SavedPlans
 from shared.iac.pulumi.workspace import ProgramLocation, locate_program, open_stack, stack_configuration
 from shared.iac.runner_info import describe_runner
-from shared.provisioning.specification import EnvironmentSpecification
-from shared.settings import IaCSettings, RunnerName
+from shared.iac.settings import IaCSettings
+from shared.logs import app_logger
 from shared.targets import ProvisioningTarget
 
-logger = logging.getLogger(__name__)
+logger = app_logger("iac")
 
 
 class EventCollector:
@@ -81,7 +82,7 @@ class PulumiRunner:
         scratch = saved.scratch_path(specification)
         try:
             stack.preview(on_event=events, plan=str(scratch), color="never")
-        except Exception as error:  # noqa: BLE001 - the CLI's failures, classified below
+        except Exception as error:  # the CLI's failures, classified below
             scratch.unlink(missing_ok=True)
             raise _failure("preview", location, error, events) from error
         digest = saved.seal(scratch)
@@ -115,7 +116,7 @@ class PulumiRunner:
         events = EventCollector()
         try:
             stack.up(plan=str(plan_file), on_event=events, color="never")
-        except Exception as error:  # noqa: BLE001 - the CLI's failures, classified below
+        except Exception as error:  # the CLI's failures, classified below
             failure = _failure("update", location, error, events)
             partial = self._record(events, journal, logs)
             if isinstance(failure, StackBusy):
@@ -139,7 +140,7 @@ class PulumiRunner:
             stack.set_all_config(stack_configuration(specification, target, resolved))
         except RunnerError:
             raise
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             raise _failure("selecting the stack", location, error, None) from error
         return stack
 

@@ -18,8 +18,8 @@ import hashlib
 import uuid
 from pathlib import Path
 
+from shared.desired_state import EnvironmentSpecification
 from shared.iac.model import PlanNoLongerHolds
-from shared.provisioning.specification import EnvironmentSpecification
 
 BINDING_KEY = "pulumi_plan_sha256"
 STACK_KEY = "stack"

@@ -20,13 +20,14 @@ the specification's secret references set as Pulumi secrets.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
+from shared.desired_state import EnvironmentSpecification
 from shared.iac.pulumi.errors import ProgramNotFound
 from shared.iac.tags import ManagementTags
-from shared.provisioning.specification import EnvironmentSpecification
 from shared.targets import ProvisioningTarget
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ group (its resources really are gone), not a failure.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError, ServiceRequestError, ServiceResponseError
 
@@ -77,7 +78,7 @@ class ArmObserver:
     def observe(self, request: ObservationRequest) -> Observation:
         if not request.target.subscription_id:
             raise ObservationFailed(f"target {request.target.id} names no subscription to list")
-        observed_at = datetime.now(timezone.utc).isoformat()
+        observed_at = datetime.now(UTC).isoformat()
         client = self._client_factory(request.target)
         try:
             groups = {group.lower(): group for group in sorted(self._groups_to_list(client, request))}

@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from shared.desired_state import EnvironmentSpecification
+from shared.errors import RuntimeCloudError
 from shared.inventory.model import ExpectedResource, Observation
-from shared.provisioning.specification import EnvironmentSpecification
 from shared.targets import ProvisioningTarget
 
 
-class ObservationFailed(Exception):
+class ObservationFailed(RuntimeCloudError):
     """The target could not be read (unreachable, refused the credential, no observer for it)."""
 
 

@@ -10,6 +10,7 @@ account are never recorded in this environment's inventory.
 
 from __future__ import annotations
 
+from shared.desired_state import EnvironmentSpecification
 from shared.iac.embedded.access import AccessPolicy
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
 from shared.iac.embedded.reader import read_target_state
@@ -18,7 +19,6 @@ from shared.iac.model import TargetUnreachable
 from shared.iac.tags import ManagementTags
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
-from shared.provisioning.specification import EnvironmentSpecification
 
 
 def expected_from_specification(specification: EnvironmentSpecification) -> list[ExpectedResource]:

@@ -25,8 +25,9 @@ pure and tested with engine events in the CLI's JSON format.
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from shared.iac.pulumi.events import clean, is_infrastructure, property_at, resource_name
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
@@ -58,7 +59,7 @@ class PulumiRefreshObserver:
             stack = open_stack(location, self._backend_url)
             stack.set_all_config(stack_configuration(request.specification, request.target))
             stack.preview_refresh(on_event=events, color="never")
-        except Exception as error:  # noqa: BLE001 - every CLI failure means "could not observe"
+        except Exception as error:  # every CLI failure means "could not observe"
             reason = [line for line in str(error).splitlines() if line.strip()][-1:] or [type(error).__name__]
             raise ObservationFailed(f"refresh preview of {request.environment} failed: {reason[0][:500]}") from error
         return observation_from_refresh(events.events, request.target.id)
@@ -88,7 +89,7 @@ def observation_from_refresh(events: Iterable[Any], target_id: str, observed_at:
         items.append(ObservedItem(key=key, address=urn, type=metadata.type, name=resource_name(urn),
                                   state=_subset(new, paths), properties={"op": op}))
     return Observation(observer=PulumiRefreshObserver.name, target=target_id,
-                       observed_at=observed_at or datetime.now(timezone.utc).isoformat(),
+                       observed_at=observed_at or datetime.now(UTC).isoformat(),
                        items=items, expected=expected)
 
 

@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+from shared.desired_state import RunnerName
+from shared.iac.settings import IaCSettings
 from shared.inventory.model import Observation
 from shared.inventory.observers.arm import ArmObserver
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest, Observer
 from shared.inventory.observers.embedded import EmbeddedObserver
 from shared.inventory.observers.pulumi_refresh import PulumiRefreshObserver
-from shared.settings import RunnerName, Settings
+from shared.inventory.settings import InventorySettings
 from shared.targets import TargetKind
 
 
@@ -46,11 +48,10 @@ class PulumiObserver:
                                             "items": [*refreshed.items, *extra]})
 
 
-def observer_for(runner: RunnerName, target_kind: TargetKind, settings: Settings) -> Observer:
-    inventory = settings.runtime_cloud.inventory
+def observer_for(runner: RunnerName, target_kind: TargetKind, *, inventory: InventorySettings,
+                 iac: IaCSettings) -> Observer:
     if runner is RunnerName.EMBEDDED:
         return EmbeddedObserver(timeout_seconds=inventory.target_timeout_seconds)
-    iac = settings.runtime_cloud.iac
     refresh = PulumiRefreshObserver(iac.pulumi_backend_url, iac.pulumi_work_root)
     arm = ArmObserver() if target_kind is TargetKind.AZURE_SUBSCRIPTION else None
     return PulumiObserver(refresh if refresh.available() else None, arm)

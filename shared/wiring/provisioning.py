@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 
+from shared.provisioning.api import ProvisioningApi
+from shared.provisioning.configuration import ConfigPlatformClient
 from shared.provisioning.lifecycle import RunSteps
 from shared.provisioning.outputs import OutputsStore
 from shared.provisioning.receipts import ReceiptStore
@@ -24,12 +26,16 @@ def store() -> ProvisioningStore:
 
 @functools.lru_cache(maxsize=1)
 def service() -> ProvisioningService:
-    return ProvisioningService(store(), get_settings())
+    section = get_settings().runtime_cloud
+    return ProvisioningService(store(), policy=section.provisioning, targets=section.targets)
 
 
 @functools.lru_cache(maxsize=1)
 def steps() -> RunSteps:
-    return RunSteps(shared_host_storage(), get_settings(), event_source())
+    section = get_settings().runtime_cloud
+    config_platform = ConfigPlatformClient(section.config_platform.url, section.health.probe_timeout_seconds)
+    return RunSteps(shared_host_storage(), source=event_source(), policy=section.provisioning, iac=section.iac,
+                    targets=section.targets, config_platform=config_platform)
 
 
 @functools.lru_cache(maxsize=1)
@@ -40,3 +46,9 @@ def receipts() -> ReceiptStore:
 @functools.lru_cache(maxsize=1)
 def outputs() -> OutputsStore:
     return OutputsStore(shared_host_storage())
+
+
+@functools.lru_cache(maxsize=1)
+def api() -> ProvisioningApi:
+    """What the other modules may ask provisioning (see :mod:`shared.provisioning.api`)."""
+    return ProvisioningApi(store(), receipts(), service(), policy=get_settings().runtime_cloud.provisioning)

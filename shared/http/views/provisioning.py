@@ -1,0 +1,61 @@
+"""Provisioning's answers: runs, receipts, outputs, environment specifications; and its query."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.desired_state import NAME_PATTERN
+from shared.http.contract import view_of
+from shared.provisioning.runs import Run, RunState
+
+RunView = view_of(Run, "RunView", exclude=("ordinal",))
+
+
+class RunList(BaseModel):
+    runs: list[RunView]  # type: ignore[valid-type]
+
+
+class RunAccepted(BaseModel):
+    """A declaration was accepted: the run that carries it out (the same run for a retried request)."""
+
+    run_id: str
+    state: RunState
+    status_url: str
+    specification_digest: str
+
+
+class ReceiptView(BaseModel):
+    run_id: str
+    kind: Literal["plan", "apply"]
+    digest: str
+    expected_digest: str
+    verified: bool = Field(description="the stored receipt's digest is the one the run recorded")
+    receipt: dict[str, Any]
+
+
+class RunOutputs(BaseModel):
+    run_id: str
+    sha256: str
+    count: int
+    outputs: dict[str, Any]
+
+
+class SpecificationRef(BaseModel):
+    digest: str
+    run_id: str | None
+    specification: dict[str, Any] | None = Field(description="null when the declaration was invalid")
+
+
+class EnvironmentSpecification(BaseModel):
+    environment: str
+    declared: SpecificationRef | None
+    last_applied: SpecificationRef | None
+
+
+class RunsQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    state: RunState | None = Field(default=None, description="only runs in this state")
+    environment: str | None = Field(default=None, pattern=NAME_PATTERN, description="only this environment's runs")

@@ -1,0 +1,117 @@
+"""What other modules may ask provisioning: its environments' applied state, active run and class.
+
+The inventory compares what runs with what was last applied, and turns an
+accepted proposal into a run; it does both through :class:`ProvisioningApi`,
+never through provisioning's table names or rows, so provisioning can change
+how it stores runs without the inventory noticing.
+
+The environment row is the source of truth: its applied digest names the
+specification of the last run that applied, and its active run a run in flight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shared.desired_state import EnvironmentSpecification
+from shared.errors import NotFound
+from shared.provisioning.receipts import ReceiptStore
+from shared.provisioning.runs import Run, RunState, SourceInfo
+from shared.provisioning.service import ProvisioningService
+from shared.provisioning.settings import ProvisioningSettings
+from shared.provisioning.store import ProvisioningStore
+
+
+@dataclass(frozen=True)
+class EnvironmentSummary:
+    """An environment as provisioning knows it (all None when nothing was declared for it yet)."""
+
+    environment_class: str | None
+    applied_digest: str | None
+    applied_run_id: str | None
+
+
+@dataclass(frozen=True)
+class AppliedEnvironment:
+    """An environment's last applied desired state."""
+
+    tenant: str
+    environment: str
+    digest: str
+    run_id: str | None
+    specification: EnvironmentSpecification
+    environment_class: str
+    run_in_flight: str | None  # a run is planning or applying: drift cannot be told from progress
+
+
+class ProvisioningApi:
+    def __init__(self, store: ProvisioningStore, receipts: ReceiptStore, service: ProvisioningService, *,
+                 policy: ProvisioningSettings) -> None:
+        self._store = store
+        self._receipts = receipts
+        self._service = service
+        self._policy = policy
+
+    # -- environments -------------------------------------------------------------------------
+
+    def environments(self, tenant: str) -> list[str]:
+        return self._store.environments(tenant)
+
+    def applied_environments(self) -> list[tuple[str, str]]:
+        """(tenant, environment) of every environment with applied desired state."""
+        return self._store.applied_environments()
+
+    def environment_exists(self, tenant: str, environment: str) -> bool:
+        return self._store.environment(tenant, environment).etag is not None
+
+    def summary(self, tenant: str, environment: str) -> EnvironmentSummary:
+        row = self._store.environment(tenant, environment)
+        return EnvironmentSummary(environment_class=row.get("EnvironmentClass"),
+                                  applied_digest=row.get("AppliedDigest") or None,
+                                  applied_run_id=row.get("AppliedRunId") or None)
+
+    def applied(self, tenant: str, environment: str) -> AppliedEnvironment | None:
+        """The environment's last applied state, or None when nothing was applied yet."""
+        record = self._store.environment(tenant, environment)
+        digest = record.get("AppliedDigest")
+        if not digest:
+            return None
+        specification = self._store.load_specification(tenant, environment, digest)
+        active = record.get("ActiveRunId") or None
+        if active:
+            run = self._store.find_run(tenant, environment, active)
+            if run is None or run.state.is_final or run.state is RunState.AWAITING_APPROVAL:
+                active = None  # finished (an orphaned lock), or waiting: nothing is changing the target
+        return AppliedEnvironment(
+            tenant=tenant, environment=environment, digest=digest, run_id=record.get("AppliedRunId"),
+            specification=specification,
+            environment_class=record.get("EnvironmentClass") or specification.environment_class.value,
+            run_in_flight=active)
+
+    def apply_outputs(self, tenant: str, environment: str, run_id: str) -> dict[str, Any] | None:
+        """The outputs a run's apply receipt recorded, or None when it has no apply receipt."""
+        try:
+            document, _ = self._receipts.read(tenant, environment, run_id, "apply")
+        except NotFound:
+            return None
+        outputs: dict[str, Any] = document.get("outputs", {})
+        return outputs
+
+    # -- policy ---------------------------------------------------------------------------------
+
+    def requires_approval(self, environment_class: str) -> bool:
+        return self._policy.requires_approval(environment_class)
+
+    # -- desired state --------------------------------------------------------------------------
+
+    def load_specification(self, tenant: str, environment: str, digest: str) -> EnvironmentSpecification:
+        return self._store.load_specification(tenant, environment, digest)
+
+    def save_specification(self, specification: EnvironmentSpecification) -> None:
+        self._store.save_specification(specification)
+
+    def declare(self, specification: EnvironmentSpecification, *, source: SourceInfo, idempotency_key: str,
+                requested_by: str, requested_by_client: str | None = None) -> tuple[Run, bool]:
+        """Create the run for this desired state (or find the one this key created before)."""
+        return self._service.declare(specification, source, idempotency_key, requested_by, requested_by_client)

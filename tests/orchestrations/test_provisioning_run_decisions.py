@@ -1,0 +1,184 @@
+"""The provisioning run's orchestrator, replayed in process: what it decides after each history.
+
+No host and no storage: each test builds the Durable history one episode at a
+time (see ``tests.support.orchestrator_replay``) and compares the
+orchestrator's decisions. The activities' answers are the ones
+``shared.provisioning.lifecycle`` gives; what makes them is tested through the
+host elsewhere.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from orchestrations.provisioning import WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW
+from orchestrations.provisioning_client import APPROVAL_DECIDED, ENVIRONMENT_CHANGED
+from tests.support.orchestrator_replay import T0, Call, ContinueAsNew, OrchestratorReplay, Timer, WaitFor
+
+RUN = {"tenant": "tenant-a", "environment": "dev-1", "run_id": "run-1", "recheck_seconds": 2}
+PLANNED_FOR_REVIEW = {"outcome": "planned", "plan_digest": "sha256:plan", "requires_approval": True}
+DEADLINE = T0 + timedelta(hours=24)
+
+
+def claimed(replay: OrchestratorReplay, answer: str = "proceed") -> None:
+    assert replay.decide().new == [Call("provisioning_claim_environment", replay.input)]
+    replay.complete("provisioning_claim_environment", answer)
+
+
+def awaiting_approval(orchestrators) -> OrchestratorReplay:
+    """A run whose plan needs review, waiting for a decision until ``DEADLINE``."""
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    claimed(replay)
+    assert replay.decide().new == [Call("provisioning_plan", RUN)]
+    replay.complete("provisioning_plan", PLANNED_FOR_REVIEW)
+    assert replay.decide().new == [Call("provisioning_await_approval", RUN)]
+    replay.complete("provisioning_await_approval", DEADLINE.isoformat())
+    waiting = replay.decide()
+    assert waiting.new == [WaitFor(APPROVAL_DECIDED), Timer(DEADLINE)]
+    assert waiting.custom_status == "awaiting-approval"
+    return replay
+
+
+def finishes_with(replay: OrchestratorReplay, outcome: str, detail: str) -> None:
+    """The next decision finishes the run with ``outcome``, and nothing else is called."""
+    finishing = replay.decide()
+    assert finishing.new == [Call("provisioning_finish", {**RUN, "outcome": outcome, "reason": None,
+                                                          "detail": detail})]
+    replay.complete("provisioning_finish", [])
+    ended = replay.decide()
+    assert (ended.done, ended.new) == (True, [])
+    assert ended.output == {"outcome": outcome, "reason": None, "detail": detail}
+    assert ended.custom_status == outcome
+
+
+# -- waiting for the environment ------------------------------------------------------------------
+
+def test_a_queued_run_rechecks_its_environment_on_a_timer_or_when_woken(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    claimed(replay, "wait")
+
+    first = replay.decide()
+    assert first.new == [WaitFor(ENVIRONMENT_CHANGED), Timer(T0 + timedelta(seconds=2))]
+    assert first.custom_status == "queued"
+
+    replay.raise_event(ENVIRONMENT_CHANGED, {})  # woken before the recheck: claims again at once
+    assert replay.decide().new == [Call("provisioning_claim_environment", RUN)]
+    assert replay.pending == [Call("provisioning_claim_environment", RUN)]  # the recheck timer was cancelled
+
+
+def test_a_run_still_queued_after_the_wait_limit_continues_as_new_with_its_rounds_reset(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+
+    for round_number in range(1, WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW):
+        claimed(replay, "wait")
+        waiting = replay.decide()
+        assert waiting.new == [WaitFor(ENVIRONMENT_CHANGED), Timer(replay.now + timedelta(seconds=2))], round_number
+        replay.fire_timer()
+    claimed(replay, "wait")  # the last round the limit allows
+
+    continued = replay.decide()
+    assert continued.new == [ContinueAsNew({**RUN, "wait_rounds": 0})]
+    assert continued.done is True
+    assert continued.output is None
+
+
+def test_the_wait_rounds_carried_into_a_generation_count_towards_its_limit(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run,
+                                {**RUN, "wait_rounds": WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW - 1})
+    claimed(replay, "wait")
+
+    assert replay.decide().new == [ContinueAsNew({**RUN, "wait_rounds": 0})]
+
+
+# -- approval against the deadline ----------------------------------------------------------------
+
+def test_when_the_deadline_passes_without_a_decision_the_run_expires_without_applying(orchestrators):
+    replay = awaiting_approval(orchestrators)
+
+    replay.fire_timer()
+    assert replay.decide().new == [Call("provisioning_decision", RUN)]  # the run row has the last word
+    replay.complete("provisioning_decision", None)
+
+    finishes_with(replay, "expired", "the approval deadline passed")
+
+
+def test_a_decision_that_arrives_before_the_deadline_applies_the_run(orchestrators):
+    replay = awaiting_approval(orchestrators)
+
+    replay.raise_event(APPROVAL_DECIDED, {}, after=timedelta(minutes=5))
+    assert replay.decide().new == [Call("provisioning_decision", RUN)]
+    assert replay.pending == [Call("provisioning_decision", RUN)]  # the deadline timer was cancelled
+    replay.complete("provisioning_decision", "approved")
+
+    applying = replay.decide()
+    assert applying.new == [Call("provisioning_apply", RUN)]
+    assert applying.custom_status == "applying"
+
+
+def test_an_approval_recorded_as_the_deadline_fires_still_applies_the_run(orchestrators):
+    replay = awaiting_approval(orchestrators)
+
+    replay.fire_timer()  # the event was lost or late, but the decision is on the run row
+    replay.decide()
+    replay.complete("provisioning_decision", "approved")
+
+    assert replay.decide().new == [Call("provisioning_apply", RUN)]
+
+
+def test_a_wake_without_a_decision_keeps_waiting_for_the_same_deadline(orchestrators):
+    replay = awaiting_approval(orchestrators)
+
+    replay.raise_event(APPROVAL_DECIDED, {}, after=timedelta(hours=1))
+    replay.decide()
+    replay.complete("provisioning_decision", None)
+
+    again = replay.decide()
+    assert again.new == [WaitFor(APPROVAL_DECIDED), Timer(DEADLINE)]  # not extended by the wake
+    assert again.calls == []
+
+
+def test_a_rejected_plan_ends_the_run_without_applying(orchestrators):
+    replay = awaiting_approval(orchestrators)
+
+    replay.raise_event(APPROVAL_DECIDED, {})
+    replay.decide()
+    replay.complete("provisioning_decision", "rejected")
+
+    finishes_with(replay, "rejected", "an operator rejected the plan")
+
+
+# -- cancelled ------------------------------------------------------------------------------------
+
+def test_a_run_cancelled_while_planning_finishes_cancelled_without_waiting_or_applying(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    claimed(replay)
+    planning = replay.decide()
+    assert planning.new == [Call("provisioning_plan", RUN)]
+    assert planning.custom_status == "planning"
+
+    replay.complete("provisioning_plan", {"outcome": "cancelled", "reason": "cancelled", "detail": "cancelled"})
+
+    finishing = replay.decide()
+    assert finishing.new == [Call("provisioning_finish", {**RUN, "outcome": "cancelled", "reason": "cancelled",
+                                                          "detail": "cancelled"})]
+    replay.complete("provisioning_finish", [])
+    ended = replay.decide()
+    assert ended.done is True
+    assert ended.output == {"outcome": "cancelled", "reason": "cancelled", "detail": "cancelled"}
+
+
+def test_a_run_cancelled_while_queued_finishes_without_planning(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    claimed(replay, "cancelled")
+
+    finishes_with(replay, "cancelled", "an operator cancelled the run")
+
+
+def test_finishing_wakes_the_runs_queued_behind_this_one(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    claimed(replay, "cancelled")
+    replay.decide()
+
+    replay.complete("provisioning_finish", ["run-2", "run-3"])
+
+    assert replay.decide().new == [Call("provisioning_wake_runs", {"run_ids": ["run-2", "run-3"]})]
