@@ -8,8 +8,10 @@ import azure.functions as func
 from functions import blueprints_for
 from shared.settings import get_settings
 from shared.storage.bootstrap import prepare_store
+from shared.wiring.telemetry import configure_telemetry
 
 settings = get_settings()  # invalid settings stop the host here, naming the setting
+configure_telemetry(settings)  # OpenTelemetry: Application Insights, OTLP JSON lines locally, or off
 prepare_store()
 
 app = df.DFApp(http_auth_level=func.AuthLevel.ANONYMOUS)

@@ -17,8 +17,16 @@ Everything is measured in one run, on one machine, against a real Azurite:
   events) in its steady state: the second scan of a size, when the drift is
   already open and is seen again.
 
+- **shared account**: a second environment of 10 resources, scanned while
+  the account holds nothing else, then again once the account holds 2,000
+  resources of the first environment.
+
 Printed: the scan's cost per resource, how it grows (10k vs 1k), and the
 comparison's and the read's share of the scan. Medians of a few repetitions.
+Recorded in ``.data/bench/latest.json``: ``drift_growth_10x`` (scan at 10k ÷
+1k), ``drift_compare_growth_10x`` (compare at 10k ÷ 1k) and
+``drift_shared_account_ratio`` (the 10-resource scan beside 2,000 others ÷
+alone).
 Run: ``.venv/bin/python bench/drift.py [sizes...]`` (default 1000 5000 10000;
 about 80 seconds, most of it creating the resources in Azurite).
 """
@@ -43,10 +51,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
+from bench._results import record
 from devhost.azurite import TARGET_ACCOUNT, Azurite
 
 TENANT, ENVIRONMENT = "bench", "drift-bench"
 TAGS = {"rc_managed_by": "runtime-cloud", "rc_tenant": TENANT, "rc_environment": ENVIRONMENT}
+SMALL_ENVIRONMENT, SMALL_SIZE, NEIGHBOURS = "drift-small", 10, 2000
 
 
 def median_time(call: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -73,15 +83,16 @@ def resource_names(count: int) -> list[tuple[str, str]]:
             for i in range(count)]
 
 
-def create(azurite: Azurite, names: list[tuple[int, tuple[str, str]]]) -> None:
+def create(azurite: Azurite, names: list[tuple[int, tuple[str, str]]], environment: str = ENVIRONMENT) -> None:
     queues = QueueServiceClient.from_connection_string(azurite.connection_string(TARGET_ACCOUNT))
     blobs = BlobServiceClient.from_connection_string(azurite.connection_string(TARGET_ACCOUNT))
+    tags = {**TAGS, "rc_environment": environment}
 
     def make(entry: tuple[int, tuple[str, str]]) -> None:
         index, (kind, name) = entry
         if index % 200 == 0:
             return  # declared, never created: "missing"
-        metadata = {"team": "drifted" if index % 200 == 100 else "bench", **TAGS}
+        metadata = {"team": "drifted" if index % 200 == 100 else "bench", **tags}
         if kind == "queue":
             queues.create_queue(name, metadata=metadata)
         else:
@@ -118,7 +129,12 @@ def main(sizes: list[int]) -> None:
 
 
 def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
-    from shared.desired_state import EnvironmentSpecification
+    from shared.desired_state import EnvironmentSpecification, specification as specification_module
+
+    # A specification declares at most 2,000 resources (README, Limits and names). To see how the
+    # scan and the comparison grow past that (and to compare with earlier runs at 10,000), this
+    # process alone lifts the limit; the scan's code is otherwise the product's.
+    specification_module.MAX_RESOURCES = max([specification_module.MAX_RESOURCES, *sizes])
     from shared.iac.embedded.reader import read_target_state
     from shared.inventory.findings import FindingState
     from shared.inventory.observers.base import ObservationRequest
@@ -147,20 +163,33 @@ def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
                       observers=functools.partial(observer_for, inventory=section.inventory, iac=section.iac))
     target = settings.target("local-storage")
     assert target is not None
+
+    def applied(environment: str, names: list[tuple[str, str]], run: str) -> EnvironmentSpecification:
+        specification = EnvironmentSpecification.model_validate({
+            "tenant": TENANT, "environment": environment, "environment_class": "non-production",
+            "target": "local-storage", "runner": "embedded",
+            "resources": [{"type": kind, "name": name, "metadata": {"team": "bench"}} for kind, name in names]})
+        provisioning.save_specification(specification)
+        provisioning.update_environment(provisioning.environment(TENANT, environment), {
+            "AppliedDigest": specification.digest(), "AppliedRunId": run, "EnvironmentClass": "non-production"})
+        return specification
+
+    small = [(kind, f"s{name}") for kind, name in resource_names(SMALL_SIZE)]
+    create(azurite, list(enumerate(small)), SMALL_ENVIRONMENT)
+    applied(SMALL_ENVIRONMENT, small, "bench-small")
+    scanner.scan(TENANT, SMALL_ENVIRONMENT)  # opens its findings; the timed scans are steady
+    shared: dict[str, float] = {"alone": median_time(lambda: scanner.scan(TENANT, SMALL_ENVIRONMENT), 5)[0]}
     rows, created = [], 0
     for size in sorted(sizes):
         names = resource_names(size)
         started = time.perf_counter()
+        if created < NEIGHBOURS <= size:  # on the way: the small environment beside 2,000 others
+            create(azurite, list(enumerate(resource_names(NEIGHBOURS)))[created:])
+            created = NEIGHBOURS
+            shared["beside"] = median_time(lambda: scanner.scan(TENANT, SMALL_ENVIRONMENT), 5)[0]
         create(azurite, list(enumerate(names))[created:])
         created, creating = size, time.perf_counter() - started
-        specification = EnvironmentSpecification.model_validate({
-            "tenant": TENANT, "environment": ENVIRONMENT, "environment_class": "non-production",
-            "target": "local-storage", "runner": "embedded",
-            "resources": [{"type": kind, "name": name, "metadata": {"team": "bench"}} for kind, name in names]})
-        provisioning.save_specification(specification)
-        provisioning.update_environment(provisioning.environment(TENANT, ENVIRONMENT), {
-            "AppliedDigest": specification.digest(), "AppliedRunId": f"bench-{size}",
-            "EnvironmentClass": "non-production"})
+        specification = applied(ENVIRONMENT, names, f"bench-{size}")
         first, opened = median_time(lambda: scanner.scan(TENANT, ENVIRONMENT), 1)
         scan, outcome = median_time(lambda: scanner.scan(TENANT, ENVIRONMENT), 3)
         read, state = median_time(lambda: read_target_state(target), 3)
@@ -176,10 +205,14 @@ def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
         rows.append({"size": size, "created": creating, "first": first, "scan": scan, "read": read,
                      "compare": compare_time, "open": outcome.open_findings, "resources": len(state.resources),
                      "opened_first": len(opened.opened), "proposal": bool(outcome.proposal_id)})
+    if "beside" in shared:
+        rows.append({"shared": True, **shared})
     return rows
 
 
 def report(rows: list[dict[str, Any]]) -> None:
+    shared = next((row for row in rows if row.get("shared")), None)
+    rows = [row for row in rows if not row.get("shared")]
     print("drift scan of one embedded-runner environment, all against a real Azurite (2 cores here)")
     print(f"{'resources':>9} {'read ms':>9} {'compare ms':>11} {'scan ms':>9} {'scan µs/res':>12} "
           f"{'compare share':>14} {'read share':>11} {'rest share':>11} {'open findings':>14} {'observed':>9}")
@@ -188,6 +221,20 @@ def report(rows: list[dict[str, Any]]) -> None:
         print(f"{row['size']:>9} {row['read'] * 1e3:>9.0f} {row['compare'] * 1e3:>11.1f} {row['scan'] * 1e3:>9.0f} "
               f"{per:>12.1f} {row['compare'] / row['scan']:>14.1%} {row['read'] / row['scan']:>11.1%} "
               f"{1 - (row['compare'] + row['read']) / row['scan']:>11.1%} {row['open']:>14} {row['resources']:>9}")
+    values: dict[str, float] = {}
+    if shared:
+        values["drift_shared_account_ratio"] = shared["beside"] / shared["alone"]
+        print(f"a {SMALL_SIZE}-resource environment: scan alone {shared['alone'] * 1e3:.0f} ms, beside "
+              f"{NEIGHBOURS} other resources {shared['beside'] * 1e3:.0f} ms "
+              f"({values['drift_shared_account_ratio']:.1f}x)")
+    by_size = {row["size"]: row for row in rows}
+    if 1000 in by_size and 10000 in by_size:
+        values["drift_growth_10x"] = by_size[10000]["scan"] / by_size[1000]["scan"]
+        values["drift_compare_growth_10x"] = by_size[10000]["compare"] / by_size[1000]["compare"]
+    if values:
+        record("drift", values, {"scan_ms": {str(r["size"]): round(r["scan"] * 1e3) for r in rows},
+                                 "compare_ms": {str(r["size"]): round(r["compare"] * 1e3, 1) for r in rows},
+                                 "read_ms": {str(r["size"]): round(r["read"] * 1e3) for r in rows}})
     if len(rows) >= 2:
         small, large = rows[0], rows[-1]
         factor = large["size"] / small["size"]

@@ -27,6 +27,8 @@ sys.path.insert(0, str(REPO))
 
 from azure.storage.queue import QueueClient  # noqa: E402 - after the sys.path line above (run as a script)
 
+from bench._results import record  # noqa: E402 - after the sys.path line above (run as a script)
+
 from tests.support.azurite import Azurite  # noqa: E402 - after the sys.path line above (run as a script)
 from tests.support.host import HostProcess  # noqa: E402 - after the sys.path line above (run as a script)
 
@@ -126,6 +128,10 @@ def report(azurite: Azurite, host: HostProcess, activities: int, instances: int,
     print(f"{instances} one-activity orchestrations in parallel: {statistics.median(rates):.1f} instances/s "
           f"(rounds: {', '.join(f'{r:.1f}' for r in rates)}) = "
           f"{1 / statistics.median(rates) / baseline:.1f} queue round trips per instance")
+    record("durable_overhead", {"durable_activity_ratio": per_activity / baseline,
+                                "durable_instance_round_trips": 1 / statistics.median(rates) / baseline},
+           {"queue_round_trip_ms": round(baseline * 1000, 2), "per_activity_ms": round(per_activity * 1000, 1),
+            "instances_per_s": round(statistics.median(rates), 1)})
 
 
 if __name__ == "__main__":

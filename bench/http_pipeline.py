@@ -6,6 +6,12 @@ Measured in one run, on one machine:
   local host (routing, JWT validation, scope check, JSON answer), which touches
   no storage, so the difference is the host and the auth pipeline.
 
+And the health endpoint under load: ``GET /runtime-cloud/health`` (which
+probes the store, the targets, the runner and the inboxes) called once at a
+time, then by 200 clients at once; ``health_p95_ratio_200`` is the p95 of the
+200 concurrent calls ÷ the p95 of single calls (recorded in
+``.data/bench/latest.json``).
+
 Printed as ratios to the baseline; absolute numbers are for context only.
 Run: ``.venv/bin/python bench/http_pipeline.py [requests]``.
 """
@@ -15,7 +21,9 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
@@ -24,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from azure.data.tables import TableServiceClient
 
+from bench._results import record
 from devhost.azurite import Azurite
 from devhost.tokens import mint_token
 from tests.conftest import REPO, app_settings
@@ -45,11 +54,42 @@ def summary(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[int(len(ordered) * 0.95) - 1]
 
 
+HEALTH_CLIENTS = 200
+
+
+def p95_of(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+
+
+def health(url: str, token: str, session: requests.Session | None = None) -> None:
+    answer = (session or requests).get(url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    if answer.status_code not in (200, 503):
+        raise RuntimeError(f"health answered {answer.status_code}: {answer.text[:200]}")
+
+
+def burst(url: str, token: str, clients: int) -> list[float]:
+    """``clients`` health calls released at the same instant; each one's own latency."""
+    gate = threading.Barrier(clients)
+    sessions = [requests.Session() for _ in range(clients)]
+
+    def one(session: requests.Session) -> float:
+        gate.wait()
+        started = time.perf_counter()
+        health(url, token, session)
+        return time.perf_counter() - started
+
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        return list(pool.map(one, sessions))
+
+
 def main(count: int) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         azurite = Azurite(root / "azurite").start()
-        host = HostProcess(REPO, app_settings(azurite, root / "auth"), root / "host.log").start()
+        settings = app_settings(azurite, root / "auth")
+        settings.pop("RuntimeCloud__Health__CacheSeconds", None)  # the product's default, not the tests' 0
+        host = HostProcess(REPO, settings, root / "host.log").start()
         try:
             tables = TableServiceClient.from_connection_string(azurite.connection_string())
             token = mint_token(root / "auth", tenant="bench", scopes=["factory.meta.read"])
@@ -62,6 +102,10 @@ def main(count: int) -> None:
 
             baseline = timed(tables.get_service_properties, count)
             measured = timed(pipeline, count)
+            health_token = mint_token(root / "auth", tenant="bench", scopes=["factory.health.read"])
+            health_one = timed(lambda: health(host.url("runtime-cloud/health"), health_token, session), 40)
+            health_burst = [p95_of(burst(host.url("runtime-cloud/health"), health_token, HEALTH_CLIENTS))
+                            for _ in range(3)]
         finally:
             host.stop()
             azurite.stop()
@@ -71,6 +115,14 @@ def main(count: int) -> None:
     print(f"baseline  raw Azurite round trip  p50 {base_p50 * 1000:7.2f} ms  p95 {base_p95 * 1000:7.2f} ms  (1.00x)")
     print(f"pipeline  GET meta/targets        p50 {p50 * 1000:7.2f} ms  p95 {p95 * 1000:7.2f} ms  "
           f"({p50 / base_p50:.2f}x p50, {p95 / base_p95:.2f}x p95)")
+    one_p95, burst_p95 = p95_of(health_one), statistics.median(health_burst)
+    print(f"health    GET health, one at a time  p50 {statistics.median(health_one) * 1000:7.2f} ms  "
+          f"p95 {one_p95 * 1000:7.2f} ms")
+    print(f"health    {HEALTH_CLIENTS} at once (median of {len(health_burst)} bursts)  p95 {burst_p95 * 1000:7.2f} ms  "
+          f"({burst_p95 / one_p95:.1f}x the p95 of one)")
+    record("http_pipeline", {"pipeline_p95_ratio": p95 / base_p95,
+                             f"health_p95_ratio_{HEALTH_CLIENTS}": burst_p95 / one_p95},
+           {"health_one_p95_ms": round(one_p95 * 1000, 1), "health_burst_p95_ms": round(burst_p95 * 1000, 1)})
 
 
 if __name__ == "__main__":

@@ -10,7 +10,13 @@ Measured in one run, on one machine, against one Azurite:
 
 Prints runs per minute and the per-run duration as a ratio to the baseline
 (the host's overhead: queue polling, orchestration, table and blob writes,
-outbox). With more promotions than environments, waiting runs are superseded
+outbox).
+
+``provisioning_overhead_ratio`` (recorded in ``.data/bench/latest.json``):
+one 20-resource non-production promotion at a time, each to a new
+environment; (its time from ``queued`` to ``applied``, from the run's own
+timeline − the runner's plan + apply of the same 20 resources in process) ÷
+the runner's time. Medians of a few runs. With more promotions than environments, waiting runs are superseded
 by newer ones, as the product intends; they count as ended runs.
 
 Run: ``.venv/bin/python bench/provisioning.py [promotions] [environments]``.
@@ -33,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from azure.storage.queue import QueueClient
 
+from bench._results import record
 from devhost.azurite import Azurite
 from devhost.tokens import mint_token
 from shared.desired_state import EnvironmentSpecification
@@ -59,15 +66,44 @@ class MemoryJournal:
         pass
 
 
-def specification(environment: str, tag: str) -> dict:
+SINGLE_RESOURCES = 20  # resources of the runs that measure the overhead
+SINGLE_RUNS = 5
+
+
+def specification(environment: str, tag: str, size: int = 3) -> dict:
+    """``size`` resources: queues, blob containers and tables in turn."""
+    kinds = [lambda n: {"type": "queue", "name": f"q{n}-{tag}", "metadata": {"n": "1"}},
+             lambda n: {"type": "blob-container", "name": f"c{n}-{tag}", "metadata": {"n": "1"}},
+             lambda n: {"type": "table", "name": f"T{n}x{tag.replace('-', '')}"}]
     return {"tenant": "bench", "environment": environment, "environment_class": "non-production",
-            "target": "local-storage", "runner": "embedded", "resources": [
-                {"type": "queue", "name": f"q-{tag}", "metadata": {"n": "1"}},
-                {"type": "blob-container", "name": f"c-{tag}", "metadata": {"n": "1"}},
-                {"type": "table", "name": f"T{tag.replace('-', '')}"}]}
+            "target": "local-storage", "runner": "embedded",
+            "resources": [kinds[n % 3](n) for n in range(size)]}
 
 
-def runner_baseline(settings: dict, samples: int) -> float:
+def single_runs(host: HostProcess, queue: QueueClient, token: str, runs: int, size: int) -> list[float]:
+    """One promotion at a time, each to a new environment: seconds from queued to applied (its timeline)."""
+    durations = []
+    for index in range(runs):
+        environment = f"single-{index}-{uuid.uuid4().hex[:6]}"
+        message = {"promotion_id": f"s-{index}-{uuid.uuid4().hex[:6]}", "tenant": "bench",
+                   "environment": environment, "requested_by": "bench",
+                   "specification": specification(environment, uuid.uuid4().hex[:10], size)}
+        queue.send_message(base64.b64encode(json.dumps(message).encode()).decode())
+
+        def ended(environment: str = environment) -> dict | None:
+            runs = host.request("GET", "runtime-cloud/runs", token=token).json()["runs"]
+            mine = [r for r in runs if r["environment"] == environment and r["state"] in FINAL]
+            return mine[0] if mine else None
+
+        run = wait_until(ended, timeout=120, interval=0.25, message=f"the run of {environment} to end")
+        if run["state"] != "applied":
+            raise RuntimeError(f"single run of {environment} ended {run['state']}")
+        durations.append((datetime.fromisoformat(run["timeline"][-1]["at"])
+                          - datetime.fromisoformat(run["created_at"])).total_seconds())
+    return durations
+
+
+def runner_baseline(settings: dict, samples: int, size: int = 3) -> float:
     import os
 
     os.environ.update(settings)
@@ -75,7 +111,7 @@ def runner_baseline(settings: dict, samples: int) -> float:
     runner = EmbeddedRunner()
     durations = []
     for index in range(samples):
-        spec = EnvironmentSpecification.model_validate(specification(f"base-{index}", uuid.uuid4().hex[:10]))
+        spec = EnvironmentSpecification.model_validate(specification(f"base-{index}", uuid.uuid4().hex[:10], size))
         started = time.perf_counter()
         plan = runner.plan(spec, target)
         runner.apply(spec, target, plan, MemoryJournal(), {})
@@ -93,6 +129,8 @@ def main(promotions: int, environments: int) -> None:
             baseline = runner_baseline(settings, samples=5)
             token = mint_token(root / "auth", tenant="bench", scopes=["factory.runtime.read"])
             queue = QueueClient.from_connection_string(azurite.connection_string(), "promotions")
+            single_baseline = runner_baseline(settings, samples=SINGLE_RUNS, size=SINGLE_RESOURCES)
+            singles = single_runs(host, queue, token, SINGLE_RUNS, SINGLE_RESOURCES)
             names = [f"env-{n}-{uuid.uuid4().hex[:6]}" for n in range(environments)]
             started = time.perf_counter()
             for index in range(promotions):
@@ -128,6 +166,14 @@ def main(promotions: int, environments: int) -> None:
     print("time in each state (median): " + ", ".join(
         f"{state} {statistics.median(values) * 1000:.0f} ms" for state, values in phases.items()))
     print(f"throughput {len(runs) / wall * 60:.1f} runs/minute ended ({wall:.1f} s wall for all)")
+    single = statistics.median(singles)
+    overhead = (single - single_baseline) / single_baseline
+    print(f"one {SINGLE_RESOURCES}-resource run at a time: runner plan+apply {single_baseline * 1000:.0f} ms, "
+          f"queued -> applied {single * 1000:.0f} ms (runs: {', '.join(f'{d:.2f}' for d in singles)} s); "
+          f"overhead (end to end - runner) / runner = {overhead:.2f}")
+    record("provisioning", {"provisioning_overhead_ratio": overhead, "provisioning_run_ratio": per_run / baseline,
+                            "provisioning_runs_per_minute": len(runs) / wall * 60},
+           {"single_run_ms": round(single * 1000), "single_runner_ms": round(single_baseline * 1000)})
 
 
 if __name__ == "__main__":

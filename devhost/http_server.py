@@ -29,6 +29,7 @@ from devhost.catalog import FunctionCatalog, FunctionInfo
 from devhost.host_keys import HostKeys, presented_key
 from devhost.invoker import Invoker
 from devhost.routes import Route, compile_route, order_routes
+from devhost.tracing import carrier_of
 
 log = logging.getLogger("devhost.http")
 
@@ -190,7 +191,9 @@ class HttpFrontDoor:
             body=body,
         )
         try:
-            return to_web_response(await self._invoker.invoke(function, http_request))
+            return to_web_response(await self._invoker.invoke(
+                function, http_request, trace_parent=carrier_of(request.headers),
+                attributes={"http.request.method": request.method, "url.path": request.path}))
         except Exception:
             log.exception("function %s failed", function.name)
             return problem(500, "Internal Server Error", f"function {function.name} failed; see the host log")

@@ -9,6 +9,7 @@ Async functions run on the host's event loop; sync ones in a thread pool
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import os
@@ -18,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from devhost.catalog import FunctionInfo
+from devhost.tracing import TRIGGERS, host_span
 
 # binding type (lower case) -> value for an input binding of that type
 BindingProvider = Callable[[dict[str, Any], FunctionInfo], Any]
@@ -57,7 +59,21 @@ class Invoker:
                 raise UnsupportedBinding(
                     f"{function.name}: the local host does not support '{binding['type']}' bindings")
 
-    async def invoke(self, function: FunctionInfo, trigger_value: Any) -> Any:
+    async def invoke(self, function: FunctionInfo, trigger_value: Any, *, trace_parent: dict[str, str] | None = None,
+                     span_name: str | None = None, attributes: dict[str, Any] | None = None) -> Any:
+        """Call the function inside the host's invocation span (a child of ``trace_parent``, a W3C carrier)."""
+        trigger = TRIGGERS.get(function.trigger["type"].lower(), "other")
+        name = span_name or (f"{trigger_value.method} /{function.trigger.get('route') or function.name}"
+                             if trigger == "http" else function.name)
+        with host_span(name, trigger=trigger, parent=trace_parent,
+                       attributes={"faas.name": function.name, **(attributes or {})}) as span:
+            result = await self._call(function, trigger_value)
+            status = getattr(result, "status_code", None)
+            if trigger == "http" and isinstance(status, int):
+                span.set_attribute("http.response.status_code", status)
+            return result
+
+    async def _call(self, function: FunctionInfo, trigger_value: Any) -> Any:
         kwargs = {function.trigger["name"]: trigger_value}
         for binding in function.bindings:
             kind = binding["type"].lower()
@@ -70,7 +86,9 @@ class Invoker:
         if inspect.iscoroutinefunction(user_function):
             return await user_function(**kwargs)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(user_function, **kwargs))
+        # The worker's thread runs in the invocation's context (its span is the parent of the function's spans).
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(self._executor, functools.partial(context.run, user_function, **kwargs))
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -102,7 +102,9 @@ class QueueListener:
         lease = _Lease(queue, message)
         renewer = asyncio.create_task(lease.keep_invisible())
         try:
-            await self._invoker.invoke(self.function, self._binding_value(message, body))
+            await self._invoker.invoke(self.function, self._binding_value(message, body), attributes={
+                "messaging.system": "azure_queue", "messaging.destination.name": self.queue_name,
+                "messaging.message.id": message.id or "", "messaging.operation.type": "process"})
         except Exception:
             log.exception("%s failed on message %s (dequeue count %s)",
                           self.function.name, message.id, message.dequeue_count)

@@ -31,6 +31,7 @@ from shared.capacity.errors import (
     QuotaExceeded,
 )
 from shared.capacity.keys import utcnow
+from shared.capacity.measures import measured_acquire
 from shared.capacity.models import (
     EDITION_NAME,
     LEASE_ID,
@@ -216,8 +217,9 @@ def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
           response_headers={201: ("Location", "Idempotent-Replayed")}, problems=(404, 409, 429, 503))
 def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
     request = parse_model(req, AcquireRequest)
-    with capacity_problems():
+    with capacity_problems(), measured_acquire(caller.tenant, request.kind.value) as granted:
         lease, replayed = wiring.leases().acquire(caller.tenant, request)
+        granted(lease.pool, lease.lease_id)
     headers = {"Location": f"/runtime-cloud/leases/{lease.lease_id}"}
     if replayed:
         headers["Idempotent-Replayed"] = "true"

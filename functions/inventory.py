@@ -53,6 +53,7 @@ from shared.logs import app_logger, ids
 from shared.provisioning.rejections import record_rejection
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
+from shared.telemetry import message_span
 from shared.timer_schedules import timer_schedule
 from shared.wiring import inventory as wiring
 
@@ -229,12 +230,13 @@ def inventory_purge(timer: func.TimerRequest) -> None:
 def inventory_inbox(message: func.QueueMessage) -> None:
     """Provisioning's events; one that cannot be read is kept with the reason, never retried in vain."""
     body = message.get_body().decode("utf-8", errors="replace")
-    try:
-        event = safe_json.loads(body)
-        if not isinstance(event, dict):
-            raise NotAnEvent("not a JSON object")
-        outcome = handle_event(wiring.store(), event)
-    except (safe_json.MalformedJson, NotAnEvent) as error:
-        record_rejection(shared_host_storage(), "inventory-inbox", message.id, body, f"not an event: {error}")
-        return
-    log.info("inventory inbox: event %s %s", event.get("id"), outcome)
+    with message_span("inventory event received", body):  # the event's traceparent: the run that emitted it
+        try:
+            event = safe_json.loads(body)
+            if not isinstance(event, dict):
+                raise NotAnEvent("not a JSON object")
+            outcome = handle_event(wiring.store(), event)
+        except (safe_json.MalformedJson, NotAnEvent) as error:
+            record_rejection(shared_host_storage(), "inventory-inbox", message.id, body, f"not an event: {error}")
+            return
+        log.info("inventory inbox: event %s %s", event.get("id"), outcome)

@@ -41,6 +41,7 @@ from shared.provisioning.service import SecretInSpecification
 from shared.provisioning.sources import Declaration
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
+from shared.telemetry import annotate, message_span
 from shared.timer_schedules import timer_schedule
 from shared.wiring import provisioning as wiring
 
@@ -64,6 +65,7 @@ async def declare_specification(req: func.HttpRequest, client: df.DurableOrchest
     specification, source = await to_thread(service.specification_from, caller.tenant, declaration)
     run, created = await to_thread(service.declare, specification, source, key, caller.principal,
                                    caller.client_id)
+    annotate(tenant=run.tenant, environment=run.environment, run=run.id)
     await start_and_wake(client, run, created=created)
     status_url = status_path(run.id)
     return JsonResult({"run_id": run.id, "state": run.state.value, "status_url": status_url,
@@ -90,6 +92,10 @@ class Promotion(BaseModel):
     tenant: str = Field(max_length=64, pattern=TENANT_PATTERN)
     environment: str = Field(pattern=NAME_PATTERN)
     requested_by: str = Field(min_length=1, max_length=256)
+    # W3C trace context of the work that sent the promotion: handling it continues that trace
+    # (a malformed one is ignored, never a reason to refuse the promotion).
+    traceparent: str | None = Field(default=None, max_length=128)
+    tracestate: str | None = Field(default=None, max_length=512)
 
 
 @bp.queue_trigger(arg_name="message", queue_name="promotions", connection="AzureWebJobsStorage")
@@ -97,9 +103,11 @@ class Promotion(BaseModel):
 async def promotion_received(message: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
     """A promotion from delivery. Bad messages are kept with the reason, never retried in vain."""
     body = message.get_body().decode("utf-8", errors="replace")
-    run = await to_thread(_declare_promotion, message.id, body)
-    if run is not None:
-        await start_and_wake(client, run[0], created=run[1])
+    with message_span("promotion received", body):
+        run = await to_thread(_declare_promotion, message.id, body)
+        if run is not None:
+            annotate(tenant=run[0].tenant, environment=run[0].environment, run=run[0].id)
+            await start_and_wake(client, run[0], created=run[1])
 
 
 def _declare_promotion(message_id: str | None, body: str) -> tuple[Run, bool] | None:
@@ -202,6 +210,9 @@ class ApprovalMessage(BaseModel):
     approver: str = Field(min_length=1, max_length=256, description="the person (oid, else sub)")
     approver_client: str | None = Field(default=None, max_length=256, description="the app they used")
     reason: str = Field(default="", max_length=2000)
+    traceparent: str | None = Field(default=None, max_length=128,
+                                    description="W3C trace context (a malformed one is ignored)")
+    tracestate: str | None = Field(default=None, max_length=512)
 
 
 @bp.queue_trigger(arg_name="message", queue_name="approvals", connection="AzureWebJobsStorage")
@@ -209,17 +220,23 @@ class ApprovalMessage(BaseModel):
 async def approval_received(message: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
     """Approvals from the control plane: the same rules as over HTTP; refusals are kept."""
     body = message.get_body().decode("utf-8", errors="replace")
+    with message_span("approval received", body):
+        await _approval(body, message.id, client)
+
+
+async def _approval(body: str, message_id: str | None, client: df.DurableOrchestrationClient) -> None:
     try:
         approval = ApprovalMessage.model_validate_json(body)
+        annotate(tenant=approval.tenant, run=approval.run_id)
         run = await to_thread(decide, wiring.store(), approval.tenant, approval.run_id, approval.approver,
                               "approved" if approval.decision == "approve" else "rejected",
                               approval.plan_digest, approval.reason, "queue", approval.approver_client)
     except ValidationError as error:
-        await to_thread(record_rejection, shared_host_storage(), "approvals", message.id, body, "not an approval",
+        await to_thread(record_rejection, shared_host_storage(), "approvals", message_id, body, "not an approval",
                         field_errors(error))
         return
     except (Conflict, PermissionDenied, NotFound) as error:
-        await to_thread(record_rejection, shared_host_storage(), "approvals", message.id, body, str(error))
+        await to_thread(record_rejection, shared_host_storage(), "approvals", message_id, body, str(error))
         return
     await notify_decision(client, run.id)
 

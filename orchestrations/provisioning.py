@@ -17,6 +17,7 @@ import azure.durable_functions as df
 from orchestrations.provisioning_client import APPROVAL_DECIDED, ENVIRONMENT_CHANGED, ORCHESTRATOR, wake
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
+from shared.telemetry import annotate
 from shared.wiring.provisioning import steps
 
 bp = df.Blueprint()
@@ -118,34 +119,41 @@ def _finish(context: df.DurableOrchestrationContext, run: dict[str, Any], outcom
     return {"outcome": outcome, "reason": reason, "detail": detail}
 
 
+def _ref(run: dict[str, Any]) -> RunRef:
+    """The run an activity works on, named on its span (the host's activity span)."""
+    ref = RunRef.of(run)
+    annotate(tenant=ref.tenant, environment=ref.environment, run=ref.run_id)
+    return ref
+
+
 @bp.activity_trigger(input_name="run", activity="provisioning_claim_environment")
 def provisioning_claim_environment(run: dict) -> str:
-    return steps().claim_environment(RunRef.of(run))
+    return steps().claim_environment(_ref(run))
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_plan")
 def provisioning_plan(run: dict) -> dict[str, Any]:
-    return steps().plan(RunRef.of(run))
+    return steps().plan(_ref(run))
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_await_approval")
 def provisioning_await_approval(run: dict) -> str:
-    return steps().await_approval(RunRef.of(run))
+    return steps().await_approval(_ref(run))
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_decision")
 def provisioning_decision(run: dict) -> str | None:
-    return steps().decision(RunRef.of(run))
+    return steps().decision(_ref(run))
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_apply")
 def provisioning_apply(run: dict) -> dict[str, Any]:
-    return steps().apply(RunRef.of(run))
+    return steps().apply(_ref(run))
 
 
 @bp.activity_trigger(input_name="request", activity="provisioning_finish")
 def provisioning_finish(request: dict) -> list[str]:
-    return steps().finish(RunRef.of(request), Outcome(request["outcome"]), request.get("reason"),
+    return steps().finish(_ref(request), Outcome(request["outcome"]), request.get("reason"),
                           request.get("detail", ""))
 
 

@@ -100,6 +100,8 @@ class ConfigPlatformSettings(Section):
 
 class HealthSettings(Section):
     probe_timeout_seconds: float = Field(default=3.0, gt=0, le=30, alias="ProbeTimeoutSeconds")
+    # Concurrent health calls share one round of probes; a finished round answers calls for this long.
+    cache_seconds: float = Field(default=1.0, ge=0, le=60, alias="CacheSeconds")
 
 
 class MessagingSection(Section):

@@ -69,6 +69,7 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         "RuntimeCloud__Auth__LocalSigningKeyDirectory": str(key_dir),
         "RuntimeCloud__ConfigPlatform__Url": "",
         "RuntimeCloud__Health__ProbeTimeoutSeconds": "2",
+        "RuntimeCloud__Health__CacheSeconds": "0",  # tests see a change at once (tests/test_health_single_flight.py)
         "RuntimeCloud__Provisioning__QueueRecheckSeconds": "2",
         "RuntimeCloud__Provisioning__GitAllowedSources": json.dumps([str(git_sources_root(key_dir))]),
         # Tests run the reconciler through the admin endpoint; on a timer it would reach

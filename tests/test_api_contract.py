@@ -115,6 +115,11 @@ def _small_app() -> func.FunctionApp:
     def list_widgets(req: func.HttpRequest) -> func.HttpResponse:
         raise NotImplementedError
 
+    @bp.route(route="widgets/search", methods=["GET"])
+    @endpoint(scopes=["w.read"], query=WidgetQuery, responses={200: Widget})
+    def search_widgets(req: func.HttpRequest) -> func.HttpResponse:
+        raise NotImplementedError
+
     @bp.route(route="undocumented", methods=["GET"])
     @endpoint(scopes=["w.read"])
     def undocumented(req: func.HttpRequest) -> func.HttpResponse:
@@ -142,5 +147,6 @@ def test_the_generator_documents_each_contract_and_leaves_out_a_route_without_on
     colour = next(p for p in listed["parameters"] if p["name"] == "colour")
     assert colour["schema"]["type"] == "string" and "anyOf" not in colour["schema"]  # null cannot be sent
     assert next(p for p in listed["parameters"] if p["name"] == "limit")["schema"]["maximum"] == 100
+    assert document["paths"]["/widgets/search"]["get"]["parameters"] == listed["parameters"]  # a shared query model
     assert document["components"]["schemas"]["Widget"]["additionalProperties"] is False
     schemathesis.openapi.from_dict(document).validate()

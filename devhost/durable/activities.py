@@ -109,8 +109,10 @@ class ActivityDispatcher:
         value = ActivityTriggerConverter.decode(meta.Datum(type="json", value=item.input or "null"),
                                                 trigger_metadata=None)
         try:
-            returned = await asyncio.wait_for(self._invoker.invoke(function, value),
-                                              timeout=self._settings.function_timeout)
+            invocation = self._invoker.invoke(function, value, trace_parent=item.trace, span_name=f"activity:{item.name}",
+                                              attributes={"durable.instance_id": item.instance_id,
+                                                          "durable.task_id": item.task_id})
+            returned = await asyncio.wait_for(invocation, timeout=self._settings.function_timeout)
         except TimeoutError:
             raise ActivityFailure("FunctionTimeoutException",
                                   f"timed out after {self._settings.function_timeout:g} s (functionTimeout)") from None

@@ -263,6 +263,16 @@ def child_execution_id(parent_execution_id: str, event_id: int) -> str:
     return uuid.uuid5(uuid.NAMESPACE_URL, f"durable-child:{parent_execution_id}:{event_id}").hex
 
 
+def start_trace(records: list[Record]) -> dict[str, str]:
+    """The W3C carrier the execution was started in (``ParentTraceContext`` of ``ExecutionStarted``), or ``{}``."""
+    for record in records:
+        if record.type == EventType.EXECUTION_STARTED:
+            context = record.event.get("ParentTraceContext") or {}
+            carrier = {"traceparent": context.get("TraceParent"), "tracestate": context.get("TraceState")}
+            return {key: str(value) for key, value in carrier.items() if value}
+    return {}
+
+
 def start_input(records: list[Record]) -> tuple[str | None, str | None]:
     """The execution's input and parent instance id, from its ``ExecutionStarted`` event."""
     for record in records:

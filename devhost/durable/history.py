@@ -119,11 +119,18 @@ def orchestrator_completed(at: datetime) -> dict[str, Any]:
 
 
 def execution_started(at: datetime, instance_id: str, execution_id: str, name: str, input_json: str | None,
-                      parent: dict[str, Any] | None = None) -> dict[str, Any]:
+                      parent: dict[str, Any] | None = None,
+                      trace_context: dict[str, str] | None = None) -> dict[str, Any]:
+    """``trace_context``: the W3C context the instance was started in (``traceparent``, ``tracestate``),
+    kept as the Durable Task Framework keeps it (``ParentTraceContext``) for distributed tracing."""
+    extra: dict[str, Any] = {}
+    if trace_context and trace_context.get("traceparent"):
+        extra["ParentTraceContext"] = {"TraceParent": trace_context["traceparent"],
+                                       "TraceState": trace_context.get("tracestate")}
     return _event(EventType.EXECUTION_STARTED, at,
                   OrchestrationInstance={"InstanceId": instance_id, "ExecutionId": execution_id},
                   ParentInstance=parent, Name=name, Version="", Input=input_json, Tags=None,
-                  ScheduledStartTime=None, Generation=0)
+                  ScheduledStartTime=None, Generation=0, **extra)
 
 
 def task_scheduled(at: datetime, event_id: int, name: str, input_json: str | None) -> dict[str, Any]:

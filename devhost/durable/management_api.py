@@ -38,6 +38,7 @@ from devhost.durable.status import status_document
 from devhost.durable.task_hub import TaskHub
 from devhost.http_server import problem
 from devhost.routes import compile_route
+from devhost.tracing import carrier_of
 
 log = logging.getLogger("devhost.durable")
 
@@ -90,7 +91,8 @@ class ManagementApi:
         except ValueError as error:
             return problem(400, "Bad Request", f"the orchestration input must be JSON: {error}")
         try:
-            await self._starter.start(params["functionName"], instance_id, input_json)
+            await self._starter.start(params["functionName"], instance_id, input_json,
+                                      trace_context=carrier_of(request.headers))
         except UnknownOrchestrator as error:
             # the SDK's start_new raises Exception(ExceptionMessage) on a 400: the user reads this message
             return extension_error(400, str(error))

@@ -41,7 +41,7 @@ from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient
 
 from devhost.durable import history as h
-from devhost.durable.episode import Execution, Outcome, Runner, play, terminate
+from devhost.durable.episode import Execution, Outcome, Runner, play, start_trace, terminate
 from devhost.durable.functions import DurableFunctions
 from devhost.durable.history import EventType, Record
 from devhost.durable.instances import InstanceState, ParentRef, RuntimeStatus
@@ -51,6 +51,7 @@ from devhost.durable.queues import ControlMessage, HeldMessage, TaskHubQueues
 from devhost.durable.settings import DurableSettings
 from devhost.durable.store import InstanceConflict, InstanceStore
 from devhost.durable.triage import Triage, spent, task_of, triage
+from devhost.tracing import host_span
 
 log = logging.getLogger("devhost.durable")
 
@@ -206,22 +207,28 @@ class OrchestrationDispatcher:
         while True:
             at = h.now()
             execution = Execution(state.instance_id, state.execution_id, state.name)
-            if terminate_reason is not None:
-                outcome = terminate(records, incoming, terminate_reason, at)
-            else:
-                outcome = await play(execution, records, incoming, suspended, self._runner(state), at)
-            if len(outcome.records) == len(records) and outcome.status == state.status.value:
+            # The episode's span, under the context the instance was started in: the orchestrator's code
+            # makes none (it replays), the engine does, and the work items it sends carry this one.
+            started_in = start_trace(records + incoming)
+            with host_span(f"orchestration:{state.name}", trigger="other", parent=started_in,
+                           attributes={"faas.name": state.name, "durable.instance_id": state.instance_id}):
+                if terminate_reason is not None:
+                    outcome = terminate(records, incoming, terminate_reason, at)
+                else:
+                    outcome = await play(execution, records, incoming, suspended, self._runner(state), at)
+                if len(outcome.records) == len(records) and outcome.status == state.status.value:
+                    return
+                if outcome.status == RuntimeStatus.CONTINUED_AS_NEW.value:
+                    # What this episode received and the old execution did not use is dropped with it (the
+                    # Python SDK cannot carry events over); the new execution starts with its input only,
+                    # in the trace the first one began in.
+                    state, records = await self._continue_as_new(state, outcome, consumed, started_in)
+                    incoming, terminate_reason, suspended = [], None, False
+                    await asyncio.sleep(0)
+                    continue
+                state, records = await self._commit(state, len(records), outcome)
+                self._log_outcome(state)
                 return
-            if outcome.status == RuntimeStatus.CONTINUED_AS_NEW.value:
-                # What this episode received and the old execution did not use is dropped with it (the
-                # Python SDK cannot carry events over); the new execution starts with its input only.
-                state, records = await self._continue_as_new(state, outcome, consumed)
-                incoming, terminate_reason, suspended = [], None, False
-                await asyncio.sleep(0)
-                continue
-            state, records = await self._commit(state, len(records), outcome)
-            self._log_outcome(state)
-            return
 
     def _begin(self, state: InstanceState | None, start: ControlMessage) -> InstanceState:
         event = start.event
@@ -277,8 +284,8 @@ class OrchestrationDispatcher:
         updated.created, updated.etag = current.created, current.etag
         return await self._store.replace(updated)
 
-    async def _continue_as_new(self, state: InstanceState, outcome: Outcome,
-                               consumed: tuple[str, ...]) -> tuple[InstanceState, list[Record]]:
+    async def _continue_as_new(self, state: InstanceState, outcome: Outcome, consumed: tuple[str, ...],
+                               trace_context: dict[str, str] | None = None) -> tuple[InstanceState, list[Record]]:
         """Start the next execution with the new input; the old execution's history goes once it is committed.
 
         The episode that asked for it needs no commit of its own: had the host died before this, the
@@ -290,7 +297,8 @@ class OrchestrationDispatcher:
         parent = state.parent.to_event() if state.parent else None
         records = [Record(h.orchestrator_started(at)),
                    Record(h.execution_started(at, state.instance_id, execution_id, state.name,
-                                              outcome.continue_input, parent), consumed=consumed)]
+                                              outcome.continue_input, parent, trace_context=trace_context),
+                          consumed=consumed)]
         await self._store.write_history(state.instance_id, execution_id, 0, records)
         fresh = state.copy(execution_id=execution_id, status=RuntimeStatus.RUNNING, input=outcome.continue_input,
                            output=None, failure=None, custom_status=outcome.custom_status, updated=at,

@@ -20,6 +20,7 @@ from devhost.durable.episode import child_execution_id
 from devhost.durable.history import EventType, Record
 from devhost.durable.instances import InstanceState, ParentRef, RuntimeStatus
 from devhost.durable.queues import ControlMessage, TaskHubQueues, WorkItem
+from devhost.tracing import current_carrier
 
 
 class Outbox:
@@ -35,7 +36,7 @@ class Outbox:
             if record.type == EventType.TASK_SCHEDULED:
                 sends.append(self._queues.send_work_item(WorkItem(
                     state.instance_id, state.execution_id, record.event_id, str(record.event["Name"]),
-                    record.event.get("Input"))))
+                    record.event.get("Input"), current_carrier())))
             elif record.type == EventType.TIMER_CREATED:
                 sends.append(self._timer(state, record))
             elif record.type == EventType.SUB_ORCHESTRATION_INSTANCE_CREATED:
@@ -62,7 +63,7 @@ class Outbox:
         execution_id = child_execution_id(state.execution_id, record.event_id)
         parent = ParentRef(state.instance_id, state.execution_id, record.event_id, state.name)
         event = h.execution_started(h.now(), child_id, execution_id, str(record.event["Name"]),
-                                    record.event.get("Input"), parent.to_event())
+                                    record.event.get("Input"), parent.to_event(), trace_context=current_carrier())
         await self._queues.send_control(ControlMessage(child_id, execution_id, event))
 
     async def _notify_parent(self, state: InstanceState, parent: ParentRef) -> None:

@@ -64,15 +64,18 @@ class WorkItem:
     task_id: int
     name: str
     input: str | None
+    trace: dict[str, str] = field(default_factory=dict)  # W3C carrier of the episode that scheduled it
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "activity", "instance": self.instance_id, "execution": self.execution_id,
-                "task": self.task_id, "name": self.name, "input": self.input}
+        document = {"kind": "activity", "instance": self.instance_id, "execution": self.execution_id,
+                    "task": self.task_id, "name": self.name, "input": self.input}
+        return document | ({"trace": self.trace} if self.trace else {})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WorkItem:
+        trace = data.get("trace") if isinstance(data.get("trace"), dict) else {}
         return cls(str(data["instance"]), str(data["execution"]), int(data["task"]), str(data["name"]),
-                   data.get("input"))
+                   data.get("input"), {str(k): str(v) for k, v in trace.items()})
 
 
 class TaskHubQueues:

@@ -57,8 +57,10 @@ class Starter:
         self._hub = hub
         self._functions = functions
 
-    async def start(self, name: str, instance_id: str, input_json: str | None) -> None:
-        """Start ``name`` as ``instance_id`` with ``input_json`` (JSON text or ``None``)."""
+    async def start(self, name: str, instance_id: str, input_json: str | None,
+                    trace_context: dict[str, str] | None = None) -> None:
+        """Start ``name`` as ``instance_id`` with ``input_json`` (JSON text or ``None``), in the W3C
+        ``trace_context`` of the caller (its orchestration and activity spans join that trace)."""
         function = self._functions.orchestrator(name)
         if function is None:
             raise UnknownOrchestrator(name, self._functions.orchestrator_names())
@@ -71,7 +73,8 @@ class Starter:
             log.info("instance %s is %s; a new start replaces it (overridableExistingInstanceStates: AnyState)",
                      instance_id, existing.status.value)
         execution_id = uuid.uuid4().hex
-        event = h.execution_started(h.now(), instance_id, execution_id, function.name, input_json)
+        event = h.execution_started(h.now(), instance_id, execution_id, function.name, input_json,
+                                    trace_context=trace_context)
         await self._hub.queues.send_control(ControlMessage(instance_id, execution_id, event))
         await self._mark_pending(InstanceState(instance_id, function.name, execution_id, input=input_json), existing)
 

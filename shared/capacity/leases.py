@@ -93,8 +93,8 @@ class LeaseService:
             self._deny(pools[0], tenant, request, "kind-not-in-edition", str(refusal))
             raise refusal
         lease_id = request.lease_id or uuid.uuid4().hex
-        tokens = quota.read_tokens(self.store, tenant, request.kind, utcnow())
-        if request.lease_id and tokens.held_by(request.lease_id):
+        tokens: quota.TenantTokens | None = quota.read_tokens(self.store, tenant, request.kind, utcnow())
+        if request.lease_id and tokens is not None and tokens.held_by(request.lease_id):
             joined = self._join_in_flight(tenant, request, pools, tokens)
             if joined is not None:
                 return joined, True
@@ -216,9 +216,10 @@ class LeaseService:
         """Grant a random free slot of the first pool that has one."""
         attempts = 0
         open_pools = [p for p in pools if not p.draining and p.size > 0] or pools
+        saw_free, seen = False, list[SlotRow]()  # of the last pass, which the refusal describes
         for _ in range(4):  # passes over the shards; another pass only after lost races
             lost_race = saw_free = False
-            seen: list[SlotRow] = []
+            seen = []
             for pool in open_pools:
                 for shard in slots.shuffled(pool.shards(upto=pool.size)):
                     rows = slots.read_shard(self.store, pool.id, shard)

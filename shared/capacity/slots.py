@@ -44,7 +44,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from azure.core import MatchConditions
 from azure.data.tables import UpdateMode
@@ -65,6 +65,8 @@ from shared.errors import AlreadyExists, ConcurrencyConflict
 from shared.events.cloudevents import CloudEvent, NewEvent
 from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
 from shared.storage.optimistic import on_conflict
+
+T = TypeVar("T")
 
 Operation = tuple[Any, ...]
 
@@ -245,7 +247,7 @@ def end(store: CapacityStore, row: SlotRow, now: datetime, reason: str = "") -> 
     return commit_and_dispatch(store.slots_outbox, row.partition, operations, [event])
 
 
-def shuffled(items: Iterable[Any]) -> list[Any]:
+def shuffled(items: Iterable[T]) -> list[T]:
     chosen = list(items)
     random.shuffle(chosen)
     return chosen

@@ -3,7 +3,9 @@
 Extensions: ``tenant`` (the row filter of the event's subject) and
 ``sequence`` (a number per stream, e.g. per environment or per pool, that
 increases by one with every event, so consumers can see gaps and order).
-Consumers dedupe by ``id``: dispatch is at-least-once.
+Consumers dedupe by ``id``: dispatch is at-least-once. The Distributed Tracing
+extension's ``traceparent`` (and ``tracestate``, when there is one) name the
+trace of the work that emitted the event, so its delivery can join that trace.
 """
 
 from __future__ import annotations
@@ -37,9 +39,13 @@ class CloudEvent:
     stream: str
     sequence: int
     data: dict[str, Any]
+    traceparent: str | None = None
+    tracestate: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        tracing = {name: value for name, value in (("traceparent", self.traceparent),
+                                                    ("tracestate", self.tracestate)) if value}
+        return tracing | {
             "specversion": SPEC_VERSION,
             "id": self.id,
             "source": self.source,

@@ -56,6 +56,7 @@ from shared.logs import app_logger
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import read_row, submit_batch
 from shared.storage.resources import OUTBOX_SUBSCRIBERS
+from shared.telemetry import current_trace_context
 
 log = app_logger("outbox")
 
@@ -179,8 +180,10 @@ class Outbox:
         )
 
     def _envelope(self, stream: str, event: NewEvent, sequence: int, now: str) -> CloudEvent:
+        tracing = current_trace_context()  # the Distributed Tracing extension: the trace that emitted it
         return CloudEvent(id=str(uuid.uuid4()), source=self._source, type=event.type, subject=event.subject,
-                          time=now, tenant=event.tenant, stream=stream, sequence=sequence, data=event.data)
+                          time=now, tenant=event.tenant, stream=stream, sequence=sequence, data=event.data,
+                          traceparent=tracing.get("traceparent"), tracestate=tracing.get("tracestate"))
 
     @staticmethod
     def _outbox_entity(stream: str, event: CloudEvent) -> dict[str, Any]:

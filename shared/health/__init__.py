@@ -10,10 +10,11 @@ target fails fast per run, a Config Platform that does not answer degrades).
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -161,7 +162,51 @@ def _probe_clients(timeout: float) -> StorageClients:
     return host_storage(**fail_fast_options(timeout))
 
 
+class _Round:
+    """One round of probes that concurrent health calls share (see :func:`check_health`)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.future: Future[HealthReport] = Future()
+        self.finished_at: float | None = None
+
+    def serves(self, settings: Settings, now: float, cache_seconds: float) -> bool:
+        return self.settings is settings and (self.finished_at is None or now - self.finished_at <= cache_seconds)
+
+
+_rounds_lock = threading.Lock()
+_round: _Round | None = None  # the latest round (the settings object is made once per process)
+
+
 def check_health(settings: Settings) -> HealthReport:
+    """Every dependency's status, probed once for all calls that arrive together.
+
+    A call that arrives while a round of probes is running waits for that
+    round (single flight), and a finished round answers further calls for
+    ``CacheSeconds`` (1 s by default): 200 callers at once cost one round of
+    store probes, not 200, and the answer is never older than the setting plus
+    one round (``checked_at`` says when it ran). With ``0`` only calls that
+    overlap a running round share it.
+    """
+    global _round
+    cache_seconds = settings.runtime_cloud.health.cache_seconds
+    with _rounds_lock:
+        current = _round
+        leader = current is None or not current.serves(settings, time.monotonic(), cache_seconds)
+        if leader:
+            current = _round = _Round(settings)
+    assert current is not None
+    if leader:
+        try:
+            current.future.set_result(_probe_all(settings))
+            current.finished_at = time.monotonic()
+        except BaseException as error:  # the callers waiting on this round get the error; the next call probes
+            current.finished_at = float("-inf")
+            current.future.set_exception(error)
+    return replace(current.future.result())
+
+
+def _probe_all(settings: Settings) -> HealthReport:
     timeout = settings.runtime_cloud.health.probe_timeout_seconds
     clients = _probe_clients(timeout)
     checks: list[Callable[[], Check]] = [
@@ -206,3 +251,11 @@ def _report(settings: Settings, checks: list[Check], inbox: list[InboxLag]) -> H
         inbox_lag=inbox,
         checked_at=datetime.now(UTC).isoformat(),
     )
+
+
+def inbox_lags(settings: Settings) -> list[InboxLag]:
+    """The lag of every inbound queue of the enabled modules (the ``host.inbox_lag`` gauge reads it)."""
+    clients = _probe_clients(settings.runtime_cloud.health.probe_timeout_seconds)
+    return [_inbox_lag(clients, module, queue)
+            for module in settings.runtime_cloud.host.enabled_modules
+            for queue in KNOWN_MODULES[module].inbound_queues]

@@ -133,7 +133,7 @@ class SchemaRegistry:
     def __init__(self) -> None:
         self._wanted: list[tuple[type[BaseModel], JsonSchemaMode]] = [(ProblemDocument, "serialization")]
         self._placeholders: list[tuple[dict[str, Any], tuple[type[BaseModel], JsonSchemaMode]]] = []
-        self._query_properties: dict[type[BaseModel], dict[str, Any]] = {}
+        self._query_placeholders: list[tuple[type[BaseModel], str, dict[str, Any]]] = []
 
     def ref(self, shape: Any, mode: JsonSchemaMode) -> dict[str, Any]:
         if isinstance(shape, dict):  # a raw JSON schema (say, for the document itself)
@@ -153,7 +153,7 @@ class SchemaRegistry:
         parameters = []
         for name, info in model.model_fields.items():
             schema: dict[str, Any] = {}
-            self._query_properties.setdefault(model, {})[name] = schema
+            self._query_placeholders.append((model, info.alias or name, schema))
             parameters.append({"name": info.alias or name, "in": "query", "required": info.is_required(),
                                "description": info.description or "", "schema": schema})
         return parameters
@@ -163,11 +163,9 @@ class SchemaRegistry:
         components: dict[str, Any] = definitions.get("$defs", {})
         for placeholder, key in self._placeholders:
             placeholder.update(refs[key])
-        for model, wanted in self._query_properties.items():
-            name = refs[(model, "validation")]["$ref"].rsplit("/", 1)[-1]
-            properties = components[name].get("properties", {})
-            for field_name, schema in wanted.items():
-                schema.update(_without_null(properties[model.model_fields[field_name].alias or field_name]))
+        for model, parameter, schema in self._query_placeholders:
+            component = components[refs[(model, "validation")]["$ref"].rsplit("/", 1)[-1]]
+            schema.update(_without_null(component["properties"][parameter]))
         return dict(sorted(components.items()))
 
 

@@ -10,7 +10,10 @@
 
 Cost: one dictionary of the observation by key, then one lookup per expected
 resource and one per observed item, so a scan compares in time linear in the
-number of resources.
+number of resources. An unchanged resource (nearly all of them) costs one
+dictionary comparison and allocates nothing: at 10,000 resources the
+allocations of flattening every state were what made the comparison grow
+faster than the resources (Python's collector runs more often, over more objects).
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ def compare(expected: Iterable[ExpectedResource], observation: Observation) -> l
 
 def _differences(before: dict[str, Any] | None, after: dict[str, Any] | None,
                  compared: tuple[str, ...] | None) -> list[FieldDifference]:
+    if before is not None and before == after:
+        return []  # the common case, decided by one comparison in C: nothing flattened, nothing allocated
     changes = field_changes(before, after)
     if compared is not None:
         changes = [c for c in changes if any(c.path == f or c.path.startswith(f + ".") for f in compared)]

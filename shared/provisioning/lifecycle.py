@@ -46,6 +46,8 @@ from shared.provisioning.supersession import newer_run, supersede_awaiting_appro
 from shared.storage.clients import StorageClients
 from shared.storage.optimistic import on_conflict
 from shared.targets import ProvisioningTarget, find_target
+from shared import telemetry
+from shared.telemetry import names
 
 log = app_logger("provisioning")
 
@@ -315,6 +317,7 @@ class RunSteps:
         event = (events.provisioning_applied(final, self._publish_outputs(final)) if outcome is Outcome.APPLIED
                  else events.provisioning_failed(final, failure or FailureReason.APPLY_FAILED, detail))
         self._store.save_run(final, etag, [event], env_changes=env_changes or None, env=env)
+        _measure_ended(final, outcome, failure)
 
     def _publish_outputs(self, run: Run) -> OutputsReference:
         """The outputs go by reference: an environment's outputs outgrow any event (claim check)."""
@@ -345,3 +348,17 @@ def _outcome_of(run: Run) -> StepAnswer:
     if run.failure_reason:
         return _failed(run.failure_reason, run.failure_detail or "")
     return {"outcome": Outcome.APPLIED, "reason": None, "detail": ""}
+
+
+def _measure_ended(run: Run, outcome: Outcome, failure: FailureReason | None) -> None:
+    """Metrics of a run that ended: its outcome, why it failed, how long it spent in each state."""
+    telemetry.count(names.RUNS, outcome=outcome.value, environment_class=run.environment_class)
+    if outcome is Outcome.FAILED:
+        telemetry.count(names.RUNS_FAILED, reason=(failure or FailureReason.APPLY_FAILED).value,
+                        environment_class=run.environment_class)
+    for entry, following in zip(run.timeline, run.timeline[1:], strict=False):
+        try:
+            seconds = (datetime.fromisoformat(following.at) - datetime.fromisoformat(entry.at)).total_seconds()
+        except ValueError:
+            continue
+        telemetry.record(names.STATE_DURATION, max(0.0, seconds), state=entry.state.value)

@@ -9,6 +9,7 @@ managed identity authenticates (the process's one credential, from
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +51,27 @@ QUEUE_CODEC: dict[str, Any] = {
 }
 
 
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+def transport_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` plus ``use_env_settings=False`` unless a proxy is configured in the environment.
+
+    With environment settings on, ``requests`` looks up proxies and ``~/.netrc``
+    on every call (a measurable share of a storage call's CPU here). The
+    storage clients authenticate with their own header, which a netrc entry
+    would only override, so the lookup is dropped; an environment that names a
+    proxy keeps the SDK's default and its proxy.
+    """
+    if "use_env_settings" in options or "transport" in options:
+        return options
+    if any(os.environ.get(name) or os.environ.get(name.lower()) for name in _PROXY_VARIABLES):
+        return options
+    return {**options, "use_env_settings": False}
+
+
 def clients_from_connection_string(connection_string: str, **options: Any) -> StorageClients:
+    options = transport_options(options)
     return StorageClients(
         tables=TableServiceClient.from_connection_string(connection_string, **options),
         blobs=BlobServiceClient.from_connection_string(connection_string, **options),
@@ -61,6 +82,7 @@ def clients_from_connection_string(connection_string: str, **options: Any) -> St
 def clients_from_identity(identity: IdentityConnection, **options: Any) -> StorageClients:
     """Clients for an identity-based connection; building them fetches no token (the first call does)."""
     credential = azure_credential(identity.client_id)
+    options = transport_options(options)
     return StorageClients(
         tables=TableServiceClient(identity.endpoint("table"), credential=credential, **options),
         blobs=BlobServiceClient(identity.endpoint("blob"), credential=credential, **options),

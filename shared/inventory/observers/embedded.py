@@ -49,13 +49,18 @@ def observation_for(request: ObservationRequest, state: ObservedState) -> Observ
     """The environment's part of an account's state (pure: the benchmark times it apart from the read)."""
     ours = ManagementTags(tenant=request.tenant, environment=request.environment)
     declared = request.expected_keys
-    items = [_item(resource, ours) for resource in state.resources
-             if resource.key in declared or resource.management == ours]
+    items = []
+    for resource in state.resources:  # the account's every resource: each is looked at once
+        managed_here = resource.management == ours
+        if managed_here or resource.key in declared:
+            items.append(_item(resource, managed_here))
     return Observation(observer=EmbeddedObserver.name, target=state.target, observed_at=state.observed_at,
                        items=items)
 
 
-def _item(resource: ObservedResource, ours: ManagementTags) -> ObservedItem:
-    return ObservedItem(key=resource.key, address=resource.address, type=resource.type.value, name=resource.name,
-                        state=resource.state(), managed_here=resource.management == ours,
-                        properties=resource.properties)
+def _item(resource: ObservedResource, managed_here: bool) -> ObservedItem:
+    # Built without validation: every field comes from an ObservedResource, already validated, and
+    # validating 10,000 items again cost more than the rest of the comparison.
+    return ObservedItem.model_construct(key=resource.key, address=resource.address, type=resource.type.value,
+                                        name=resource.name, state=resource.state(), managed_here=managed_here,
+                                        properties=resource.properties)

@@ -1,0 +1,58 @@
+"""Spans the Functions host makes around invocations, made the same way here.
+
+In Azure the Functions host starts a span per invocation (a request for HTTP,
+a message for a queue, ...) and the Python worker runs the function inside it
+(``PYTHON_ENABLE_OPENTELEMETRY``); the Durable extension (distributed tracing
+V2) spans each orchestration and activity under the context the instance was
+started in. The local host does the same with the OpenTelemetry API, so the
+app's own spans and its storage calls nest under them. Whatever provider the
+app configured (``shared/telemetry``) receives them; without one they cost
+nothing. The context is W3C trace context (``traceparent``, ``tracestate``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+TRIGGERS = {"httptrigger": "http", "queuetrigger": "pubsub", "timertrigger": "timer",
+            "activitytrigger": "other", "orchestrationtrigger": "other"}
+KINDS = {"http": SpanKind.SERVER, "pubsub": SpanKind.CONSUMER}
+
+
+def carrier_of(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """``traceparent`` / ``tracestate`` from headers (any case) or a stored carrier."""
+    if not headers:
+        return {}
+    wanted = {"traceparent", "tracestate"}
+    return {key.lower(): str(value) for key, value in headers.items() if key.lower() in wanted and value}
+
+
+def current_carrier() -> dict[str, str]:
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier)
+    return carrier
+
+
+@contextmanager
+def host_span(name: str, *, trigger: str, parent: Mapping[str, str] | None = None,
+              attributes: Mapping[str, Any] | None = None, kind: SpanKind | None = None) -> Iterator[Span]:
+    """A span of the host's, under ``parent`` (a W3C carrier) when it names a valid context."""
+    context = _PROPAGATOR.extract(dict(parent)) if parent else None
+    if context is not None and not trace.get_current_span(context).get_span_context().is_valid:
+        context = None
+    tracer = trace.get_tracer("devhost")
+    with tracer.start_as_current_span(name, context=context, kind=kind or KINDS.get(trigger, SpanKind.INTERNAL),
+                                      attributes={"faas.trigger": trigger, **(attributes or {})},
+                                      record_exception=True, set_status_on_exception=True) as span:
+        yield span
+
+
+def mark_failed(span: Span, description: str) -> None:
+    span.set_status(Status(StatusCode.ERROR, description))

@@ -1,0 +1,77 @@
+"""Telemetry set up for this process: exporters (:func:`shared.telemetry.configure`) and the gauges' sources.
+
+Gauges read the store when the exporter collects (every minute in Azure), each
+with one bounded query: the head of each inbound queue (``host.inbox_lag``),
+the outbox rows not yet sent (``host.outbox_backlog``), runs awaiting approval,
+environments whose target could not be read (``inventory.stale_targets``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from shared import telemetry
+from shared.health import inbox_lags
+from shared.settings import Settings
+from shared.storage.clients import shared_host_storage
+from shared.storage.resources import OUTBOX_TABLES
+from shared.telemetry import names
+from shared.telemetry.metrics import Reading
+
+BACKLOG_LIMIT = 1000  # the gauge says "at least this many" beyond it, without reading a whole table
+
+
+def configure_telemetry(settings: Settings) -> None:
+    telemetry.configure()
+    telemetry.observe(names.INBOX_LAG, lambda: _inbox_lag(settings))
+    telemetry.observe(names.OUTBOX_BACKLOG, _outbox_backlog)
+    modules = settings.runtime_cloud.host.enabled_modules
+    if "provisioning" in modules:
+        telemetry.observe(names.AWAITING_APPROVAL, _awaiting_approval)
+    if "inventory" in modules:
+        telemetry.observe(names.STALE_TARGETS, _stale_targets)
+
+
+def _inbox_lag(settings: Settings) -> Iterable[Reading]:
+    """Per module, the age of the oldest message of its inbound queues (0 when they are empty)."""
+    worst: dict[str, float] = {}
+    for lag in inbox_lags(settings):
+        if lag.lag_seconds is not None:
+            worst[lag.module] = max(worst.get(lag.module, 0.0), lag.lag_seconds)
+    return [(seconds, {"module": module}) for module, seconds in sorted(worst.items())]
+
+
+def _outbox_backlog() -> Iterable[Reading]:
+    from shared.events.outbox import _OUTBOX_END, OUTBOX_PREFIX
+
+    tables = shared_host_storage().tables
+    readings = []
+    for table in OUTBOX_TABLES:
+        rows = tables.get_table_client(table).query_entities(
+            "RowKey ge @start and RowKey lt @end and Dispatched eq false",
+            parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END}, select=["PartitionKey"], results_per_page=100)
+        pending = 0
+        for _ in rows:
+            pending += 1
+            if pending >= BACKLOG_LIMIT:
+                break
+        readings.append((float(pending), {"table": table}))
+    return readings
+
+
+def _awaiting_approval() -> Iterable[Reading]:
+    from shared.provisioning.runs import RunState
+
+    rows = shared_host_storage().tables.get_table_client("ProvisioningRuns").query_entities(
+        "RowKey ge 'run|' and RowKey lt 'run}' and State eq @state",
+        parameters={"state": RunState.AWAITING_APPROVAL.value}, select=["PartitionKey"])
+    return [(float(sum(1 for _ in rows)), {})]
+
+
+def _stale_targets() -> Iterable[Reading]:
+    from shared.inventory.staleness import stale_summary
+    from shared.inventory.store import INVENTORY_TABLE
+
+    summary = stale_summary(shared_host_storage().tables.get_table_client(INVENTORY_TABLE))
+    return [(float(entry["stale_environments"]), {"target": entry["target"] or "unknown"})
+            for entry in summary["targets"]]
