@@ -28,7 +28,6 @@ sys.path.insert(0, str(REPO))
 from azure.storage.queue import QueueClient  # noqa: E402 - after the sys.path line above (run as a script)
 
 from bench._results import record  # noqa: E402 - after the sys.path line above (run as a script)
-
 from tests.support.azurite import Azurite  # noqa: E402 - after the sys.path line above (run as a script)
 from tests.support.host import HostProcess  # noqa: E402 - after the sys.path line above (run as a script)
 

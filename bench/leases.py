@@ -27,8 +27,11 @@ Recorded in ``.data/bench/latest.json`` (see ``bench/_results.py``):
 - ``lease_storage_calls_per_cycle``: HTTP calls to storage made on the
   request's own thread during one in-process acquire + release (counted by a
   transport wrapper under the SDK clients; a ``$batch`` is one call), and
-  ``lease_background_calls_per_cycle`` those made by the event sender after the answer. Run: ``.venv/bin/python bench/leases.py [seconds per series]``
-(default 6; the whole run takes about two minutes).
+  ``lease_background_calls_per_cycle`` those made by the event sender after
+  the answer.
+
+Run: ``.venv/bin/python bench/leases.py [seconds per series]`` (default 6;
+the whole run takes about three minutes).
 """
 
 from __future__ import annotations
@@ -225,11 +228,11 @@ def raw_cycle_factory(table: TableClient, inserts: list[float]) -> Callable[[int
 
     def make(_index: int) -> Callable[[], None]:
         def cycle() -> None:
-            entity = {"PartitionKey": "raw", "RowKey": uuid.uuid4().hex, "Value": 1}
+            key = uuid.uuid4().hex
             started = time.perf_counter()
-            insert_if_absent(table, entity)
+            insert_if_absent(table, {"PartitionKey": "raw", "RowKey": key, "Value": 1})
             took = time.perf_counter() - started
-            table.delete_entity("raw", entity["RowKey"])
+            table.delete_entity("raw", key)
             with lock:
                 inserts.append(took)
 

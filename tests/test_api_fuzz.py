@@ -136,6 +136,7 @@ def _node_id_for_schemathesis(request: pytest.FixtureRequest) -> None:
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@pytest.mark.timeout(600)  # one pytest item for every operation: about a minute, several under load
 @schema.parametrize()
 @settings(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), print_blob=True)
 def test_every_answer_is_documented_and_none_is_a_500(case: Any, http_session: requests.Session) -> None:

@@ -7,6 +7,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from azure.core import MatchConditions
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
@@ -88,3 +89,41 @@ def test_racing_writers_of_one_stream_get_gap_free_sequences(outbox_parts):
     rows = table.query_entities("PartitionKey eq 'race' and RowKey ge '~outbox|' and RowKey lt '~outbox}'")
     sequences = sorted(json.loads(row["Event"])["sequence"] for row in rows)
     assert sequences == list(range(1, 25))
+
+
+def test_a_sequence_row_another_writer_moved_is_read_again_and_the_batch_sent_once_more(outbox_parts):
+    """The sequence row is remembered from this process's last commit, not read each time; another
+    process's commit (here a direct write) makes the remembered ETag stale, and the sequence continues."""
+    table, _, outbox = outbox_parts
+    outbox.commit("s", [], [NewEvent("PoolResized", "pools/1", "t")])
+    table.upsert_entity({"PartitionKey": "s", "RowKey": "~outbox-sequence", "Last": 7})  # another host's commit
+
+    [event] = outbox.commit("s", [state_row("s", "run-2")], [NewEvent("PoolResized", "pools/2", "t")])
+    [again] = outbox.commit("s", [], [NewEvent("PoolResized", "pools/3", "t")])
+
+    assert (event.sequence, again.sequence) == (8, 9)
+    assert table.get_entity("s", "run-2")["State"] == "applied"
+    assert table.get_entity("s", "~outbox-sequence")["Last"] == 9
+
+
+def test_a_stale_caller_write_still_conflicts_when_the_sequence_row_is_remembered(outbox_parts):
+    table, _, outbox = outbox_parts
+    table.create_entity({"PartitionKey": "s", "RowKey": "slot", "Held": 0})
+    read = table.get_entity("s", "slot")
+    outbox.commit("s", [], [NewEvent("PoolResized", "pools/1", "t")])
+    table.update_entity({"PartitionKey": "s", "RowKey": "slot", "Held": 1})  # someone else moved the row on
+    stale = ("update", {"PartitionKey": "s", "RowKey": "slot", "Held": 2},
+             {"mode": "replace", "etag": read.metadata["etag"], "match_condition": MatchConditions.IfNotModified})
+
+    with pytest.raises(ConcurrencyConflict):
+        outbox.commit("s", [stale], [NewEvent("PoolResized", "pools/2", "t")])
+
+    assert table.get_entity("s", "slot")["Held"] == 1
+    [event] = outbox.commit("s", [], [NewEvent("PoolResized", "pools/3", "t")])
+    assert event.sequence == 2  # nothing of the failed batch landed; no gap
+
+
+def test_commit_batch_returns_the_callers_operations_etags(outbox_parts):
+    table, _, outbox = outbox_parts
+    _, results = outbox.commit_batch("s", [state_row("s", "run-1")], [NewEvent("PoolResized", "pools/1", "t")])
+    assert [r["etag"] for r in results] == [table.get_entity("s", "run-1").metadata["etag"]]

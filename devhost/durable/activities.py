@@ -109,9 +109,9 @@ class ActivityDispatcher:
         value = ActivityTriggerConverter.decode(meta.Datum(type="json", value=item.input or "null"),
                                                 trigger_metadata=None)
         try:
-            invocation = self._invoker.invoke(function, value, trace_parent=item.trace, span_name=f"activity:{item.name}",
-                                              attributes={"durable.instance_id": item.instance_id,
-                                                          "durable.task_id": item.task_id})
+            invocation = self._invoker.invoke(
+                function, value, trace_parent=item.trace, span_name=f"activity:{item.name}",
+                attributes={"durable.instance_id": item.instance_id, "durable.task_id": item.task_id})
             returned = await asyncio.wait_for(invocation, timeout=self._settings.function_timeout)
         except TimeoutError:
             raise ActivityFailure("FunctionTimeoutException",

@@ -73,7 +73,8 @@ class WorkItem:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WorkItem:
-        trace = data.get("trace") if isinstance(data.get("trace"), dict) else {}
+        carried = data.get("trace")
+        trace: dict[str, Any] = carried if isinstance(carried, dict) else {}
         return cls(str(data["instance"]), str(data["execution"]), int(data["task"]), str(data["name"]),
                    data.get("input"), {str(k): str(v) for k, v in trace.items()})
 

@@ -60,7 +60,14 @@ from shared.capacity.keys import (
     stamp,
 )
 from shared.capacity.models import Pool
-from shared.capacity.store import CapacityStore, LruCache, commit_and_dispatch, query, submit_batch
+from shared.capacity.store import (
+    CapacityStore,
+    LruCache,
+    commit_and_dispatch,
+    commit_dispatch_etags,
+    query,
+    submit_batch,
+)
 from shared.errors import AlreadyExists, ConcurrencyConflict
 from shared.events.cloudevents import CloudEvent, NewEvent
 from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
@@ -150,7 +157,7 @@ def read_pool_slots(store: CapacityStore, pool: Pool) -> list[SlotRow]:
     return [row for shard in pool.shards() for row in read_shard(store, pool.id, shard)]
 
 
-# Slot rows as this process last read or renewed them, with their ETags, so that renew and
+# Slot rows as this process last read, granted or renewed them, with their ETags, so that renew and
 # release can write without reading first. Decisions against a lease (lost, expired) are
 # never taken on a remembered row, only on a fresh read; writes stay ETag-conditional.
 _known: LruCache[tuple[str, int, int], SlotRow] = LruCache(50_000)
@@ -207,9 +214,14 @@ def grant(store: CapacityStore, pool: Pool, row: SlotRow, claim: Claim, now: dat
     events.append(_event("LeaseGranted", granted, claim.lease_id, claim.tenant, holder=claim.holder,
                          purpose=claim.purpose, kind=pool.kind.value, region=pool.region,
                          granted_at=granted.granted_at, expires_at=granted.expires_at))
-    _known.forget((row.pool, row.shard, row.index))
-    sent = commit_and_dispatch(store.slots_outbox, row.partition, operations, events)
-    return replace(granted, etag=""), sent
+    key = (row.pool, row.shard, row.index)
+    _known.forget(key)
+    sent, results = commit_dispatch_etags(store.slots_outbox, row.partition, operations, events)
+    # The row as this grant left it, with the ETag the batch answered: release and renew write
+    # it without reading it first (still conditional on that ETag).
+    granted = replace(granted, etag=str(results[0]["etag"]))
+    _known.put(key, granted)
+    return granted, sent
 
 
 def renew(store: CapacityStore, row: SlotRow, expires_at: datetime) -> SlotRow:

@@ -12,7 +12,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -132,7 +132,13 @@ _dispatcher = _BackgroundDispatch()
 def commit_and_dispatch(outbox: Outbox, stream: str, operations: Sequence[tuple[Any, ...]],
                         events: Iterable[NewEvent]) -> list[CloudEvent]:
     """Commit state and events atomically, then send the events in the background."""
-    committed = outbox.commit(stream, operations, events)
+    return commit_dispatch_etags(outbox, stream, operations, events)[0]
+
+
+def commit_dispatch_etags(outbox: Outbox, stream: str, operations: Sequence[tuple[Any, ...]],
+                          events: Iterable[NewEvent]) -> tuple[list[CloudEvent], list[Mapping[str, Any]]]:
+    """:func:`commit_and_dispatch`, also returning each operation's metadata (its new ``etag``)."""
+    committed, results = outbox.commit_batch(stream, operations, events)
     if committed:
         _dispatcher.submit(outbox, committed)
-    return committed
+    return committed, results

@@ -11,7 +11,12 @@ outbox rows live in the same table and partition as the state they announce
 
 The sequence row's ETag serialises writers of one stream, so sequence numbers
 are gap-free and ordered; a writer that loses the race gets
-:class:`ConcurrencyConflict` and retries with fresh state.
+:class:`ConcurrencyConflict` and retries with fresh state. A process
+remembers the sequence row (number and ETag) its own last commit of a stream
+left, and reads it only when it has none or another writer moved it on (the
+batch then fails at the sequence operation alone, and is sent once more with
+the row read afresh): a busy stream written by one instance costs one call
+per commit, not two.
 
 Besides the public ``runtime-cloud-events`` queue, an outbox may fan events
 out to queues of other modules of this host (the inventory listens to
@@ -34,23 +39,27 @@ months of rows), a writer first upserts a *marker* for its stream in table
 ``OutboxPending`` (partition = table name). The dispatcher reads only the
 partitions that markers name, and removes a marker once that partition has
 nothing pending and the marker has not been touched for a while (a writer
-between its marker and its commit is never more than seconds away).
+between its marker and its commit is never more than seconds away). A writer
+touches its stream's marker at most once a minute, well inside that while.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import TableClient, UpdateMode
+from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 from azure.storage.queue import QueueClient
 
-from shared.errors import RuntimeCloudError
+from shared.errors import ConcurrencyConflict, RuntimeCloudError
 from shared.events.cloudevents import CloudEvent, NewEvent
 from shared.logs import app_logger
 from shared.storage.clients import StorageClients
@@ -63,6 +72,7 @@ log = app_logger("outbox")
 EVENTS_QUEUE = "runtime-cloud-events"
 PENDING_TABLE = "OutboxPending"
 MARKER_GRACE = timedelta(minutes=5)
+MARKER_REFRESH = timedelta(seconds=60)  # a writer re-touches its stream's marker at most this often
 SEQUENCE_ROW = "~outbox-sequence"
 OUTBOX_PREFIX = "~outbox|"
 _OUTBOX_END = "~outbox}"  # the character after "|": an exclusive upper bound for the prefix
@@ -71,6 +81,8 @@ _OUTBOX_END = "~outbox}"  # the character after "|": an exclusive upper bound fo
 MAX_EVENT_BYTES = 32 * 1024
 
 TransactionOperation = tuple[Any, ...]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class EventTooLarge(RuntimeCloudError):
@@ -92,20 +104,53 @@ class Outbox:
     def commit(self, stream: str, operations: Sequence[TransactionOperation],
                events: Iterable[NewEvent]) -> list[CloudEvent]:
         """Apply ``operations`` and record ``events`` atomically in partition ``stream``."""
+        return self.commit_batch(stream, operations, events)[0]
+
+    def commit_batch(self, stream: str, operations: Sequence[TransactionOperation], events: Iterable[NewEvent],
+                     ) -> tuple[list[CloudEvent], list[Mapping[str, Any]]]:
+        """:meth:`commit`, also returning each of ``operations``' metadata (its new ``etag``), in order.
+
+        The stream's sequence row is not read when this process wrote it last:
+        its number and ETag are remembered from that batch. A remembered row
+        that another writer moved on fails only the sequence operation (412 at
+        its index); then the row is read and the batch sent once more, which is
+        what reading it first would have done. Any other failure is the
+        caller's, as before (and forgets what was remembered).
+        """
         pending = list(events)
-        sequence_row = read_row(self._table, stream, SEQUENCE_ROW) if pending else None
-        last = int(sequence_row["Last"]) if sequence_row else 0
-        now = datetime.now(UTC).isoformat()
-        cloud_events = [self._envelope(stream, event, last + offset, now) for offset, event in enumerate(pending, 1)]
-        for event in cloud_events:
-            _check_size(event)
-        batch = list(operations) + [("create", self._outbox_entity(stream, e)) for e in cloud_events]
-        if pending:
-            batch.append(self._sequence_operation(stream, sequence_row, last + len(pending)))
+        if not pending:
+            return [], (self._submit(list(operations)) if operations else [])
+        key = (self._table.url, stream)
+        remembered = _sequences.get(key)
+        while True:
+            if remembered is None:
+                row = read_row(self._table, stream, SEQUENCE_ROW)
+                current = (int(row["Last"]), str(row["etag"])) if row else None
+            else:
+                current = remembered
+            last = current[0] if current else 0
+            now = datetime.now(UTC).isoformat()
+            cloud_events = [self._envelope(stream, event, last + n, now) for n, event in enumerate(pending, 1)]
+            for event in cloud_events:
+                _check_size(event)
+            batch = list(operations) + [("create", self._outbox_entity(stream, e)) for e in cloud_events]
+            batch.append(self._sequence_operation(stream, current, last + len(pending)))
             self._mark(stream)
-        if batch:
-            self._submit(batch)
-        return cloud_events
+            try:
+                results = self._submit(batch)
+            except ConcurrencyConflict as conflict:
+                _sequences.forget(key)
+                cause = conflict.__cause__
+                if (remembered is not None and isinstance(cause, TableTransactionError)
+                        and cause.index == len(batch) - 1):
+                    remembered = None  # only the remembered sequence row was stale: read it, send again
+                    continue
+                raise
+            except Exception:
+                _sequences.forget(key)
+                raise
+            _sequences.put(key, (last + len(pending), str(results[-1]["etag"])))
+            return cloud_events, list(results[:len(operations)])
 
     def dispatch(self, events: Iterable[CloudEvent]) -> None:
         """Send events now; failures are left for the dispatcher timer, never raised."""
@@ -146,9 +191,22 @@ class Outbox:
         return sent
 
     def _mark(self, stream: str) -> None:
-        if self._markers is not None:
-            self._markers.upsert_entity({"PartitionKey": self._table.table_name, "RowKey": stream},
-                                        mode=UpdateMode.REPLACE)
+        """Upsert the stream's marker, unless this process did so less than ``MARKER_REFRESH`` ago.
+
+        A marker touched at ``t`` survives until at least ``t + MARKER_GRACE``
+        (the dispatcher removes only markers untouched that long, conditional on
+        the ETag it read), and ``MARKER_REFRESH`` is well inside that, so a
+        commit that skips the upsert still lands under a live marker.
+        """
+        if self._markers is None:
+            return
+        key = (self._markers.url, self._table.table_name, stream)
+        marked = _marked.get(key)
+        if marked is not None and time.monotonic() - marked < MARKER_REFRESH.total_seconds():
+            return
+        self._markers.upsert_entity({"PartitionKey": self._table.table_name, "RowKey": stream},
+                                    mode=UpdateMode.REPLACE)
+        _marked.put(key, time.monotonic())
 
     def _unmark(self, marker: Any) -> None:
         touched = marker.metadata.get("timestamp")
@@ -191,15 +249,45 @@ class Outbox:
                 "EventType": event.type, "Event": event.to_json(), "Dispatched": False, "CreatedAt": event.time}
 
     @staticmethod
-    def _sequence_operation(stream: str, current: dict[str, Any] | None, last: int) -> TransactionOperation:
+    def _sequence_operation(stream: str, current: tuple[int, str] | None, last: int) -> TransactionOperation:
         entity = {"PartitionKey": stream, "RowKey": SEQUENCE_ROW, "Last": last}
         if current is None:
             return ("create", entity)
-        return ("update", entity, {"mode": UpdateMode.REPLACE, "etag": current["etag"],
+        return ("update", entity, {"mode": UpdateMode.REPLACE, "etag": current[1],
                                    "match_condition": MatchConditions.IfNotModified})
 
-    def _submit(self, batch: list[TransactionOperation]) -> None:
-        submit_batch(self._table, batch)
+    def _submit(self, batch: list[TransactionOperation]) -> list[Mapping[str, Any]]:
+        return submit_batch(self._table, batch)
+
+
+class _Remembered(Generic[K, V]):
+    """A small thread-safe map with a size bound (oldest out first), per process."""
+
+    def __init__(self, capacity: int) -> None:
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+
+    def forget(self, key: K) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
+
+# Per stream: the sequence row's number and ETag as this process's last commit left them; and when
+# this process last touched the stream's pending marker.
+_sequences: _Remembered[tuple[str, str], tuple[int, str]] = _Remembered(20_000)
+_marked: _Remembered[tuple[str, str, str], float] = _Remembered(20_000)
 
 
 def _check_size(event: CloudEvent) -> None:

@@ -200,7 +200,7 @@ def check_health(settings: Settings) -> HealthReport:
         try:
             current.future.set_result(_probe_all(settings))
             current.finished_at = time.monotonic()
-        except BaseException as error:  # the callers waiting on this round get the error; the next call probes
+        except BaseException as error:  # noqa: BLE001 - handed to the callers waiting on this round; the next call probes
             current.finished_at = float("-inf")
             current.future.set_exception(error)
     return replace(current.future.result())

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from shared import telemetry
 from shared.clock import now_iso
 from shared.iac.model import (
     ApplyResult,
@@ -46,7 +47,6 @@ from shared.provisioning.supersession import newer_run, supersede_awaiting_appro
 from shared.storage.clients import StorageClients
 from shared.storage.optimistic import on_conflict
 from shared.targets import ProvisioningTarget, find_target
-from shared import telemetry
 from shared.telemetry import names
 
 log = app_logger("provisioning")

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
-from google.protobuf.message import Message
+from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+from google.protobuf.message import Message  # type: ignore[import-untyped]
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -32,8 +32,8 @@ _ID_FIELDS = {"traceId", "spanId", "parentSpanId"}
 
 def otlp_json(message: Message) -> dict[str, Any]:
     """The OTLP/JSON form of an OTLP protobuf message (ids in hex, enums as numbers)."""
-    document = MessageToDict(message, use_integers_for_enums=True)
-    return _hex_ids(document)
+    document: dict[str, Any] = _hex_ids(MessageToDict(message, use_integers_for_enums=True))
+    return document
 
 
 def _hex_ids(value: Any) -> Any:
@@ -98,6 +98,9 @@ class LogFileExporter(LogRecordExporter):
         except OSError:
             return LogRecordExportResult.FAILURE
         return LogRecordExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
 
     def shutdown(self) -> None:
         return None

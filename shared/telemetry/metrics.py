@@ -70,7 +70,7 @@ def observe(metric: MetricName, source: GaugeSource) -> None:
         _gauges[metric.name] = sources = [source]
 
     def callback(_options: CallbackOptions) -> Iterable[Observation]:
-        observations = []
+        observations: list[Observation] = []
         for each in list(sources):
             try:
                 observations.extend(Observation(value, _dimensions(metric, dims)) for value, dims in each())

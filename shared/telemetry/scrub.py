@@ -64,16 +64,16 @@ class ScrubSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         from opentelemetry.attributes import BoundedAttributes
 
-        if _needs_scrub(span._attributes):  # noqa: SLF001 - an ended span's attributes are frozen by the SDK
-            span._attributes = BoundedAttributes(attributes=scrub_attributes(span._attributes), immutable=True)  # noqa: SLF001
-        for event in span._events:  # noqa: SLF001
-            if _needs_scrub(event._attributes):  # noqa: SLF001
-                event._attributes = BoundedAttributes(attributes=scrub_attributes(event._attributes),  # noqa: SLF001
+        if _needs_scrub(span._attributes):
+            span._attributes = BoundedAttributes(attributes=scrub_attributes(span._attributes), immutable=True)
+        for event in span._events:
+            if _needs_scrub(event._attributes):
+                event._attributes = BoundedAttributes(attributes=scrub_attributes(event._attributes),
                                                       immutable=True)
-        if span._status.description:  # noqa: SLF001
+        if span._status.description:
             from opentelemetry.trace import Status
 
-            span._status = Status(span._status.status_code, scrub_text(span._status.description))  # noqa: SLF001
+            span._status = Status(span._status.status_code, scrub_text(span._status.description))
 
 
 class ScrubLogProcessor(LogRecordProcessor):

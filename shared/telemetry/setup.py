@@ -154,8 +154,8 @@ def _sdk(mode: str, directory: Path | None, span_exporter: Any, metric_reader: A
 
         tracer_provider = TracerProvider(resource=resource, sampler=TriggerRootSampler())
         tracer_provider.add_span_processor(ScrubSpanProcessor())
-        tracer_provider.add_span_processor(
-            BatchSpanProcessor(span_exporter, schedule_delay_millis=1000) if batch else SimpleSpanProcessor(span_exporter))
+        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter, schedule_delay_millis=1000) if batch
+                                           else SimpleSpanProcessor(span_exporter))
         trace.set_tracer_provider(tracer_provider)
         providers.append(tracer_provider)
     if metric_reader is not None:

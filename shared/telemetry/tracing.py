@@ -112,9 +112,10 @@ def message_trace(body: str | bytes) -> dict[str, str]:
 
 
 @contextmanager
-def message_span(name: str, body: str | bytes, **ids: str | None) -> Iterator[Span]:
+def message_span(name: str, body: str | bytes, *, tenant: str | None = None, environment: str | None = None,
+                 run: str | None = None) -> Iterator[Span]:
     """A span for handling one queue message, continuing the trace the message names (if it names one)."""
     carried = message_trace(body)
     with span(name, kind=SpanKind.CONSUMER, traceparent=carried.get("traceparent"),
-              tracestate=carried.get("tracestate"), **ids) as current:
+              tracestate=carried.get("tracestate"), tenant=tenant, environment=environment, run=run) as current:
         yield current
