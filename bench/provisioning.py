@@ -91,7 +91,8 @@ def single_runs(host: HostProcess, queue: QueueClient, token: str, runs: int, si
         queue.send_message(base64.b64encode(json.dumps(message).encode()).decode())
 
         def ended(environment: str = environment) -> dict | None:
-            runs = host.request("GET", "runtime-cloud/runs", token=token).json()["runs"]
+            runs = host.request("GET", "runtime-cloud/runs", token=token,
+                                params={"environment": environment}).json()["runs"]
             mine = [r for r in runs if r["environment"] == environment and r["state"] in FINAL]
             return mine[0] if mine else None
 
@@ -141,7 +142,8 @@ def main(promotions: int, environments: int) -> None:
                 queue.send_message(base64.b64encode(json.dumps(message).encode()).decode())
 
             def ended() -> list[dict] | None:
-                runs = host.request("GET", "runtime-cloud/runs", token=token).json()["runs"]
+                listed = host.request("GET", "runtime-cloud/runs", token=token).json()
+                runs = [r for r in listed["runs"] if r["environment"] in names]  # not the single runs before
                 return runs if len(runs) == promotions and all(r["state"] in FINAL for r in runs) else None
 
             runs = wait_until(ended, timeout=600, interval=1.0, message="every run to end")

@@ -137,6 +137,9 @@ def app_settings(settings: StackSettings, wiring: Wiring) -> dict[str, pulumi.In
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING": pulumi.Output.concat(
             "ClientId=", wiring.host_client_id, ";Authorization=AAD"),
         "PYTHON_ISOLATE_WORKER_DEPENDENCIES": "1",
+        # The Python worker runs each invocation in the Functions host's trace context (host.json
+        # telemetryMode OpenTelemetry); the app exports its own spans, metrics and logs (shared/telemetry).
+        "PYTHON_ENABLE_OPENTELEMETRY": "true",
         "RuntimeCloud__Topology": settings.topology,
         # host.json names the task hub as %RuntimeCloud:Durable:TaskHubName%; unset, the host refuses to start.
         "RuntimeCloud__Durable__TaskHubName": settings.task_hub_name,

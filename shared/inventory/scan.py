@@ -18,12 +18,14 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared import telemetry
 from shared.clock import now as current_time
 from shared.desired_state import RunnerName
 from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound
@@ -42,6 +44,7 @@ from shared.logs import app_logger, ids
 from shared.provisioning.api import AppliedEnvironment, ProvisioningApi
 from shared.storage.optimistic import on_conflict
 from shared.targets import ProvisioningTarget, TargetKind, find_target
+from shared.telemetry import names
 
 log = app_logger("inventory")
 
@@ -91,10 +94,14 @@ class Scanner:
                                note="nothing has been applied to this environment yet: there is nothing to compare")
         owner = uuid.uuid4().hex
         previous = self._claim(tenant, environment, owner)
+        started = time.perf_counter()
         try:
-            outcome = self._scan(applied)
+            with telemetry.span("inventory.scan", tenant=tenant, environment=environment,
+                                attributes={"iac.target": applied.specification.target}):
+                outcome = self._scan(applied)
         finally:
             self._release(tenant, environment, owner)
+            telemetry.record(names.SCAN_DURATION, time.perf_counter() - started, target=applied.specification.target)
         self._index_staleness(applied, outcome, previous)
         return outcome
 

@@ -77,7 +77,7 @@ def test_every_app_setting_is_one_the_host_or_its_platform_reads_with_mocked_pul
     """'Exactly the host's settings': a misspelt name would be silently ignored by the host."""
     settings = deployment.app_settings()
     platform = {"APPLICATIONINSIGHTS_CONNECTION_STRING", "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
-                "PYTHON_ISOLATE_WORKER_DEPENDENCIES"}
+                "PYTHON_ISOLATE_WORKER_DEPENDENCIES", "PYTHON_ENABLE_OPENTELEMETRY"}
     named_by_targets = {target["Credential"]["Name"] for target in json.loads(settings["RuntimeCloud__Targets"])
                         if target["Credential"]["Kind"] == "app-setting"}
     known = app_setting_names()

@@ -14,7 +14,7 @@ be read: an empty answer always means an empty account, never a failed read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,20 +30,34 @@ from shared.targets import ProvisioningTarget
 PAGE_SIZE = 5000  # the services' largest page: fewest round trips for large accounts
 
 
-def read_target_state(target: ProvisioningTarget, policy: AccessPolicy | None = None) -> ObservedState:
+# Which listed resources to keep: (type, name, metadata with the management tags) -> keep it?
+Keep = Callable[[ResourceType, str, Mapping[str, str]], bool]
+
+
+def _everything(_type: ResourceType, _name: str, _metadata: Mapping[str, str]) -> bool:
+    return True
+
+
+def read_target_state(target: ProvisioningTarget, policy: AccessPolicy | None = None,
+                      keep: Keep | None = None) -> ObservedState:
     """Every container, queue and table of the target's account, with metadata and tags.
+
+    ``keep`` narrows the answer to the resources it accepts, decided on the
+    listing's own fields before any is turned into an :class:`ObservedResource`
+    (a drift scan of one environment in a shared account keeps its own few).
 
     Raises :class:`~shared.iac.model.TargetUnreachable` (within seconds, see
     :class:`AccessPolicy`) when the account does not answer or refuses the credential.
     """
     with open_target(target, policy) as clients:
-        return read_state(clients)
+        return read_state(clients, keep)
 
 
-def read_state(clients: TargetClients) -> ObservedState:
+def read_state(clients: TargetClients, keep: Keep | None = None) -> ObservedState:
     """:func:`read_target_state` with clients the caller already holds."""
     observed_at = datetime.now(UTC).isoformat()
-    resources = _once_each([*_containers(clients), *_queues(clients), *_tables(clients)])
+    keep = keep or _everything
+    resources = _once_each([*_containers(clients, keep), *_queues(clients, keep), *_tables(clients, keep)])
     resources.sort(key=lambda resource: resource.address)
     return ObservedState(
         target=clients.target.id, account=clients.account_name, observed_at=observed_at, resources=resources
@@ -70,27 +84,34 @@ def read_resource(clients: TargetClients, resource_type: ResourceType, name: str
         return _one_table(clients, name)
 
 
-def _containers(clients: TargetClients) -> list[ObservedResource]:
+def _containers(clients: TargetClients, keep: Keep) -> list[ObservedResource]:
     with unreachable_on_failure(clients.target, "listing blob containers"):
         return [
             _container(clients, item.name, item.metadata, item.last_modified, item.public_access)
             for item in clients.blobs.list_containers(include_metadata=True, results_per_page=PAGE_SIZE)
+            if keep(ResourceType.BLOB_CONTAINER, item.name, item.metadata or {})
         ]
 
 
-def _queues(clients: TargetClients) -> list[ObservedResource]:
+def _queues(clients: TargetClients, keep: Keep) -> list[ObservedResource]:
     with unreachable_on_failure(clients.target, "listing queues"):
         return [
             _queue(clients, item.name, item.metadata)
             for item in clients.queues.list_queues(include_metadata=True, results_per_page=PAGE_SIZE)
+            if keep(ResourceType.QUEUE, item.name, item.metadata or {})
         ]
 
 
-def _tables(clients: TargetClients) -> list[ObservedResource]:
+def _tables(clients: TargetClients, keep: Keep) -> list[ObservedResource]:
     with unreachable_on_failure(clients.target, "listing tables"):
         owners = registry_of(clients.tables).owners()
-        return [_table(clients, item.name, owners.get(item.name.lower()))
-                for item in clients.tables.list_tables(results_per_page=1000) if not is_registry(item.name)]
+        found = []
+        for item in clients.tables.list_tables(results_per_page=1000):
+            owner = owners.get(item.name.lower())
+            if not is_registry(item.name) and keep(ResourceType.TABLE, item.name,
+                                                   owner.as_metadata() if owner else {}):
+                found.append(_table(clients, item.name, owner))
+        return found
 
 
 def _one_container(clients: TargetClients, name: str) -> ObservedResource | None:

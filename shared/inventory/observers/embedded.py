@@ -2,7 +2,8 @@
 
 It reads the account with :func:`shared.iac.embedded.read_target_state` (one
 listing per service, so the cost grows with the account, not with the
-environment) and keeps only what matters for this environment: the resources
+environment) and keeps only what matters for this environment (decided on each
+listed item before it is turned into a resource): the resources
 its specification declares, and those tagged as managed for its tenant and
 environment. Other environments' and other tenants' resources in a shared
 account are never recorded in this environment's inventory.
@@ -10,10 +11,12 @@ account are never recorded in this environment's inventory.
 
 from __future__ import annotations
 
-from shared.desired_state import EnvironmentSpecification
+from collections.abc import Mapping
+
+from shared.desired_state import EnvironmentSpecification, ResourceType
 from shared.iac.embedded.access import AccessPolicy
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
-from shared.iac.embedded.reader import read_target_state
+from shared.iac.embedded.reader import Keep, read_target_state
 from shared.iac.embedded.state import desired_state
 from shared.iac.model import TargetUnreachable
 from shared.iac.tags import ManagementTags
@@ -39,10 +42,22 @@ class EmbeddedObserver:
 
     def observe(self, request: ObservationRequest) -> Observation:
         try:
-            state = read_target_state(request.target, self._policy)
+            state = read_target_state(request.target, self._policy, keep=_relevant_to(request))
         except TargetUnreachable as error:
             raise ObservationFailed(str(error)) from error
         return observation_for(request, state)
+
+
+def _relevant_to(request: ObservationRequest) -> Keep:
+    """The listing filter :func:`observation_for` applies, decided before a resource is built:
+    declared by the specification, or tagged as managed for this tenant and environment."""
+    ours = ManagementTags(tenant=request.tenant, environment=request.environment)
+    declared = request.expected_keys
+
+    def keep(resource_type: ResourceType, name: str, metadata: Mapping[str, str]) -> bool:
+        return lookup_key(resource_type, name) in declared or ManagementTags.from_metadata(metadata) == ours
+
+    return keep
 
 
 def observation_for(request: ObservationRequest, state: ObservedState) -> Observation:
