@@ -132,7 +132,7 @@ def provisioning_claim_environment(run: dict) -> str:
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_plan")
-def provisioning_plan(run: dict) -> dict[str, Any]:
+def provisioning_plan(run: dict) -> StepAnswer:
     return steps().plan(_ref(run))
 
 
@@ -147,7 +147,7 @@ def provisioning_decision(run: dict) -> str | None:
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_apply")
-def provisioning_apply(run: dict) -> dict[str, Any]:
+def provisioning_apply(run: dict) -> StepAnswer:
     return steps().apply(_ref(run))
 
 

@@ -15,10 +15,10 @@ from collections.abc import Collection
 from typing import Any
 
 import azure.durable_functions as df
+from azure.durable_functions import OrchestrationRuntimeStatus as Status
 
 log = logging.getLogger("runtime_cloud.orchestrations")
 
-Status = df.OrchestrationRuntimeStatus
 # The states of an instance that is still at work (a finished one may be started again, if wanted).
 ACTIVE: frozenset[Status] = frozenset({Status.Running, Status.Pending, Status.ContinuedAsNew})
 

@@ -36,5 +36,5 @@ def on_conflict(function: F | None = None, *, attempts: int = ATTEMPTS,
     decorator = retry(retry=retry_if_exception_type(ConcurrencyConflict), stop=stop_after_attempt(attempts),
                       wait=wait_random_exponential(multiplier=0.02, max=max_wait_seconds), reraise=True)
     if function is not None:
-        return decorator(function)  # type: ignore[no-any-return]
+        return decorator(function)
     return decorator  # type: ignore[return-value]
