@@ -11,7 +11,7 @@ from shared.iac.settings import IaCSettings
 from shared.targets import ProvisioningTarget
 
 
-def runner_for(name: RunnerName, iac_settings: IaCSettings) -> IaCRunner:
+def runner_for(name: RunnerName, iac_settings: IaCSettings) -> TracedRunner:
     """The runner ``name``, its plan and apply each a span (``iac.plan``, ``iac.apply``; see :func:`_runner_for`)."""
     return TracedRunner(_runner_for(name, iac_settings))
 
@@ -23,6 +23,11 @@ class TracedRunner:
         self._runner = runner
         self.name = runner.name
         self.version = runner.version
+
+    @property
+    def wrapped(self) -> IaCRunner:
+        """The runner itself."""
+        return self._runner
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runner, name)

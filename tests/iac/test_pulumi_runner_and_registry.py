@@ -12,7 +12,7 @@ from shared.iac.model import PlanResult
 from shared.iac.pulumi import PulumiRunner, RunnerUnavailable
 from shared.iac.pulumi.errors import ProgramNotFound
 from shared.iac.pulumi.workspace import locate_program
-from shared.iac.registry import runner_for
+from shared.iac.registry import TracedRunner, runner_for
 from shared.iac.settings import IaCSettings
 from tests.iac.conftest import DictJournal
 
@@ -29,9 +29,11 @@ def pulumi_specification(work_dir: str | None = "programs/shop") -> EnvironmentS
 def test_registry_builds_each_runner_from_the_settings():
     settings = IaCSettings(StepIntervalSeconds=2, PulumiBackendUrl="file:///tmp/state", PulumiWorkRoot="/srv/iac")
 
-    embedded = runner_for(RunnerName.EMBEDDED, settings)
-    pulumi = runner_for(RunnerName.PULUMI, settings)
+    traced_embedded = runner_for(RunnerName.EMBEDDED, settings)
+    traced_pulumi = runner_for(RunnerName.PULUMI, settings)
+    embedded, pulumi = traced_embedded.wrapped, traced_pulumi.wrapped
 
+    assert isinstance(traced_embedded, TracedRunner) and isinstance(traced_pulumi, TracedRunner)
     assert isinstance(embedded, EmbeddedRunner) and embedded.step_interval_seconds == 2
     assert embedded.name == "embedded" and embedded.version
     assert isinstance(pulumi, PulumiRunner) and pulumi.name == "pulumi"
