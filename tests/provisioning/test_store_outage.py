@@ -20,7 +20,7 @@ def test_declaring_and_reading_runs_answer_503_while_the_store_is_down(key_dir, 
     try:
         assert host.request("GET", f"runtime-cloud/runs?environment={environment}", token=reader).status_code == 200
 
-        private.stop()
+        private.stop(grace_seconds=0)
         declared = declare(host, writer, specification(environment))
         listed = host.request("GET", f"runtime-cloud/runs?environment={environment}", token=reader, timeout=120)
 
@@ -30,4 +30,4 @@ def test_declaring_and_reading_runs_answer_503_while_the_store_is_down(key_dir, 
             assert "Retry-After" in answer.headers
     finally:
         host.stop()
-        private.stop()
+        private.stop(grace_seconds=0)
