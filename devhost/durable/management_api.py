@@ -284,7 +284,8 @@ def _answering_problems(handler: Handler) -> Handler:
             return await handler(request, params)
         except AzureError as error:
             log.warning("Durable management API: the task hub's storage failed: %s", str(error).splitlines()[0])
-            return problem(503, "Service Unavailable", "the task hub's storage is not reachable; try again")
+            return problem(503, "Service Unavailable", "the task hub's storage is not reachable; try again",
+                           {"Retry-After": "5"})
         except Exception:
             log.exception("Durable management API failed on %s %s", request.method, request.path)
             return problem(500, "Internal Server Error", "the Durable engine failed; see the host log")
