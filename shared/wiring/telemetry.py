@@ -3,7 +3,10 @@
 Gauges read the store when the exporter collects (every minute in Azure), each
 with one bounded query: the head of each inbound queue (``host.inbox_lag``),
 the outbox rows not yet sent (``host.outbox_backlog``), runs awaiting approval,
-environments whose target could not be read (``inventory.stale_targets``).
+environments whose target could not be read (``inventory.stale_targets``),
+open findings by kind (``inventory.open_findings``), and each pool's slot rows
+(``capacity.active_leases`` and ``capacity.utilization``: a slot row is the
+lease, so counting valid rows is exact).
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ def configure_telemetry(settings: Settings) -> None:
         telemetry.observe(names.AWAITING_APPROVAL, _awaiting_approval)
     if "inventory" in modules:
         telemetry.observe(names.STALE_TARGETS, _stale_targets)
+        telemetry.observe(names.OPEN_FINDINGS, _open_findings)
+    if "capacity" in modules:
+        telemetry.observe(names.ACTIVE_LEASES, lambda: _pool_readings(utilization=False))
+        telemetry.observe(names.UTILIZATION, lambda: _pool_readings(utilization=True))
 
 
 def _inbox_lag(settings: Settings) -> Iterable[Reading]:
@@ -75,3 +82,32 @@ def _stale_targets() -> Iterable[Reading]:
     summary = stale_summary(shared_host_storage().tables.get_table_client(INVENTORY_TABLE))
     return [(float(entry["stale_environments"]), {"target": entry["target"] or "unknown"})
             for entry in summary["targets"]]
+
+
+def _open_findings() -> Iterable[Reading]:
+    """Open findings of every environment, by kind: one query over the findings' rows."""
+    from shared.inventory.store import INVENTORY_TABLE
+
+    rows = shared_host_storage().tables.get_table_client(INVENTORY_TABLE).query_entities(
+        "RowKey ge 'finding|' and RowKey lt 'finding}' and State eq 'open'", select=["Kind"])
+    by_kind: dict[str, int] = {}
+    for row in rows:
+        kind = str(row.get("Kind") or "unknown")
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+    return [(float(count), {"kind": kind}) for kind, count in sorted(by_kind.items())]
+
+
+def _pool_readings(*, utilization: bool) -> Iterable[Reading]:
+    """Per pool, the leases its slot rows hold now, or that over the pool's size."""
+    from shared.capacity.pools import list_pools
+    from shared.capacity.slots import read_pool_slots
+    from shared.clock import now
+    from shared.wiring.capacity import store
+
+    capacity, moment = store(), now()
+    readings = []
+    for pool in list_pools(capacity):
+        held = sum(1 for slot in read_pool_slots(capacity, pool) if slot.valid_at(moment))
+        value = held / pool.size if utilization and pool.size else float(held)
+        readings.append((float(value), {"pool": pool.id}))
+    return readings

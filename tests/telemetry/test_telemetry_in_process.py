@@ -198,3 +198,27 @@ def test_with_a_connection_string_azure_monitor_is_configured_without_a_network_
     assert found["span_processors"].index("ScrubSpanProcessor") < found["span_processors"].index("BatchSpanProcessor")
     assert found["sampler"].startswith("TriggerRootSampler")
     assert found["credential"] == "DefaultAzureCredential", "Entra authentication, with the process's credential"
+
+
+def test_the_open_findings_gauge_counts_open_findings_by_kind(exporters: Exporters, azurite: Azurite,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from azure.data.tables import TableServiceClient
+
+    from shared.storage import clients
+    from shared.wiring.telemetry import _open_findings
+
+    # The target account's own Inventory table: no host of the tests writes findings there.
+    connection = azurite.connection_string(TARGET_ACCOUNT)
+    monkeypatch.setenv("AzureWebJobsStorage", connection)
+    monkeypatch.setattr(clients, "_shared", None)
+    table = TableServiceClient.from_connection_string(connection).create_table_if_not_exists("Inventory")
+    rows = [("open", "missing"), ("open", "missing"), ("open", "changed"), ("resolved", "missing")]
+    for index, (state, kind) in enumerate(rows):
+        table.upsert_entity({"PartitionKey": "tenant-g|env", "RowKey": f"finding|g{index}", "State": state,
+                             "Kind": kind})
+    table.upsert_entity({"PartitionKey": "tenant-g|env", "RowKey": "rule|r1", "State": "open", "Kind": "missing"})
+    try:
+        readings = {dimensions["kind"]: value for value, dimensions in _open_findings()}
+        assert readings == {"missing": 2.0, "changed": 1.0}
+    finally:
+        TableServiceClient.from_connection_string(connection).delete_table("Inventory")
