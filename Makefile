@@ -39,8 +39,9 @@ test-storm: setup
 # The checks CI runs before the tests (README, Development): lint, types, import layers.
 check: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports --no-logo
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 # Rewrites files: import order, then the formatter (settings in pyproject.toml).
 format: $(VENV)/.installed

@@ -19,8 +19,9 @@ from typing import Any
 LATEST = Path(__file__).resolve().parents[1] / ".data" / "bench" / "latest.json"
 
 
-def record(benchmark: str, values: dict[str, float], details: dict[str, Any] | None = None,
-           path: Path = LATEST) -> Path:
+def record(
+    benchmark: str, values: dict[str, float], details: dict[str, Any] | None = None, path: Path = LATEST
+) -> Path:
     """Merge ``values`` into ``path`` (created if missing); ``details`` go under ``runs[benchmark]``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -29,9 +30,12 @@ def record(benchmark: str, values: dict[str, float], details: dict[str, Any] | N
         document = {}
     document.update({key: round(float(value), 4) for key, value in values.items()})
     runs = document.setdefault("runs", {})
-    runs[benchmark] = {"at": datetime.now(UTC).isoformat(timespec="seconds"),
-                       "load_average": [round(v, 2) for v in os.getloadavg()],
-                       "keys": sorted(values), **(details or {})}
+    runs[benchmark] = {
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "load_average": [round(v, 2) for v in os.getloadavg()],
+        "keys": sorted(values),
+        **(details or {}),
+    }
     path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     print(f"recorded in {path}: " + ", ".join(f"{k} {float(v):.3g}" for k, v in sorted(values.items())))
     return path

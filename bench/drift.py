@@ -79,8 +79,9 @@ def _comparison(expected: Any, request: Any, state: Any, open_findings: Any, rul
 
 
 def resource_names(count: int) -> list[tuple[str, str]]:
-    return [("blob-container" if i % 2 == 0 else "queue", f"{'c' if i % 2 == 0 else 'q'}-{i:05d}")
-            for i in range(count)]
+    return [
+        ("blob-container" if i % 2 == 0 else "queue", f"{'c' if i % 2 == 0 else 'q'}-{i:05d}") for i in range(count)
+    ]
 
 
 def create(azurite: Azurite, names: list[tuple[int, tuple[str, str]]], environment: str = ENVIRONMENT) -> None:
@@ -103,17 +104,26 @@ def create(azurite: Azurite, names: list[tuple[int, tuple[str, str]]], environme
 
 
 def configure(azurite: Azurite, scratch: Path) -> None:
-    os.environ.update({
-        "AzureWebJobsStorage": azurite.connection_string(),
-        "RuntimeCloud__IaC__Runner": "embedded",
-        "RuntimeCloud__Targets": json.dumps([{
-            "Id": "local-storage", "Kind": "storage-account", "Region": "local",
-            "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
-            "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__local_storage__Connection"}}]),
-        "RuntimeCloudTarget__local_storage__Connection": azurite.connection_string(TARGET_ACCOUNT),
-        "RuntimeCloud__Auth__LocalSigningKeyDirectory": str(scratch / "auth"),
-        "RuntimeCloud__Inventory__TargetTimeoutSeconds": "30",
-    })
+    os.environ.update(
+        {
+            "AzureWebJobsStorage": azurite.connection_string(),
+            "RuntimeCloud__IaC__Runner": "embedded",
+            "RuntimeCloud__Targets": json.dumps(
+                [
+                    {
+                        "Id": "local-storage",
+                        "Kind": "storage-account",
+                        "Region": "local",
+                        "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
+                        "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__local_storage__Connection"},
+                    }
+                ]
+            ),
+            "RuntimeCloudTarget__local_storage__Connection": azurite.connection_string(TARGET_ACCOUNT),
+            "RuntimeCloud__Auth__LocalSigningKeyDirectory": str(scratch / "auth"),
+            "RuntimeCloud__Inventory__TargetTimeoutSeconds": "30",
+        }
+    )
 
 
 def main(sizes: list[int]) -> None:
@@ -157,22 +167,38 @@ def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
     provisioning = ProvisioningStore(clients, "/bench/provisioning")
     inventory = InventoryStore(clients, "/bench/inventory")
     section = settings.runtime_cloud
-    api = ProvisioningApi(provisioning, ReceiptStore(clients),
-                          ProvisioningService(provisioning, policy=section.provisioning, targets=section.targets),
-                          policy=section.provisioning)
-    scanner = Scanner(inventory, api, settings=section.inventory, targets=section.targets,
-                      observers=functools.partial(observer_for, inventory=section.inventory, iac=section.iac))
+    api = ProvisioningApi(
+        provisioning,
+        ReceiptStore(clients),
+        ProvisioningService(provisioning, policy=section.provisioning, targets=section.targets),
+        policy=section.provisioning,
+    )
+    scanner = Scanner(
+        inventory,
+        api,
+        settings=section.inventory,
+        targets=section.targets,
+        observers=functools.partial(observer_for, inventory=section.inventory, iac=section.iac),
+    )
     target = settings.target("local-storage")
     assert target is not None
 
     def applied(environment: str, names: list[tuple[str, str]], run: str) -> EnvironmentSpecification:
-        specification = EnvironmentSpecification.model_validate({
-            "tenant": TENANT, "environment": environment, "environment_class": "non-production",
-            "target": "local-storage", "runner": "embedded",
-            "resources": [{"type": kind, "name": name, "metadata": {"team": "bench"}} for kind, name in names]})
+        specification = EnvironmentSpecification.model_validate(
+            {
+                "tenant": TENANT,
+                "environment": environment,
+                "environment_class": "non-production",
+                "target": "local-storage",
+                "runner": "embedded",
+                "resources": [{"type": kind, "name": name, "metadata": {"team": "bench"}} for kind, name in names],
+            }
+        )
         provisioning.save_specification(specification)
-        provisioning.update_environment(provisioning.environment(TENANT, environment), {
-            "AppliedDigest": specification.digest(), "AppliedRunId": run, "EnvironmentClass": "non-production"})
+        provisioning.update_environment(
+            provisioning.environment(TENANT, environment),
+            {"AppliedDigest": specification.digest(), "AppliedRunId": run, "EnvironmentClass": "non-production"},
+        )
         return specification
 
     small = [(kind, f"s{name}") for kind, name in resource_names(SMALL_SIZE)]
@@ -196,16 +222,28 @@ def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
         read, state = median_time(lambda: read_target_state(target), 3)
 
         expected = expected_from_specification(specification)
-        request = ObservationRequest(tenant=TENANT, environment=ENVIRONMENT, target=target,
-                                     specification=specification, expected=tuple(expected))
+        request = ObservationRequest(
+            tenant=TENANT, environment=ENVIRONMENT, target=target, specification=specification, expected=tuple(expected)
+        )
         open_findings = inventory.findings(TENANT, ENVIRONMENT, FindingState.OPEN)
         rules = [v.value for v in inventory.rules(TENANT, ENVIRONMENT)]
 
         comparison = functools.partial(_comparison, expected, request, state, open_findings, rules)
         compare_time, changes = median_time(comparison, 5)
-        rows.append({"size": size, "created": creating, "first": first, "scan": scan, "read": read,
-                     "compare": compare_time, "open": outcome.open_findings, "resources": len(state.resources),
-                     "opened_first": len(opened.opened), "proposal": bool(outcome.proposal_id)})
+        rows.append(
+            {
+                "size": size,
+                "created": creating,
+                "first": first,
+                "scan": scan,
+                "read": read,
+                "compare": compare_time,
+                "open": outcome.open_findings,
+                "resources": len(state.resources),
+                "opened_first": len(opened.opened),
+                "proposal": bool(outcome.proposal_id),
+            }
+        )
     if "beside" in shared:
         rows.append({"shared": True, **shared})
     return rows
@@ -215,43 +253,60 @@ def report(rows: list[dict[str, Any]]) -> None:
     shared = next((row for row in rows if row.get("shared")), None)
     rows = [row for row in rows if not row.get("shared")]
     print("drift scan of one embedded-runner environment, all against a real Azurite (2 cores here)")
-    print(f"{'resources':>9} {'read ms':>9} {'compare ms':>11} {'scan ms':>9} {'scan µs/res':>12} "
-          f"{'compare share':>14} {'read share':>11} {'rest share':>11} {'open findings':>14} {'observed':>9}")
+    print(
+        f"{'resources':>9} {'read ms':>9} {'compare ms':>11} {'scan ms':>9} {'scan µs/res':>12} "
+        f"{'compare share':>14} {'read share':>11} {'rest share':>11} {'open findings':>14} {'observed':>9}"
+    )
     for row in rows:
         per = row["scan"] / row["size"] * 1e6
-        print(f"{row['size']:>9} {row['read'] * 1e3:>9.0f} {row['compare'] * 1e3:>11.1f} {row['scan'] * 1e3:>9.0f} "
-              f"{per:>12.1f} {row['compare'] / row['scan']:>14.1%} {row['read'] / row['scan']:>11.1%} "
-              f"{1 - (row['compare'] + row['read']) / row['scan']:>11.1%} {row['open']:>14} {row['resources']:>9}")
+        print(
+            f"{row['size']:>9} {row['read'] * 1e3:>9.0f} {row['compare'] * 1e3:>11.1f} {row['scan'] * 1e3:>9.0f} "
+            f"{per:>12.1f} {row['compare'] / row['scan']:>14.1%} {row['read'] / row['scan']:>11.1%} "
+            f"{1 - (row['compare'] + row['read']) / row['scan']:>11.1%} {row['open']:>14} {row['resources']:>9}"
+        )
     values: dict[str, float] = {}
     if shared:
         values["drift_shared_account_ratio"] = shared["beside"] / shared["alone"]
-        print(f"a {SMALL_SIZE}-resource environment: scan alone {shared['alone'] * 1e3:.0f} ms, beside "
-              f"{NEIGHBOURS} other resources {shared['beside'] * 1e3:.0f} ms "
-              f"({values['drift_shared_account_ratio']:.1f}x)")
+        print(
+            f"a {SMALL_SIZE}-resource environment: scan alone {shared['alone'] * 1e3:.0f} ms, beside "
+            f"{NEIGHBOURS} other resources {shared['beside'] * 1e3:.0f} ms "
+            f"({values['drift_shared_account_ratio']:.1f}x)"
+        )
     by_size = {row["size"]: row for row in rows}
     if 1000 in by_size and 10000 in by_size:
         values["drift_growth_10x"] = by_size[10000]["scan"] / by_size[1000]["scan"]
         values["drift_compare_growth_10x"] = by_size[10000]["compare"] / by_size[1000]["compare"]
     if values:
-        record("drift", values, {"scan_ms": {str(r["size"]): round(r["scan"] * 1e3) for r in rows},
-                                 "compare_ms": {str(r["size"]): round(r["compare"] * 1e3, 1) for r in rows},
-                                 "read_ms": {str(r["size"]): round(r["read"] * 1e3) for r in rows}})
+        record(
+            "drift",
+            values,
+            {
+                "scan_ms": {str(r["size"]): round(r["scan"] * 1e3) for r in rows},
+                "compare_ms": {str(r["size"]): round(r["compare"] * 1e3, 1) for r in rows},
+                "read_ms": {str(r["size"]): round(r["read"] * 1e3) for r in rows},
+            },
+        )
     if len(rows) >= 2:
         small, large = rows[0], rows[-1]
         factor = large["size"] / small["size"]
         per_small, per_large = small["scan"] / small["size"], large["scan"] / large["size"]
-        print(f"growth {large['size']} vs {small['size']} resources ({factor:.0f}x): "
-              f"scan {large['scan'] / small['scan']:.1f}x, "
-              f"read {large['read'] / small['read']:.1f}x, compare {large['compare'] / small['compare']:.1f}x; "
-              f"cost per resource {per_large / per_small:.2f}x")
-    print("first scan of each size (opens the findings and the proposal), ms: "
-          + ", ".join(f"{r['size']}: {r['first'] * 1e3:.0f} ({r['opened_first']} opened)" for r in rows))
-    print("how: read = read_target_state of the account (Azurite, real listing); compare = filter + compare + "
-          "findings reconciliation in process; scan = Scanner.scan end to end (steady state, drift seen again); "
-          "rest = the scan's own store I/O (lease, loading the applied specification, the observation blob, "
-          "findings and proposal rows). "
-          "Creating the resources (not part of a scan), s: "
-          + ", ".join(f"{r['size']}: {r['created']:.0f}" for r in rows))
+        print(
+            f"growth {large['size']} vs {small['size']} resources ({factor:.0f}x): "
+            f"scan {large['scan'] / small['scan']:.1f}x, "
+            f"read {large['read'] / small['read']:.1f}x, compare {large['compare'] / small['compare']:.1f}x; "
+            f"cost per resource {per_large / per_small:.2f}x"
+        )
+    print(
+        "first scan of each size (opens the findings and the proposal), ms: "
+        + ", ".join(f"{r['size']}: {r['first'] * 1e3:.0f} ({r['opened_first']} opened)" for r in rows)
+    )
+    print(
+        "how: read = read_target_state of the account (Azurite, real listing); compare = filter + compare + "
+        "findings reconciliation in process; scan = Scanner.scan end to end (steady state, drift seen again); "
+        "rest = the scan's own store I/O (lease, loading the applied specification, the observation blob, "
+        "findings and proposal rows). "
+        "Creating the resources (not part of a scan), s: " + ", ".join(f"{r['size']}: {r['created']:.0f}" for r in rows)
+    )
 
 
 if __name__ == "__main__":

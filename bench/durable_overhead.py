@@ -84,8 +84,12 @@ def _completed(host: HostProcess, prefix: str) -> int:
     count, token = 0, None
     while True:
         headers: dict[str, str] = {"x-ms-continuation-token": token} if token else {}
-        page = host.request("GET", f"{WEBHOOKS}/instances", headers=headers,
-                            params={"instanceIdPrefix": prefix, "runtimeStatus": "Completed", "top": "500"})
+        page = host.request(
+            "GET",
+            f"{WEBHOOKS}/instances",
+            headers=headers,
+            params={"instanceIdPrefix": prefix, "runtimeStatus": "Completed", "top": "500"},
+        )
         count += len(page.json())
         token = page.headers.get("x-ms-continuation-token")
         if not token:
@@ -101,8 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="durable-bench-") as scratch:
         azurite = Azurite(Path(scratch) / "azurite").start()
         try:
-            env = {"AzureWebJobsStorage": azurite.connection_string(), "DURABLE_TEST_HUB": "BenchHub",
-                   "DEVHOST_LOG_LEVEL": "WARNING"}
+            env = {
+                "AzureWebJobsStorage": azurite.connection_string(),
+                "DURABLE_TEST_HUB": "BenchHub",
+                "DEVHOST_LOG_LEVEL": "WARNING",
+            }
             host = HostProcess(DURABLE_APP, env, Path(scratch) / "host.log").start()
             try:
                 report(azurite, host, args.activities, args.instances, args.rounds)
@@ -120,17 +127,30 @@ def report(azurite: Azurite, host: HostProcess, activities: int, instances: int,
     per_activity = statistics.median(chains) / activities
     rates = [run_parallel(host, instances) for _ in range(rounds)]
     print(f"baseline: one Azurite queue round trip (send, receive, delete): {baseline * 1000:.2f} ms")
-    print(f"sequence of {activities} no-op activities: {statistics.median(chains):.2f} s "
-          f"(rounds: {', '.join(f'{c:.2f}' for c in chains)})")
-    print(f"engine cost per activity: {per_activity * 1000:.1f} ms = {per_activity / baseline:.1f}x "
-          "one queue round trip")
-    print(f"{instances} one-activity orchestrations in parallel: {statistics.median(rates):.1f} instances/s "
-          f"(rounds: {', '.join(f'{r:.1f}' for r in rates)}) = "
-          f"{1 / statistics.median(rates) / baseline:.1f} queue round trips per instance")
-    record("durable_overhead", {"durable_activity_ratio": per_activity / baseline,
-                                "durable_instance_round_trips": 1 / statistics.median(rates) / baseline},
-           {"queue_round_trip_ms": round(baseline * 1000, 2), "per_activity_ms": round(per_activity * 1000, 1),
-            "instances_per_s": round(statistics.median(rates), 1)})
+    print(
+        f"sequence of {activities} no-op activities: {statistics.median(chains):.2f} s "
+        f"(rounds: {', '.join(f'{c:.2f}' for c in chains)})"
+    )
+    print(
+        f"engine cost per activity: {per_activity * 1000:.1f} ms = {per_activity / baseline:.1f}x one queue round trip"
+    )
+    print(
+        f"{instances} one-activity orchestrations in parallel: {statistics.median(rates):.1f} instances/s "
+        f"(rounds: {', '.join(f'{r:.1f}' for r in rates)}) = "
+        f"{1 / statistics.median(rates) / baseline:.1f} queue round trips per instance"
+    )
+    record(
+        "durable_overhead",
+        {
+            "durable_activity_ratio": per_activity / baseline,
+            "durable_instance_round_trips": 1 / statistics.median(rates) / baseline,
+        },
+        {
+            "queue_round_trip_ms": round(baseline * 1000, 2),
+            "per_activity_ms": round(per_activity * 1000, 1),
+            "instances_per_s": round(statistics.median(rates), 1),
+        },
+    )
 
 
 if __name__ == "__main__":

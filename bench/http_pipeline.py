@@ -104,8 +104,9 @@ def main(count: int) -> None:
             measured = timed(pipeline, count)
             health_token = mint_token(root / "auth", tenant="bench", scopes=["factory.health.read"])
             health_one = timed(lambda: health(host.url("runtime-cloud/health"), health_token, session), 40)
-            health_burst = [p95_of(burst(host.url("runtime-cloud/health"), health_token, HEALTH_CLIENTS))
-                            for _ in range(3)]
+            health_burst = [
+                p95_of(burst(host.url("runtime-cloud/health"), health_token, HEALTH_CLIENTS)) for _ in range(3)
+            ]
         finally:
             host.stop()
             azurite.stop()
@@ -113,16 +114,24 @@ def main(count: int) -> None:
     p50, p95 = summary(measured)
     print(f"requests per series: {count}")
     print(f"baseline  raw Azurite round trip  p50 {base_p50 * 1000:7.2f} ms  p95 {base_p95 * 1000:7.2f} ms  (1.00x)")
-    print(f"pipeline  GET meta/targets        p50 {p50 * 1000:7.2f} ms  p95 {p95 * 1000:7.2f} ms  "
-          f"({p50 / base_p50:.2f}x p50, {p95 / base_p95:.2f}x p95)")
+    print(
+        f"pipeline  GET meta/targets        p50 {p50 * 1000:7.2f} ms  p95 {p95 * 1000:7.2f} ms  "
+        f"({p50 / base_p50:.2f}x p50, {p95 / base_p95:.2f}x p95)"
+    )
     one_p95, burst_p95 = p95_of(health_one), statistics.median(health_burst)
-    print(f"health    GET health, one at a time  p50 {statistics.median(health_one) * 1000:7.2f} ms  "
-          f"p95 {one_p95 * 1000:7.2f} ms")
-    print(f"health    {HEALTH_CLIENTS} at once (median of {len(health_burst)} bursts)  p95 {burst_p95 * 1000:7.2f} ms  "
-          f"({burst_p95 / one_p95:.1f}x the p95 of one)")
-    record("http_pipeline", {"pipeline_p95_ratio": p95 / base_p95,
-                             f"health_p95_ratio_{HEALTH_CLIENTS}": burst_p95 / one_p95},
-           {"health_one_p95_ms": round(one_p95 * 1000, 1), "health_burst_p95_ms": round(burst_p95 * 1000, 1)})
+    print(
+        f"health    GET health, one at a time  p50 {statistics.median(health_one) * 1000:7.2f} ms  "
+        f"p95 {one_p95 * 1000:7.2f} ms"
+    )
+    print(
+        f"health    {HEALTH_CLIENTS} at once (median of {len(health_burst)} bursts)  p95 {burst_p95 * 1000:7.2f} ms  "
+        f"({burst_p95 / one_p95:.1f}x the p95 of one)"
+    )
+    record(
+        "http_pipeline",
+        {"pipeline_p95_ratio": p95 / base_p95, f"health_p95_ratio_{HEALTH_CLIENTS}": burst_p95 / one_p95},
+        {"health_one_p95_ms": round(one_p95 * 1000, 1), "health_burst_p95_ms": round(burst_p95 * 1000, 1)},
+    )
 
 
 if __name__ == "__main__":

@@ -140,12 +140,15 @@ class CounterRow:
             if held > int(entity["Capacity"]) or held < 0:
                 return False
             try:
-                self.table.update_entity({**self.key, "Held": held, "Capacity": entity["Capacity"]},
-                                         mode=UpdateMode.REPLACE, etag=entity.metadata["etag"],
-                                         match_condition=MatchConditions.IfNotModified)
+                self.table.update_entity(
+                    {**self.key, "Held": held, "Capacity": entity["Capacity"]},
+                    mode=UpdateMode.REPLACE,
+                    etag=entity.metadata["etag"],
+                    match_condition=MatchConditions.IfNotModified,
+                )
                 return True
             except ResourceModifiedError:
-                time.sleep(random.uniform(0, min(0.05, 0.002 * 2 ** attempt)))
+                time.sleep(random.uniform(0, min(0.05, 0.002 * 2**attempt)))
         raise RuntimeError("counter row: too many lost races")
 
     def cycle(self) -> None:
@@ -180,14 +183,14 @@ class Measured:
     calls: tuple[float, float]  # storage calls per cycle: on the request's thread, in the background
 
 
-def measure(azurite: Azurite, host: HostProcess, root: Path, settings: dict[str, str],
-            seconds: float) -> Measured:
+def measure(azurite: Azurite, host: HostProcess, root: Path, settings: dict[str, str], seconds: float) -> Measured:
     tables = TableServiceClient.from_connection_string(azurite.connection_string())
     bench_table = tables.create_table_if_not_exists("benchleases")
     admin = mint_token(root / "auth", tenant="ops", scopes=["factory.runtime.write"], roles=["PlatformAdmin"])
     tenants = [f"bench-{i}" for i in range(TENANTS)]
-    answer = host.request("PUT", "runtime-cloud/quotas/bench", admin,
-                          json={"limits": {"build": CAPACITY}, "tenants": tenants})
+    answer = host.request(
+        "PUT", "runtime-cloud/quotas/bench", admin, json={"limits": {"build": CAPACITY}, "tenants": tenants}
+    )
     assert answer.status_code in (200, 201), answer.text
     results: list[Series] = []
     baseline = raw_insert_baseline(bench_table, 300)
@@ -198,25 +201,42 @@ def measure(azurite: Azurite, host: HostProcess, root: Path, settings: dict[str,
 
     for clients in CONCURRENCY:
         pool_id = f"bench-http-{clients}"
-        answer = host.request("PUT", f"runtime-cloud/pools/{pool_id}", admin,
-                              json={"kind": "build", "region": pool_id, "size": CAPACITY, "max": CAPACITY})
+        answer = host.request(
+            "PUT",
+            f"runtime-cloud/pools/{pool_id}",
+            admin,
+            json={"kind": "build", "region": pool_id, "size": CAPACITY, "max": CAPACITY},
+        )
         assert answer.status_code == 201, answer.text
         acquires[clients] = []
-        results.append(run_series("service over HTTP (slot rows)", clients, seconds,
-                                  http_cycle_factory(host, root, tenants, pool_id, acquires[clients])))
+        results.append(
+            run_series(
+                "service over HTTP (slot rows)",
+                clients,
+                seconds,
+                http_cycle_factory(host, root, tenants, pool_id, acquires[clients]),
+            )
+        )
 
     from shared.storage.clients import transport_options
 
     counting = CountingTransport(RequestsTransport(**transport_options({})))  # as the product's clients
     store = in_process_store(azurite, settings, transport=counting)
     for clients in CONCURRENCY:
-        results.append(run_series("slot rows, in process", clients, seconds,
-                                  in_process_cycle_factory(store, tenants, f"bench-local-{clients}")))
+        results.append(
+            run_series(
+                "slot rows, in process",
+                clients,
+                seconds,
+                in_process_cycle_factory(store, tenants, f"bench-local-{clients}"),
+            )
+        )
     calls = count_storage_calls(store, counting, tenants)
     for clients in CONCURRENCY:
         counter = CounterRow(bench_table, CAPACITY)
-        results.append(run_series("single counter row, in process", clients, seconds,
-                                  _same_for_every_client(counter.cycle)))
+        results.append(
+            run_series("single counter row, in process", clients, seconds, _same_for_every_client(counter.cycle))
+        )
     return Measured(results, baseline, raw_inserts, acquires, calls)
 
 
@@ -277,8 +297,9 @@ class CountingTransport(HttpTransport):
             return self.by_thread.get(ident, 0)
 
 
-def count_storage_calls(store: CapacityStore, counting: CountingTransport, tenants: list[str],
-                        cycles: int = 40) -> tuple[float, float]:
+def count_storage_calls(
+    store: CapacityStore, counting: CountingTransport, tenants: list[str], cycles: int = 40
+) -> tuple[float, float]:
     """Storage calls of one acquire + release, one client, in its steady state: on the caller's thread,
     and in the background (the event sender), the latter once the backlog has drained."""
     cycle = in_process_cycle_factory(store, tenants[:1], "bench-count")(0)
@@ -295,28 +316,40 @@ def count_storage_calls(store: CapacityStore, counting: CountingTransport, tenan
     return on_path / cycles, background / cycles
 
 
-def http_cycle_factory(host: HostProcess, root: Path, tenants: list[str], pool_id: str,
-                       acquires: list[float]) -> Callable[[int], Callable[[], None]]:
+def http_cycle_factory(
+    host: HostProcess, root: Path, tenants: list[str], pool_id: str, acquires: list[float]
+) -> Callable[[int], Callable[[], None]]:
     lock = threading.Lock()
 
     def make(index: int) -> Callable[[], None]:
         session = requests.Session()
         tenant = tenants[index % len(tenants)]
-        headers = {"Authorization": "Bearer " + mint_token(root / "auth", tenant=tenant,
-                                                           scopes=["factory.capacity.lease"])}
-        body: dict[str, Any] = {"kind": "build", "region": pool_id, "purpose": "build", "holder": f"bench-{index}",
-                "ttl_seconds": 60}
+        headers = {
+            "Authorization": "Bearer " + mint_token(root / "auth", tenant=tenant, scopes=["factory.capacity.lease"])
+        }
+        body: dict[str, Any] = {
+            "kind": "build",
+            "region": pool_id,
+            "purpose": "build",
+            "holder": f"bench-{index}",
+            "ttl_seconds": 60,
+        }
 
         def cycle() -> None:
             started = time.perf_counter()
-            acquired = session.post(host.url("runtime-cloud/leases"), headers=headers,
-                                    json={**body, "lease_id": uuid.uuid4().hex}, timeout=30)
+            acquired = session.post(
+                host.url("runtime-cloud/leases"),
+                headers=headers,
+                json={**body, "lease_id": uuid.uuid4().hex},
+                timeout=30,
+            )
             with lock:
                 acquires.append(time.perf_counter() - started)
             if acquired.status_code != 201:
                 raise RuntimeError(f"acquire answered {acquired.status_code}: {acquired.text}")
-            released = session.delete(host.url(f"runtime-cloud/leases/{acquired.json()['lease_id']}"),
-                                       headers=headers, timeout=30)
+            released = session.delete(
+                host.url(f"runtime-cloud/leases/{acquired.json()['lease_id']}"), headers=headers, timeout=30
+            )
             if released.status_code != 204:
                 raise RuntimeError(f"release answered {released.status_code}: {released.text}")
 
@@ -338,8 +371,9 @@ def in_process_store(azurite: Azurite, settings: dict[str, str], **options: Any)
     return CapacityStore.from_clients(clients, CapacitySettings(), "/bench")
 
 
-def in_process_cycle_factory(store: CapacityStore, tenants: list[str],
-                             pool_id: str) -> Callable[[int], Callable[[], None]]:
+def in_process_cycle_factory(
+    store: CapacityStore, tenants: list[str], pool_id: str
+) -> Callable[[int], Callable[[], None]]:
     from shared.capacity import editions, pools
     from shared.capacity.leases import LeaseService
     from shared.capacity.models import AcquireRequest, EditionSpec, PoolKind, PoolSpec, Purpose
@@ -352,8 +386,14 @@ def in_process_cycle_factory(store: CapacityStore, tenants: list[str],
         tenant = tenants[index % len(tenants)]
 
         def cycle() -> None:
-            request = AcquireRequest(kind=PoolKind.BUILD, region=pool_id, purpose=Purpose.BUILD,
-                                     holder=f"bench-{index}", ttl_seconds=60, lease_id=uuid.uuid4().hex)
+            request = AcquireRequest(
+                kind=PoolKind.BUILD,
+                region=pool_id,
+                purpose=Purpose.BUILD,
+                holder=f"bench-{index}",
+                ttl_seconds=60,
+                lease_id=uuid.uuid4().hex,
+            )
             lease, _ = service.acquire(tenant, request)
             service.release(tenant, lease.lease_id)
 
@@ -368,33 +408,47 @@ def report(measured: Measured) -> None:
     counters = {s.clients: s for s in results if s.name.startswith("single counter")}
     print("capacity leases: acquire + release cycles (ratios against baselines measured in this run)")
     print(f"baseline (a) raw Azurite conditional insert: p50 {base_p50 * 1000:.2f} ms, p95 {base_p95 * 1000:.2f} ms")
-    print(f"{'clients':>7}  {'design':<36} {'cycles/s':>9} {'p50 ms':>8} {'p95 ms':>8}"
-          f" {'p50/(a)':>8} {'p95/(a)':>8} {'thru/(b)':>9}")
+    print(
+        f"{'clients':>7}  {'design':<36} {'cycles/s':>9} {'p50 ms':>8} {'p95 ms':>8}"
+        f" {'p50/(a)':>8} {'p95/(a)':>8} {'thru/(b)':>9}"
+    )
     for clients in CONCURRENCY:
         for series in (s for s in results if s.clients == clients):
             p50, p95 = series.percentile(0.5), series.percentile(0.95)
-            print(f"{clients:>7}  {series.name:<36} {series.throughput:>9.1f} {p50 * 1000:>8.1f} {p95 * 1000:>8.1f}"
-                  f" {p50 / base_p50:>7.1f}x {p95 / base_p95:>7.1f}x"
-                  f" {series.throughput / counters[clients].throughput:>8.2f}x")
+            print(
+                f"{clients:>7}  {series.name:<36} {series.throughput:>9.1f} {p50 * 1000:>8.1f} {p95 * 1000:>8.1f}"
+                f" {p50 / base_p50:>7.1f}x {p95 / base_p95:>7.1f}x"
+                f" {series.throughput / counters[clients].throughput:>8.2f}x"
+            )
     top = CONCURRENCY[-1]
     raw = next(s for s in results if s.name == RAW)
     http = next(s for s in results if s.clients == top and s.name.startswith("service over HTTP"))
     raw_insert_p95 = percentile(measured.raw_inserts, 0.95)
     acquire_p95 = percentile(measured.acquires[top], 0.95)
     on_path, background = measured.calls
-    print(f"at {top} clients: service {http.throughput:.1f} cycles/s vs raw insert+delete {raw.throughput:.1f}"
-          f" = {http.throughput / raw.throughput:.3f}; acquire p95 {acquire_p95 * 1000:.1f} ms vs raw insert p95"
-          f" {raw_insert_p95 * 1000:.1f} ms = {acquire_p95 / raw_insert_p95:.1f}x")
+    print(
+        f"at {top} clients: service {http.throughput:.1f} cycles/s vs raw insert+delete {raw.throughput:.1f}"
+        f" = {http.throughput / raw.throughput:.3f}; acquire p95 {acquire_p95 * 1000:.1f} ms vs raw insert p95"
+        f" {raw_insert_p95 * 1000:.1f} ms = {acquire_p95 / raw_insert_p95:.1f}x"
+    )
     print(f"storage calls per acquire + release: {on_path:.1f} on the request path, {background:.1f} in the background")
-    record("leases", {
-        f"lease_cycle_ratio_{top}": http.throughput / raw.throughput,
-        f"lease_acquire_p95_ratio_{top}": acquire_p95 / raw_insert_p95,
-        "lease_storage_calls_per_cycle": on_path,
-        "lease_background_calls_per_cycle": background,
-    }, {"http_cycles_per_s": {str(s.clients): round(s.throughput, 1) for s in results
-                              if s.name.startswith("service over HTTP")},
-        "raw_cycles_per_s": round(raw.throughput, 1), "acquire_p95_ms": round(acquire_p95 * 1000, 1),
-        "raw_insert_p95_ms": round(raw_insert_p95 * 1000, 1)})
+    record(
+        "leases",
+        {
+            f"lease_cycle_ratio_{top}": http.throughput / raw.throughput,
+            f"lease_acquire_p95_ratio_{top}": acquire_p95 / raw_insert_p95,
+            "lease_storage_calls_per_cycle": on_path,
+            "lease_background_calls_per_cycle": background,
+        },
+        {
+            "http_cycles_per_s": {
+                str(s.clients): round(s.throughput, 1) for s in results if s.name.startswith("service over HTTP")
+            },
+            "raw_cycles_per_s": round(raw.throughput, 1),
+            "acquire_p95_ms": round(acquire_p95 * 1000, 1),
+            "raw_insert_p95_ms": round(raw_insert_p95 * 1000, 1),
+        },
+    )
 
 
 def percentile(samples: list[float], fraction: float) -> float:

@@ -72,12 +72,19 @@ SINGLE_RUNS = 5
 
 def specification(environment: str, tag: str, size: int = 3) -> dict:
     """``size`` resources: queues, blob containers and tables in turn."""
-    kinds = [lambda n: {"type": "queue", "name": f"q{n}-{tag}", "metadata": {"n": "1"}},
-             lambda n: {"type": "blob-container", "name": f"c{n}-{tag}", "metadata": {"n": "1"}},
-             lambda n: {"type": "table", "name": f"T{n}x{tag.replace('-', '')}"}]
-    return {"tenant": "bench", "environment": environment, "environment_class": "non-production",
-            "target": "local-storage", "runner": "embedded",
-            "resources": [kinds[n % 3](n) for n in range(size)]}
+    kinds = [
+        lambda n: {"type": "queue", "name": f"q{n}-{tag}", "metadata": {"n": "1"}},
+        lambda n: {"type": "blob-container", "name": f"c{n}-{tag}", "metadata": {"n": "1"}},
+        lambda n: {"type": "table", "name": f"T{n}x{tag.replace('-', '')}"},
+    ]
+    return {
+        "tenant": "bench",
+        "environment": environment,
+        "environment_class": "non-production",
+        "target": "local-storage",
+        "runner": "embedded",
+        "resources": [kinds[n % 3](n) for n in range(size)],
+    }
 
 
 def single_runs(host: HostProcess, queue: QueueClient, token: str, runs: int, size: int) -> list[float]:
@@ -85,22 +92,30 @@ def single_runs(host: HostProcess, queue: QueueClient, token: str, runs: int, si
     durations = []
     for index in range(runs):
         environment = f"single-{index}-{uuid.uuid4().hex[:6]}"
-        message = {"promotion_id": f"s-{index}-{uuid.uuid4().hex[:6]}", "tenant": "bench",
-                   "environment": environment, "requested_by": "bench",
-                   "specification": specification(environment, uuid.uuid4().hex[:10], size)}
+        message = {
+            "promotion_id": f"s-{index}-{uuid.uuid4().hex[:6]}",
+            "tenant": "bench",
+            "environment": environment,
+            "requested_by": "bench",
+            "specification": specification(environment, uuid.uuid4().hex[:10], size),
+        }
         queue.send_message(base64.b64encode(json.dumps(message).encode()).decode())
 
         def ended(environment: str = environment) -> dict | None:
-            runs = host.request("GET", "runtime-cloud/runs", token=token,
-                                params={"environment": environment}).json()["runs"]
+            runs = host.request("GET", "runtime-cloud/runs", token=token, params={"environment": environment}).json()[
+                "runs"
+            ]
             mine = [r for r in runs if r["environment"] == environment and r["state"] in FINAL]
             return mine[0] if mine else None
 
         run = wait_until(ended, timeout=120, interval=0.25, message=f"the run of {environment} to end")
         if run["state"] != "applied":
             raise RuntimeError(f"single run of {environment} ended {run['state']}")
-        durations.append((datetime.fromisoformat(run["timeline"][-1]["at"])
-                          - datetime.fromisoformat(run["created_at"])).total_seconds())
+        durations.append(
+            (
+                datetime.fromisoformat(run["timeline"][-1]["at"]) - datetime.fromisoformat(run["created_at"])
+            ).total_seconds()
+        )
     return durations
 
 
@@ -136,9 +151,13 @@ def main(promotions: int, environments: int) -> None:
             started = time.perf_counter()
             for index in range(promotions):
                 environment = names[index % environments]
-                message = {"promotion_id": f"p-{index}-{uuid.uuid4().hex[:6]}", "tenant": "bench",
-                           "environment": environment, "requested_by": "bench",
-                           "specification": specification(environment, uuid.uuid4().hex[:10])}
+                message = {
+                    "promotion_id": f"p-{index}-{uuid.uuid4().hex[:6]}",
+                    "tenant": "bench",
+                    "environment": environment,
+                    "requested_by": "bench",
+                    "specification": specification(environment, uuid.uuid4().hex[:10]),
+                }
                 queue.send_message(base64.b64encode(json.dumps(message).encode()).decode())
 
             def ended() -> list[dict] | None:
@@ -151,8 +170,11 @@ def main(promotions: int, environments: int) -> None:
         finally:
             host.stop()
             azurite.stop()
-    durations = [(datetime.fromisoformat(r["timeline"][-1]["at"]) - datetime.fromisoformat(r["created_at"]))
-                 .total_seconds() for r in runs if r["state"] == "applied"]
+    durations = [
+        (datetime.fromisoformat(r["timeline"][-1]["at"]) - datetime.fromisoformat(r["created_at"])).total_seconds()
+        for r in runs
+        if r["state"] == "applied"
+    ]
     by_state: dict[str, int] = {}
     for run in runs:
         by_state[run["state"]] = by_state.get(run["state"], 0) + 1
@@ -165,19 +187,29 @@ def main(promotions: int, environments: int) -> None:
     print(f"promotions {promotions} across {environments} environments: {by_state}")
     print(f"baseline  runner plan+apply in process       median {baseline * 1000:8.1f} ms  (1.00x)")
     print(f"host      queued -> applied per applied run  median {per_run * 1000:8.1f} ms  ({per_run / baseline:.1f}x)")
-    print("time in each state (median): " + ", ".join(
-        f"{state} {statistics.median(values) * 1000:.0f} ms" for state, values in phases.items()))
+    print(
+        "time in each state (median): "
+        + ", ".join(f"{state} {statistics.median(values) * 1000:.0f} ms" for state, values in phases.items())
+    )
     print(f"throughput {len(runs) / wall * 60:.1f} runs/minute ended ({wall:.1f} s wall for all)")
     single = statistics.median(singles)
     overhead = (single - single_baseline) / single_baseline
-    print(f"one {SINGLE_RESOURCES}-resource run at a time: runner plan+apply {single_baseline * 1000:.0f} ms, "
-          f"queued -> applied {single * 1000:.0f} ms (runs: {', '.join(f'{d:.2f}' for d in singles)} s); "
-          f"overhead (end to end - runner) / runner = {overhead:.2f}")
-    record("provisioning", {"provisioning_overhead_ratio": overhead, "provisioning_run_ratio": per_run / baseline,
-                            "provisioning_runs_per_minute": len(runs) / wall * 60},
-           {"single_run_ms": round(single * 1000), "single_runner_ms": round(single_baseline * 1000)})
+    print(
+        f"one {SINGLE_RESOURCES}-resource run at a time: runner plan+apply {single_baseline * 1000:.0f} ms, "
+        f"queued -> applied {single * 1000:.0f} ms (runs: {', '.join(f'{d:.2f}' for d in singles)} s); "
+        f"overhead (end to end - runner) / runner = {overhead:.2f}"
+    )
+    record(
+        "provisioning",
+        {
+            "provisioning_overhead_ratio": overhead,
+            "provisioning_run_ratio": per_run / baseline,
+            "provisioning_runs_per_minute": len(runs) / wall * 60,
+        },
+        {"single_run_ms": round(single * 1000), "single_runner_ms": round(single_baseline * 1000)},
+    )
 
 
 if __name__ == "__main__":
     arguments = [int(a) for a in sys.argv[1:3]]
-    main(*(arguments + [24, 6][len(arguments):]))
+    main(*(arguments + [24, 6][len(arguments) :]))

@@ -48,8 +48,13 @@ def _start(args: argparse.Namespace) -> int:
     handler.setFormatter(_FieldsFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=os.environ.get("DEVHOST_LOG_LEVEL", "INFO"), handlers=[handler])
     logging.getLogger("azure").setLevel(logging.WARNING)
-    host = LocalHost(Path(args.app_dir), port=args.port, bind=args.bind, extensions=default_extensions(),
-                     allow_remote=args.allow_remote)
+    host = LocalHost(
+        Path(args.app_dir),
+        port=args.port,
+        bind=args.bind,
+        extensions=default_extensions(),
+        allow_remote=args.allow_remote,
+    )
     return asyncio.run(serve(host))
 
 
@@ -145,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     token.add_argument("--scope", action="append", default=[])
     token.add_argument("--role", action="append", default=[])
     token.add_argument("--client-id", default="local-developer")
-    token.add_argument("--object-id", default=None,
-                       help="oid: the person or service principal (default: the client id)")
+    token.add_argument(
+        "--object-id", default=None, help="oid: the person or service principal (default: the client id)"
+    )
     token.add_argument("--lifetime", type=int, default=3600, help="seconds")
     token.add_argument("--app-dir", default=".")
     token.add_argument("--key-dir", default=None)

@@ -61,6 +61,8 @@ def resolve_references(text: str, environ: Mapping[str, str] | None = None) -> s
 
 def _unresolved(name: str) -> str:
     if "__" in name:
-        return (f"'%{name}%' does not resolve to a value: the Functions host reads app setting {name} as "
-                f"{name.replace('__', ':')}, so a reference to it is written %{name.replace('__', ':')}%")
+        return (
+            f"'%{name}%' does not resolve to a value: the Functions host reads app setting {name} as "
+            f"{name.replace('__', ':')}, so a reference to it is written %{name.replace('__', ':')}%"
+        )
     return f"'%{name}%' does not resolve to a value: app setting {name.replace(':', '__')} is not set"

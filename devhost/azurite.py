@@ -52,10 +52,22 @@ class Azurite:
             raise FileNotFoundError(f"{AZURITE_BIN} is missing: run 'npm ci' (make does it)")
         env = dict(os.environ, AZURITE_ACCOUNTS=f"{HOST_ACCOUNT}:{HOST_KEY};{TARGET_ACCOUNT}:{TARGET_KEY}")
         self._process = subprocess.Popen(
-            [str(AZURITE_BIN), "--location", str(self.data_dir), "--skipApiVersionCheck", "--loose",
-             "--blobPort", str(self.blob_port), "--queuePort", str(self.queue_port),
-             "--tablePort", str(self.table_port)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                str(AZURITE_BIN),
+                "--location",
+                str(self.data_dir),
+                "--skipApiVersionCheck",
+                "--loose",
+                "--blobPort",
+                str(self.blob_port),
+                "--queuePort",
+                str(self.queue_port),
+                "--tablePort",
+                str(self.table_port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             # Its own session: Ctrl-C in a terminal reaches the host, which stops cleanly
             # (releasing leases in storage) and only then stops Azurite.
             start_new_session=True,

@@ -22,8 +22,9 @@ log = logging.getLogger("devhost.http")
 
 
 class _ProblemRequestHandler(RequestHandler):
-    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
-                     message: str | None = None) -> web.StreamResponse:
+    def handle_error(
+        self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
+    ) -> web.StreamResponse:
         if not isinstance(exc, BadHttpMessage):
             return super().handle_error(request, status, exc, message)
         if request.writer.output_size > 0:  # an answer already started: nothing more can be said
@@ -32,10 +33,14 @@ class _ProblemRequestHandler(RequestHandler):
         status = 431 if too_large else 400
         title = "Request header fields too large" if too_large else "Bad request"
         log.warning("refused a request from %s: %s", request.remote, title.lower())
-        body = {"type": "urn:runtime-cloud:problem:" + ("headers-too-large" if too_large else "bad-request"),
-                "title": title, "status": status,
-                "detail": "a header or the request line is longer than the host accepts" if too_large
-                else "the request is not valid HTTP"}
+        body = {
+            "type": "urn:runtime-cloud:problem:" + ("headers-too-large" if too_large else "bad-request"),
+            "title": title,
+            "status": status,
+            "detail": "a header or the request line is longer than the host accepts"
+            if too_large
+            else "the request is not valid HTTP",
+        }
         response = web.Response(status=status, text=json.dumps(body), content_type="application/problem+json")
         response.force_close()
         return response

@@ -85,8 +85,9 @@ def _json_object(path: Path) -> dict[str, Any]:
     try:
         document = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}, "
-                          f"column {error.colno}") from None
+        raise ConfigError(
+            f"{path} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}"
+        ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path} cannot be read: {error}") from None
     if not isinstance(document, dict):
@@ -107,8 +108,9 @@ def _timespan(section: dict[str, Any], key: str, default: float, where: str = ""
     try:
         return parse_timespan(section.get(key), default)
     except ValueError:
-        raise ValueError(f"{where}{key} must be a time span such as \"00:05:00\" (hh:mm:ss), "
-                         f"not {section.get(key)!r}") from None
+        raise ValueError(
+            f'{where}{key} must be a time span such as "00:05:00" (hh:mm:ss), not {section.get(key)!r}'
+        ) from None
 
 
 def _whole(section: dict[str, Any], key: str, default: int, where: str = "") -> int:
@@ -126,7 +128,7 @@ def apply_host_overrides(document: dict[str, Any], environment: Mapping[str, str
     for name, value in environment.items():
         if not name.startswith(HOST_OVERRIDE_PREFIX):
             continue
-        *parents, leaf = name[len(HOST_OVERRIDE_PREFIX):].split("__")
+        *parents, leaf = name[len(HOST_OVERRIDE_PREFIX) :].split("__")
         node = document
         for part in parents:
             key = next((k for k in node if k.lower() == part.lower()), part)

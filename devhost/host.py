@@ -51,8 +51,14 @@ class StartupError(Exception):
 
 
 class LocalHost:
-    def __init__(self, app_dir: Path, port: int = 8130, bind: str = "127.0.0.1",
-                 extensions: list[HostExtension] | None = None, allow_remote: bool = False) -> None:
+    def __init__(
+        self,
+        app_dir: Path,
+        port: int = 8130,
+        bind: str = "127.0.0.1",
+        extensions: list[HostExtension] | None = None,
+        allow_remote: bool = False,
+    ) -> None:
         self.app_dir = app_dir.resolve()
         self.port = port
         self.bind = bind
@@ -78,17 +84,25 @@ class LocalHost:
             raise StartupError(str(error)) from None
         _prepare_local_issuer()
         if not self.allow_remote and self.bind not in LOOPBACK_BINDS:
-            raise StartupError(f"refusing to listen on {self.bind}: the host is for this machine only. "
-                               "Pass --allow-remote to listen beyond loopback (every endpoint still wants "
-                               "its token or host key)")
+            raise StartupError(
+                f"refusing to listen on {self.bind}: the host is for this machine only. "
+                "Pass --allow-remote to listen beyond loopback (every endpoint still wants "
+                "its token or host key)"
+            )
         keys = ensure_host_keys(key_directory(self.app_dir))
         try:
             self.catalog = load_catalog(self.app_dir)
         except Exception as error:
             raise StartupError(f"the function app did not load: {error}") from error
         self._check_served(self.catalog)
-        self.front_door = HttpFrontDoor(self.catalog, self.invoker, self.host_json.route_prefix, self._run_admin,
-                                        keys, loopback_only=not self.allow_remote)
+        self.front_door = HttpFrontDoor(
+            self.catalog,
+            self.invoker,
+            self.host_json.route_prefix,
+            self._run_admin,
+            keys,
+            loopback_only=not self.allow_remote,
+        )
         for extension in self.extensions:
             extension.attach(self)
         for function in self.catalog:
@@ -97,8 +111,11 @@ class LocalHost:
         await self._runner.setup()
         await web.TCPSite(self._runner, self.bind, self.port).start()
         if self.bind not in LOOPBACK_BINDS:
-            log.warning("listening on %s (--allow-remote): plain HTTP, so tokens and host keys cross the "
-                        "network unencrypted; keep this host off networks you do not trust", self.bind)
+            log.warning(
+                "listening on %s (--allow-remote): plain HTTP, so tokens and host keys cross the "
+                "network unencrypted; keep this host off networks you do not trust",
+                self.bind,
+            )
         self._start_triggers(self.catalog)
 
     def _check_served(self, catalog: FunctionCatalog) -> None:
@@ -130,8 +147,12 @@ class LocalHost:
                 except asyncio.CancelledError:
                     raise
                 except Exception as error:  # noqa: BLE001 - any failure of a listener: restart it, keep the host up
-                    log.warning("%s stopped (%s: %s); restarting in 2 s", name, type(error).__name__,
-                                str(error).splitlines()[0] if str(error) else "")
+                    log.warning(
+                        "%s stopped (%s: %s); restarting in 2 s",
+                        name,
+                        type(error).__name__,
+                        str(error).splitlines()[0] if str(error) else "",
+                    )
                     await asyncio.sleep(2)
 
         self._tasks.append(asyncio.create_task(supervised(), name=name))
@@ -173,8 +194,14 @@ class LocalHost:
             if function.trigger_type.lower() == "httptrigger":
                 methods = ",".join(trigger.get("methods") or ["*"])
                 # the URL the front door serves: host.json's routePrefix ("api" unless set), then the route
-                path = "/".join(p for p in (self.host_json.route_prefix.strip("/"),
-                                            (trigger.get("route") or function.name).strip("/")) if p)
+                path = "/".join(
+                    p
+                    for p in (
+                        self.host_json.route_prefix.strip("/"),
+                        (trigger.get("route") or function.name).strip("/"),
+                    )
+                    if p
+                )
                 lines.append(f"  {function.name}: [{methods}] {self.base_url}/{path}")
             else:
                 lines.append(f"  {function.name}: {function.trigger_type}")

@@ -44,15 +44,24 @@ LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
 def problem(status: int, title: str, detail: str, headers: dict[str, str] | None = None) -> web.Response:
-    body = {"type": f"urn:runtime-cloud:problem:{title.lower().replace(' ', '-')}", "title": title,
-            "status": status, "detail": detail}
-    return web.Response(status=status, text=json.dumps(body), headers=headers or {},
-                        content_type="application/problem+json")
+    body = {
+        "type": f"urn:runtime-cloud:problem:{title.lower().replace(' ', '-')}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
+    return web.Response(
+        status=status, text=json.dumps(body), headers=headers or {}, content_type="application/problem+json"
+    )
 
 
 def key_required() -> web.Response:
-    return problem(401, "Unauthorized", "this endpoint of the host needs a host key "
-                   "(x-functions-key header or code query parameter); see `python -m devhost keys`")
+    return problem(
+        401,
+        "Unauthorized",
+        "this endpoint of the host needs a host key "
+        "(x-functions-key header or code query parameter); see `python -m devhost keys`",
+    )
 
 
 @dataclass(frozen=True)
@@ -84,19 +93,28 @@ class KeyPathAlias:
 
 
 class HttpFrontDoor:
-    def __init__(self, catalog: FunctionCatalog, invoker: Invoker, route_prefix: str,
-                 admin_runner: AdminRunner, keys: HostKeys, loopback_only: bool = True,
-                 max_body_bytes: int = 4 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        catalog: FunctionCatalog,
+        invoker: Invoker,
+        route_prefix: str,
+        admin_runner: AdminRunner,
+        keys: HostKeys,
+        loopback_only: bool = True,
+        max_body_bytes: int = 4 * 1024 * 1024,
+    ) -> None:
         self._catalog = catalog
         self._invoker = invoker
         self._admin_runner = admin_runner
         self._keys = keys
         self._loopback_only = loopback_only
         self._max_body = max_body_bytes
-        self._routes: list[Route] = order_routes([
-            compile_route(route_prefix, f.trigger.get("route") or f.name, f.trigger.get("methods"), f)
-            for f in catalog.with_trigger("httpTrigger")
-        ])
+        self._routes: list[Route] = order_routes(
+            [
+                compile_route(route_prefix, f.trigger.get("route") or f.name, f.trigger.get("methods"), f)
+                for f in catalog.with_trigger("httpTrigger")
+            ]
+        )
         self._host_endpoints: list[HostEndpoint] = []
         self._aliases: list[KeyPathAlias] = []
 
@@ -108,14 +126,16 @@ class HttpFrontDoor:
     def keys(self) -> HostKeys:
         return self._keys
 
-    def add_host_route(self, template: str, methods: list[str], handler: HostHandler,
-                       accepts: KeyCheck | None = None) -> None:
+    def add_host_route(
+        self, template: str, methods: list[str], handler: HostHandler, accepts: KeyCheck | None = None
+    ) -> None:
         """An endpoint of the host itself (e.g. Durable management), not an app function.
 
         ``accepts`` says which keys open it; by default the Durable system key or the master key.
         """
         self._host_endpoints.append(
-            HostEndpoint(compile_route("", template, methods, handler), handler, accepts or self._keys.is_durable))
+            HostEndpoint(compile_route("", template, methods, handler), handler, accepts or self._keys.is_durable)
+        )
 
     def add_key_path_alias(self, alias: str, target: str, accepts: KeyCheck | None = None) -> None:
         self._aliases.append(KeyPathAlias(alias, target, accepts or self._keys.is_durable))
@@ -144,8 +164,9 @@ class HttpFrontDoor:
             if not route.methods or request.method in route.methods:
                 return await self._call(request, route.target, params)
         allowed = sorted({m for route, _ in matches for m in route.methods})
-        return problem(405, "Method Not Allowed", f"{request.method} is not allowed on {path}",
-                       {"Allow": ", ".join(allowed)})
+        return problem(
+            405, "Method Not Allowed", f"{request.method} is not allowed on {path}", {"Allow": ", ".join(allowed)}
+        )
 
     async def _host_endpoint(self, request: web.Request, path: str) -> web.StreamResponse | None:
         """The answer of a host endpoint, or None when ``path`` is none of theirs."""
@@ -191,9 +212,14 @@ class HttpFrontDoor:
             body=body,
         )
         try:
-            return to_web_response(await self._invoker.invoke(
-                function, http_request, trace_parent=carrier_of(request.headers),
-                attributes={"http.request.method": request.method, "url.path": request.path}))
+            return to_web_response(
+                await self._invoker.invoke(
+                    function,
+                    http_request,
+                    trace_parent=carrier_of(request.headers),
+                    attributes={"http.request.method": request.method, "url.path": request.path},
+                )
+            )
         except Exception:
             log.exception("function %s failed", function.name)
             return problem(500, "Internal Server Error", f"function {function.name} failed; see the host log")
@@ -250,8 +276,9 @@ def to_web_response(result: Any) -> web.Response:
     if isinstance(result, str):
         return web.Response(status=200, text=result)
     if not isinstance(result, func.HttpResponse):
-        raise UnencodableResult(f'unable to encode outgoing TypedData: unsupported type "http" '
-                                f'for Python type "{type(result).__name__}"')
+        raise UnencodableResult(
+            f'unable to encode outgoing TypedData: unsupported type "http" for Python type "{type(result).__name__}"'
+        )
     headers = dict(result.headers.items())
     if not any(k.lower() == "content-type" for k in headers) and result.mimetype:
         charset = f"; charset={result.charset}" if result.charset else ""

@@ -57,16 +57,28 @@ class Invoker:
                 continue
             if kind not in self._providers:
                 raise UnsupportedBinding(
-                    f"{function.name}: the local host does not support '{binding['type']}' bindings")
+                    f"{function.name}: the local host does not support '{binding['type']}' bindings"
+                )
 
-    async def invoke(self, function: FunctionInfo, trigger_value: Any, *, trace_parent: dict[str, str] | None = None,
-                     span_name: str | None = None, attributes: dict[str, Any] | None = None) -> Any:
+    async def invoke(
+        self,
+        function: FunctionInfo,
+        trigger_value: Any,
+        *,
+        trace_parent: dict[str, str] | None = None,
+        span_name: str | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> Any:
         """Call the function inside the host's invocation span (a child of ``trace_parent``, a W3C carrier)."""
         trigger = TRIGGERS.get(function.trigger["type"].lower(), "other")
-        name = span_name or (f"{trigger_value.method} /{function.trigger.get('route') or function.name}"
-                             if trigger == "http" else function.name)
-        with host_span(name, trigger=trigger, parent=trace_parent,
-                       attributes={"faas.name": function.name, **(attributes or {})}) as span:
+        name = span_name or (
+            f"{trigger_value.method} /{function.trigger.get('route') or function.name}"
+            if trigger == "http"
+            else function.name
+        )
+        with host_span(
+            name, trigger=trigger, parent=trace_parent, attributes={"faas.name": function.name, **(attributes or {})}
+        ) as span:
             result = await self._call(function, trigger_value)
             status = getattr(result, "status_code", None)
             if trigger == "http" and isinstance(status, int):

@@ -53,8 +53,10 @@ class QueueListener:
         self._in_flight: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
-        async with queue_client(self._connection_setting, self.queue_name) as queue, \
-                queue_client(self._connection_setting, f"{self.queue_name}-poison") as poison:
+        async with (
+            queue_client(self._connection_setting, self.queue_name) as queue,
+            queue_client(self._connection_setting, f"{self.queue_name}-poison") as poison,
+        ):
             await _ensure_queue(queue)
             delay = MIN_POLL_SECONDS
             while True:
@@ -102,28 +104,43 @@ class QueueListener:
         lease = _Lease(queue, message)
         renewer = asyncio.create_task(lease.keep_invisible())
         try:
-            await self._invoker.invoke(self.function, self._binding_value(message, body), attributes={
-                "messaging.system": "azure_queue", "messaging.destination.name": self.queue_name,
-                "messaging.message.id": message.id or "", "messaging.operation.type": "process"})
+            await self._invoker.invoke(
+                self.function,
+                self._binding_value(message, body),
+                attributes={
+                    "messaging.system": "azure_queue",
+                    "messaging.destination.name": self.queue_name,
+                    "messaging.message.id": message.id or "",
+                    "messaging.operation.type": "process",
+                },
+            )
         except Exception:
-            log.exception("%s failed on message %s (dequeue count %s)",
-                          self.function.name, message.id, message.dequeue_count)
+            log.exception(
+                "%s failed on message %s (dequeue count %s)", self.function.name, message.id, message.dequeue_count
+            )
             await _stop(renewer)
             await self._after_failure(queue, poison, message, lease)
             return
         await _stop(renewer)
         await queue.delete_message(message.id, lease.pop_receipt)
 
-    async def _after_failure(self, queue: QueueClient, poison: QueueClient,
-                             message: StorageMessage, lease: _Lease) -> None:
+    async def _after_failure(
+        self, queue: QueueClient, poison: QueueClient, message: StorageMessage, lease: _Lease
+    ) -> None:
         message.pop_receipt = lease.pop_receipt
         if (message.dequeue_count or 0) >= self._options.max_dequeue_count:
-            log.error("%s: message %s failed %s times; moved to %s-poison",
-                      self.function.name, message.id, message.dequeue_count, self.queue_name)
+            log.error(
+                "%s: message %s failed %s times; moved to %s-poison",
+                self.function.name,
+                message.id,
+                message.dequeue_count,
+                self.queue_name,
+            )
             await self._to_poison(queue, poison, message)
             return
-        await queue.update_message(message.id, lease.pop_receipt,
-                                   visibility_timeout=int(self._options.visibility_timeout))
+        await queue.update_message(
+            message.id, lease.pop_receipt, visibility_timeout=int(self._options.visibility_timeout)
+        )
 
     async def _to_poison(self, queue: QueueClient, poison: QueueClient, message: StorageMessage) -> None:
         await _ensure_queue(poison)

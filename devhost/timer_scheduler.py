@@ -56,11 +56,14 @@ class Schedule:
     def __init__(self, expression: str) -> None:
         self.expression = expression.strip()
         if re.fullmatch(r"(\d+\.)?\d{1,2}:\d{2}:\d{2}", self.expression):
-            raise ValueError(f"{expression!r} is a time-span schedule, which Azure runs only on App Service "
-                             "plans; write it as a 6-field NCRONTAB expression for Flex Consumption")
+            raise ValueError(
+                f"{expression!r} is a time-span schedule, which Azure runs only on App Service "
+                "plans; write it as a 6-field NCRONTAB expression for Flex Consumption"
+            )
         if not _is_ncrontab(self.expression):
-            raise ValueError(f"not a 6-field NCRONTAB expression (second minute hour day month day-of-week): "
-                             f"{expression!r}")
+            raise ValueError(
+                f"not a 6-field NCRONTAB expression (second minute hour day month day-of-week): {expression!r}"
+            )
 
     def next_after(self, moment: datetime) -> datetime:
         return croniter(self.expression, moment, second_at_beginning=True).get_next(datetime)
@@ -68,9 +71,11 @@ class Schedule:
 
 def _is_ncrontab(expression: str) -> bool:
     fields = expression.split()
-    return (len(fields) == 6
-            and all(_is_item(index, item) for index, field in enumerate(fields) for item in field.lower().split(","))
-            and croniter.is_valid(expression, second_at_beginning=True))
+    return (
+        len(fields) == 6
+        and all(_is_item(index, item) for index, field in enumerate(fields) for item in field.lower().split(","))
+        and croniter.is_valid(expression, second_at_beginning=True)
+    )
 
 
 def _is_item(index: int, item: str) -> bool:

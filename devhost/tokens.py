@@ -33,8 +33,9 @@ def ensure_signing_key(directory: Path) -> tuple[Any, str]:
     key_path = directory / PRIVATE_KEY_FILE
     if not key_path.exists():
         created = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = created.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
+        pem = created.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
         _write_atomically(key_path, pem, exclusive=True)
     key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
     if not isinstance(key, rsa.RSAPrivateKey):
@@ -86,8 +87,7 @@ def mint_token(
 def _key_id(key: Any) -> str:
     import hashlib
 
-    public = key.public_key().public_bytes(serialization.Encoding.DER,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    public = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return hashlib.sha256(public).hexdigest()[:16]
 
 

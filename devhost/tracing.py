@@ -21,8 +21,13 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 _PROPAGATOR = TraceContextTextMapPropagator()
-TRIGGERS = {"httptrigger": "http", "queuetrigger": "pubsub", "timertrigger": "timer",
-            "activitytrigger": "other", "orchestrationtrigger": "other"}
+TRIGGERS = {
+    "httptrigger": "http",
+    "queuetrigger": "pubsub",
+    "timertrigger": "timer",
+    "activitytrigger": "other",
+    "orchestrationtrigger": "other",
+}
 KINDS = {"http": SpanKind.SERVER, "pubsub": SpanKind.CONSUMER}
 
 
@@ -41,16 +46,27 @@ def current_carrier() -> dict[str, str]:
 
 
 @contextmanager
-def host_span(name: str, *, trigger: str, parent: Mapping[str, str] | None = None,
-              attributes: Mapping[str, Any] | None = None, kind: SpanKind | None = None) -> Iterator[Span]:
+def host_span(
+    name: str,
+    *,
+    trigger: str,
+    parent: Mapping[str, str] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    kind: SpanKind | None = None,
+) -> Iterator[Span]:
     """A span of the host's, under ``parent`` (a W3C carrier) when it names a valid context."""
     context = _PROPAGATOR.extract(dict(parent)) if parent else None
     if context is not None and not trace.get_current_span(context).get_span_context().is_valid:
         context = None
     tracer = trace.get_tracer("devhost")
-    with tracer.start_as_current_span(name, context=context, kind=kind or KINDS.get(trigger, SpanKind.INTERNAL),
-                                      attributes={"faas.trigger": trigger, **(attributes or {})},
-                                      record_exception=True, set_status_on_exception=True) as span:
+    with tracer.start_as_current_span(
+        name,
+        context=context,
+        kind=kind or KINDS.get(trigger, SpanKind.INTERNAL),
+        attributes={"faas.trigger": trigger, **(attributes or {})},
+        record_exception=True,
+        set_status_on_exception=True,
+    ) as span:
         yield span
 
 

@@ -45,8 +45,10 @@ class WorkerRefusedApp(Exception):
     def __init__(self, refusals: list[Refusal]) -> None:
         self.refusals = refusals
         lines = "\n".join(f"  - {refusal}" for refusal in refusals)
-        super().__init__(f"the Azure Functions Python worker refuses {len(refusals)} function(s), "
-                         f"so on Azure the app would load none:\n{lines}")
+        super().__init__(
+            f"the Azure Functions Python worker refuses {len(refusals)} function(s), "
+            f"so on Azure the app would load none:\n{lines}"
+        )
 
 
 class WorkerUnavailable(Exception):
@@ -94,7 +96,8 @@ def _worker_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
     if not (path / WORKER_PACKAGE).is_dir():
         raise WorkerUnavailable(
             f"the Azure Functions worker library is not at {path}; run `make setup` "
-            f"(it installs requirements-worker.txt there) or set {WORKER_PATH_SETTING}")
+            f"(it installs requirements-worker.txt there) or set {WORKER_PATH_SETTING}"
+        )
     if str(path) not in sys.path:
         sys.path.append(str(path))  # last: it must not shadow the app's own packages
     from azure_functions_runtime import functions, loader  # type: ignore[import-not-found]

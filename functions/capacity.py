@@ -71,8 +71,9 @@ def capacity_problems() -> Iterator[None]:
     try:
         yield
     except QuotaExceeded as error:
-        problem = problems.too_many_requests("quota-exceeded", str(error), error.retry_after_seconds,
-                                             error.retry_ceiling_seconds)
+        problem = problems.too_many_requests(
+            "quota-exceeded", str(error), error.retry_after_seconds, error.retry_ceiling_seconds
+        )
         problem.extensions.update(edition=error.edition, kind=error.kind, limit=error.limit)
         raise problem from None
     except KindNotInEdition as error:
@@ -81,10 +82,12 @@ def capacity_problems() -> Iterator[None]:
         problem.extensions.update(edition=error.edition, kind=error.kind, limit=0)
         raise problem from None
     except CapacityUnavailable as error:
-        problem = problems.service_unavailable("capacity-unavailable", str(error), error.retry_after_seconds,
-                                               error.retry_ceiling_seconds)
-        problem.extensions.update(kind=error.kind, pools=error.pools, draining=error.draining,
-                                  contended=error.contended)
+        problem = problems.service_unavailable(
+            "capacity-unavailable", str(error), error.retry_after_seconds, error.retry_ceiling_seconds
+        )
+        problem.extensions.update(
+            kind=error.kind, pools=error.pools, draining=error.draining, contended=error.contended
+        )
         raise problem from None
     except ContentionExhausted as error:  # renew or release lost every race: the worker retries shortly
         raise problems.service_unavailable("lease-contended", str(error), 1) from None
@@ -131,6 +134,7 @@ def _visible_pool(caller: Caller, pool_id: str) -> Pool:
 
 # -- pools ---------------------------------------------------------------------
 
+
 @bp.route(route="runtime-cloud/pools", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: PoolList})
 def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
@@ -148,8 +152,15 @@ def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> object:
 
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["PUT"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN], path={"id": POOL_ID}, body=PoolSpec,
-          responses={200: PoolView, 201: PoolView}, response_headers={201: ("Location",)}, problems=(409,))
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.PLATFORM_ADMIN],
+    path={"id": POOL_ID},
+    body=PoolSpec,
+    responses={200: PoolView, 201: PoolView},
+    response_headers={201: ("Location",)},
+    problems=(409,),
+)
 def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
     pool_id = _valid_name(req.route_params["id"], POOL_ID, "/id")
     spec = parse_model(req, PoolSpec)
@@ -161,8 +172,13 @@ def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
 
 
 @bp.route(route="runtime-cloud/pools/{id}/drain", methods=["POST"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN], path={"id": POOL_ID},
-          responses={200: PoolView}, problems=(409,))
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.PLATFORM_ADMIN],
+    path={"id": POOL_ID},
+    responses={200: PoolView},
+    problems=(409,),
+)
 def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
     with capacity_problems():
         pool = pools.drain_pool(wiring.store(), _route_id(req, "id", POOL_ID))
@@ -170,6 +186,7 @@ def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
 
 
 # -- quotas and usage ------------------------------------------------------------
+
 
 @bp.route(route="runtime-cloud/quotas", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: QuotasView})
@@ -183,21 +200,34 @@ def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
     return {
         "default_edition": store.settings.default_edition,
         "your_edition": editions.edition_of(store, caller.tenant).name,
-        "editions": [{"edition": e.name, "limits": {k.value: v for k, v in e.limits.items()},
-                      **({"tenants": members.get(e.name, [])} if admin else {})}
-                     for e in sorted(known.values(), key=lambda e: e.name)],
+        "editions": [
+            {
+                "edition": e.name,
+                "limits": {k.value: v for k, v in e.limits.items()},
+                **({"tenants": members.get(e.name, [])} if admin else {}),
+            }
+            for e in sorted(known.values(), key=lambda e: e.name)
+        ],
     }
 
 
 @bp.route(route="runtime-cloud/quotas/{edition}", methods=["PUT"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.PLATFORM_ADMIN], path={"edition": EDITION_NAME},
-          body=EditionSpec, responses={200: EditionSaved, 201: EditionSaved})
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.PLATFORM_ADMIN],
+    path={"edition": EDITION_NAME},
+    body=EditionSpec,
+    responses={200: EditionSaved, 201: EditionSaved},
+)
 def capacity_put_quota(req: func.HttpRequest, caller: Caller) -> JsonResult:
     name = _valid_name(req.route_params["edition"], EDITION_NAME, "/edition")
     spec = parse_model(req, EditionSpec)
     edition, created = editions.put_edition(wiring.store(), name, spec)
-    body = {"edition": edition.name, "limits": {k.value: v for k, v in edition.limits.items()},
-            "tenants_assigned": spec.tenants}
+    body = {
+        "edition": edition.name,
+        "limits": {k.value: v for k, v in edition.limits.items()},
+        "tenants_assigned": spec.tenants,
+    }
     return JsonResult(body, status=201 if created else 200)
 
 
@@ -212,9 +242,15 @@ def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
 
 # -- leases ------------------------------------------------------------------------
 
+
 @bp.route(route="runtime-cloud/leases", methods=["POST"])
-@endpoint(scopes=[Scope.CAPACITY_LEASE], body=AcquireRequest, responses={201: LeaseView},
-          response_headers={201: ("Location", "Idempotent-Replayed")}, problems=(404, 409, 429, 503))
+@endpoint(
+    scopes=[Scope.CAPACITY_LEASE],
+    body=AcquireRequest,
+    responses={201: LeaseView},
+    response_headers={201: ("Location", "Idempotent-Replayed")},
+    problems=(404, 409, 429, 503),
+)
 def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
     request = parse_model(req, AcquireRequest)
     with capacity_problems(), measured_acquire(caller.tenant, request.kind.value) as granted:
@@ -242,9 +278,14 @@ def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
         errors.append({"path": "/limit", "message": "an integer within 1..1000"})
     if errors:
         raise InvalidInput(errors)
-    page = wiring.leases().list_leases(caller.tenant, pool=params.get("pool"),
-                                                    holder=params.get("holder"), state=state,
-                                                    limit=int(limit_text), continuation=params.get("continuation"))
+    page = wiring.leases().list_leases(
+        caller.tenant,
+        pool=params.get("pool"),
+        holder=params.get("holder"),
+        state=state,
+        limit=int(limit_text),
+        continuation=params.get("continuation"),
+    )
     return {"leases": page.leases, "continuation": page.continuation}
 
 
@@ -256,8 +297,14 @@ def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
 
 
 @bp.route(route="runtime-cloud/leases/{id}/renew", methods=["POST"])
-@endpoint(scopes=[Scope.CAPACITY_LEASE], path={"id": LEASE_ID}, body=RenewRequest, body_required=False,
-          responses={200: LeaseView}, problems=(409, 503))
+@endpoint(
+    scopes=[Scope.CAPACITY_LEASE],
+    path={"id": LEASE_ID},
+    body=RenewRequest,
+    body_required=False,
+    responses={200: LeaseView},
+    problems=(409, 503),
+)
 def capacity_renew_lease(req: func.HttpRequest, caller: Caller) -> object:
     body = RenewRequest.model_validate(parse_json_body(req)) if req.get_body() else RenewRequest()
     with capacity_problems():
@@ -265,8 +312,7 @@ def capacity_renew_lease(req: func.HttpRequest, caller: Caller) -> object:
 
 
 @bp.route(route="runtime-cloud/leases/{id}", methods=["DELETE"])
-@endpoint(scopes=[Scope.CAPACITY_LEASE], path={"id": LEASE_ID}, responses={204: None},
-          problems=(409, 503))
+@endpoint(scopes=[Scope.CAPACITY_LEASE], path={"id": LEASE_ID}, responses={204: None}, problems=(409, 503))
 def capacity_release_lease(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     with capacity_problems():
         wiring.leases().release(caller.tenant, _route_id(req, "id", LEASE_ID))
@@ -275,10 +321,15 @@ def capacity_release_lease(req: func.HttpRequest, caller: Caller) -> func.HttpRe
 
 # -- timers ----------------------------------------------------------------------------
 
+
 # No run_on_startup: on a scale-to-zero plan every instance start would run it. The first capacity
 # call of an instance seeds instead (shared.wiring.capacity.store).
-@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
-    "RuntimeCloud:Capacity:MaintenanceSchedule", get_settings().runtime_cloud.capacity.maintenance_schedule))
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule(
+        "RuntimeCloud:Capacity:MaintenanceSchedule", get_settings().runtime_cloud.capacity.maintenance_schedule
+    ),
+)
 def capacity_maintenance(timer: func.TimerRequest) -> None:
     """Seed the settings' pools and editions, and repair slot rows a crashed resize left behind."""
     store = wiring.store()
@@ -289,10 +340,18 @@ def capacity_maintenance(timer: func.TimerRequest) -> None:
         log.info("capacity maintenance repaired %d slot row(s)", repaired)
 
 
-@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
-    "RuntimeCloud:Capacity:PurgeSchedule", get_settings().runtime_cloud.capacity.purge_schedule))
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule(
+        "RuntimeCloud:Capacity:PurgeSchedule", get_settings().runtime_cloud.capacity.purge_schedule
+    ),
+)
 def capacity_purge(timer: func.TimerRequest) -> None:
     """Purge lease history and records older than LeaseRetentionDays, denials older than a day."""
     result = purge_expired_history(wiring.store())
-    log.info("capacity purge removed %d grant row(s), %d record(s), %d denial(s)",
-             result.grants, result.records, result.denials)
+    log.info(
+        "capacity purge removed %d grant row(s), %d record(s), %d denial(s)",
+        result.grants,
+        result.records,
+        result.denials,
+    )

@@ -26,8 +26,11 @@ from shared.timer_schedules import timer_schedule
 bp = df.Blueprint()
 log = app_logger("durable")
 
-FINISHED = [df.OrchestrationRuntimeStatus.Completed, df.OrchestrationRuntimeStatus.Failed,
-            df.OrchestrationRuntimeStatus.Terminated]
+FINISHED = [
+    df.OrchestrationRuntimeStatus.Completed,
+    df.OrchestrationRuntimeStatus.Failed,
+    df.OrchestrationRuntimeStatus.Terminated,
+]
 # The purge API wants a lower bound on creation time; nothing of this product is older. (Azure Table
 # Storage refuses dates before 1601, so the minimum datetime would not do.)
 OLDEST = datetime(2020, 1, 1, tzinfo=UTC)
@@ -38,13 +41,19 @@ def purge_window(now: datetime, retention_days: float) -> tuple[datetime, dateti
     return OLDEST, now - timedelta(days=retention_days)
 
 
-@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
-    "RuntimeCloud:Durable:PurgeSchedule", get_settings().runtime_cloud.durable.purge_schedule))
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule("RuntimeCloud:Durable:PurgeSchedule", get_settings().runtime_cloud.durable.purge_schedule),
+)
 @bp.durable_client_input(client_name="client")
 async def durable_history_purge(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
     retention = get_settings().runtime_cloud.durable.history_retention_days
     created_from, created_to = purge_window(datetime.now(UTC), retention)
-    result = await client.purge_instance_history_by(created_time_from=created_from, created_time_to=created_to,
-                                                    runtime_status=FINISHED)
-    log.info("durable history purge: %d finished instance(s) created before %s", result.instances_deleted,
-             created_to.isoformat())
+    result = await client.purge_instance_history_by(
+        created_time_from=created_from, created_time_to=created_to, runtime_status=FINISHED
+    )
+    log.info(
+        "durable history purge: %d finished instance(s) created before %s",
+        result.instances_deleted,
+        created_to.isoformat(),
+    )

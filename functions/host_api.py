@@ -21,13 +21,16 @@ from shared.settings import get_settings
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 
-API_DESCRIPTION = ("Provisioning runs (plan, approve, apply, receipts), observed state and drift, and capacity "
-                   "leases of the Runtime Cloud host. Every error is an application/problem+json document.")
+API_DESCRIPTION = (
+    "Provisioning runs (plan, approve, apply, receipts), observed state and drift, and capacity "
+    "leases of the Runtime Cloud host. Every error is an application/problem+json document."
+)
 
 
 @bp.route(route="runtime-cloud/health", methods=["GET"])
-@endpoint(scopes=[Scope.HEALTH_READ], responses={200: HealthView, 503: HealthView},
-          response_headers={503: ("Retry-After",)})
+@endpoint(
+    scopes=[Scope.HEALTH_READ], responses={200: HealthView, 503: HealthView}, response_headers={503: ("Retry-After",)}
+)
 def runtime_cloud_health(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     """RuntimeCloudHealth: liveness, readiness and each dependency's status."""
     report = check_health(get_settings())

@@ -60,13 +60,16 @@ from shared.wiring import inventory as wiring
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("inventory")
 
-SCAN_SCHEDULE = timer_schedule("RuntimeCloud:Inventory:ScanSchedule",
-                               get_settings().runtime_cloud.inventory.scan_schedule)
-PURGE_SCHEDULE = timer_schedule("RuntimeCloud:Inventory:PurgeSchedule",
-                                get_settings().runtime_cloud.inventory.purge_schedule)
+SCAN_SCHEDULE = timer_schedule(
+    "RuntimeCloud:Inventory:ScanSchedule", get_settings().runtime_cloud.inventory.scan_schedule
+)
+PURGE_SCHEDULE = timer_schedule(
+    "RuntimeCloud:Inventory:PurgeSchedule", get_settings().runtime_cloud.inventory.purge_schedule
+)
 
 
 # -- environments and their inventory ------------------------------------------------------------
+
 
 @bp.route(route="runtime-cloud/environments", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: EnvironmentList})
@@ -82,10 +85,15 @@ def inventory_get(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route="runtime-cloud/environments/{environment}/scan", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], responses={200: ScanOutcome, 202: ScanView},
-          response_headers={202: ("Location", "Retry-After")}, problems=(409,))
-async def inventory_scan_now(req: func.HttpRequest, client: df.DurableOrchestrationClient,
-                             caller: Caller) -> JsonResult:
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    responses={200: ScanOutcome, 202: ScanView},
+    response_headers={202: ("Location", "Retry-After")},
+    problems=(409,),
+)
+async def inventory_scan_now(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
+) -> JsonResult:
     """Scan one environment now. The scan is an orchestration (it may outlast Azure's 230 s for an HTTP
     answer): ended within ``ScanWaitSeconds``, 200 with its outcome (409 ``scan-in-progress`` while
     another scan of it runs); still running, 202 with its status URL."""
@@ -95,8 +103,11 @@ async def inventory_scan_now(req: func.HttpRequest, client: df.DurableOrchestrat
     scan = await wait_for_scan(client, caller.tenant, environment, scan_id, wait)
     if scan is None:
         running = ScanState(scan_id, environment, "running")
-        return JsonResult(running.public_view(), status=202,
-                          headers={"Location": status_url(environment, scan_id), "Retry-After": "5"})
+        return JsonResult(
+            running.public_view(),
+            status=202,
+            headers={"Location": status_url(environment, scan_id), "Retry-After": "5"},
+        )
     if scan.refusal == "not-found":
         raise NotFound(scan.detail)
     if scan.refusal is not None:
@@ -109,8 +120,9 @@ async def inventory_scan_now(req: func.HttpRequest, client: df.DurableOrchestrat
 @bp.route(route="runtime-cloud/environments/{environment}/scans/{scan_id}", methods=["GET"])
 @bp.durable_client_input(client_name="client")
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: ScanView})
-async def inventory_get_scan(req: func.HttpRequest, client: df.DurableOrchestrationClient,
-                             caller: Caller) -> JsonResult:
+async def inventory_get_scan(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
+) -> JsonResult:
     """A scan started by ``POST .../scan``: ``running`` (with ``Retry-After``), ``completed`` with its
     ``outcome``, ``refused`` or ``failed``. Another tenant's scan is not found."""
     scan = await read_scan(client, caller.tenant, req.route_params["environment"], req.route_params["scan_id"])
@@ -133,6 +145,7 @@ def inventory_get_finding(req: func.HttpRequest, caller: Caller) -> dict:
 
 # -- ignore rules ------------------------------------------------------------------------------------
 
+
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: IgnoreRuleList})
 def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller) -> dict:
@@ -140,8 +153,13 @@ def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller) -> dict:
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["POST"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=NewIgnoreRule,
-          responses={201: IgnoreRuleView}, response_headers={201: ("Location",)})
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.OPERATOR],
+    body=NewIgnoreRule,
+    responses={201: IgnoreRuleView},
+    response_headers={201: ("Location",)},
+)
 def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller) -> JsonResult:
     environment = req.route_params["environment"]
     rule = wiring.rule_book().create(caller.tenant, environment, parse_model(req, NewIgnoreRule), caller.principal)
@@ -158,9 +176,9 @@ def inventory_delete_ignore_rule(req: func.HttpRequest, caller: Caller) -> func.
 
 # -- proposals ---------------------------------------------------------------------------------------
 
+
 @bp.route(route="runtime-cloud/proposals", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ], query=ProposalsQuery, responses={200: ProposalList},
-          problems=(404,))
+@endpoint(scopes=[Scope.RUNTIME_READ], query=ProposalsQuery, responses={200: ProposalList}, problems=(404,))
 def inventory_list_proposals(req: func.HttpRequest, caller: Caller) -> dict:
     return wiring.views().proposals(caller.tenant, req.params.get("environment"), req.params.get("state"))
 
@@ -173,16 +191,23 @@ def inventory_get_proposal(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route="runtime-cloud/proposals/{id}/accept", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=AcceptBody, responses={200: AcceptedProposal},
-          problems=(409,))
-async def inventory_accept_proposal(req: func.HttpRequest, client: df.DurableOrchestrationClient,
-                                    caller: Caller) -> dict:
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.OPERATOR],
+    body=AcceptBody,
+    responses={200: AcceptedProposal},
+    problems=(409,),
+)
+async def inventory_accept_proposal(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
+) -> dict:
     """Accept with ``{"option": "revert" | "adopt" | "accept"}`` (the whole proposal) or
     ``{"decisions": [{"finding": id, "option": ...}]}`` (each finding); revert and adopt start a provisioning run."""
     body = parse_model(req, AcceptBody)
     # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
-    accepted = await to_thread(wiring.decisions().accept, caller.tenant, req.route_params["id"], body,
-                               caller.principal, caller.client_id)
+    accepted = await to_thread(
+        wiring.decisions().accept, caller.tenant, req.route_params["id"], body, caller.principal, caller.client_id
+    )
     view = accepted.proposal.public_view()
     if accepted.run is not None:
         run = accepted.run
@@ -192,15 +217,20 @@ async def inventory_accept_proposal(req: func.HttpRequest, client: df.DurableOrc
 
 
 @bp.route(route="runtime-cloud/proposals/{id}/reject", methods=["POST"])
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=RejectBody, responses={200: ProposalView},
-          problems=(409,))
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=RejectBody, responses={200: ProposalView}, problems=(409,)
+)
 def inventory_reject_proposal(req: func.HttpRequest, caller: Caller) -> dict:
     body = parse_model(req, RejectBody)
-    return wiring.decisions().reject(caller.tenant, req.route_params["id"], body, caller.principal,
-                                     caller.client_id).public_view()
+    return (
+        wiring.decisions()
+        .reject(caller.tenant, req.route_params["id"], body, caller.principal, caller.client_id)
+        .public_view()
+    )
 
 
 # -- timers and the inbox ----------------------------------------------------------------------------
+
 
 @bp.timer_trigger(arg_name="timer", schedule=SCAN_SCHEDULE)
 def inventory_scan(timer: func.TimerRequest) -> None:
@@ -215,8 +245,9 @@ def inventory_scan(timer: func.TimerRequest) -> None:
             counts["skipped"] += 1
         except Exception:  # logged with its stack; the next environment goes on
             counts["skipped"] += 1
-            log.exception("scan of %s/%s failed", tenant, environment,
-                          extra=ids(tenant=tenant, environment=environment))
+            log.exception(
+                "scan of %s/%s failed", tenant, environment, extra=ids(tenant=tenant, environment=environment)
+            )
     log.info("inventory scan: %s", counts)
 
 

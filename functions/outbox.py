@@ -26,16 +26,22 @@ def outboxes() -> list[Outbox]:
     return [outbox_for(storage, table, source) for table in OUTBOX_TABLES]
 
 
-@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
-    "RuntimeCloud:Outbox:DispatchSchedule", get_settings().runtime_cloud.outbox.dispatch_schedule))
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule(
+        "RuntimeCloud:Outbox:DispatchSchedule", get_settings().runtime_cloud.outbox.dispatch_schedule
+    ),
+)
 def outbox_dispatcher(timer: func.TimerRequest) -> None:
     sent = sum(outbox.dispatch_pending() for outbox in outboxes())
     if sent:
         log.info("outbox dispatcher sent %d pending event(s)", sent)
 
 
-@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
-    "RuntimeCloud:Outbox:PurgeSchedule", get_settings().runtime_cloud.outbox.purge_schedule))
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule("RuntimeCloud:Outbox:PurgeSchedule", get_settings().runtime_cloud.outbox.purge_schedule),
+)
 def outbox_purge(timer: func.TimerRequest) -> None:
     purged = sum(outbox.purge_dispatched(DISPATCHED_RETENTION) for outbox in outboxes())
     log.info("outbox purge removed %d dispatched row(s)", purged)

@@ -51,26 +51,40 @@ log = app_logger("provisioning")
 
 # -- declaring desired state ------------------------------------------------------------------
 
+
 @bp.route(route="runtime-cloud/specifications", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], body=Declaration, headers={"Idempotency-Key": IDEMPOTENCY_KEY_PATTERN},
-          responses={202: RunAccepted}, response_headers={202: ("Location",)}, problems=(409,))
-async def declare_specification(req: func.HttpRequest, client: df.DurableOrchestrationClient,
-                                caller: Caller) -> JsonResult:
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    body=Declaration,
+    headers={"Idempotency-Key": IDEMPOTENCY_KEY_PATTERN},
+    responses={202: RunAccepted},
+    response_headers={202: ("Location",)},
+    problems=(409,),
+)
+async def declare_specification(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
+) -> JsonResult:
     """Declare desired state; 202 with the run. ``Idempotency-Key`` makes retries name the same run."""
     declaration = _model(Declaration, parse_json_body(req))
     key = _idempotency_key(req)
     service = wiring.service()
     # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
     specification, source = await to_thread(service.specification_from, caller.tenant, declaration)
-    run, created = await to_thread(service.declare, specification, source, key, caller.principal,
-                                   caller.client_id)
+    run, created = await to_thread(service.declare, specification, source, key, caller.principal, caller.client_id)
     annotate(tenant=run.tenant, environment=run.environment, run=run.id)
     await start_and_wake(client, run, created=created)
     status_url = status_path(run.id)
-    return JsonResult({"run_id": run.id, "state": run.state.value, "status_url": status_url,
-                       "specification_digest": run.specification_digest}, status=202,
-                      headers={"Location": status_url})
+    return JsonResult(
+        {
+            "run_id": run.id,
+            "state": run.state.value,
+            "status_url": status_url,
+            "specification_digest": run.specification_digest,
+        },
+        status=202,
+        headers={"Location": status_url},
+    )
 
 
 def _idempotency_key(req: func.HttpRequest) -> str:
@@ -79,8 +93,10 @@ def _idempotency_key(req: func.HttpRequest) -> str:
     if key is None:
         return f"request-{uuid.uuid4()}"
     if not is_idempotency_key(key):
-        raise problems.bad_request("the Idempotency-Key header is 1-200 characters: letters, digits and "
-                                   "'._:@+=~-', starting with a letter or digit")
+        raise problems.bad_request(
+            "the Idempotency-Key header is 1-200 characters: letters, digits and "
+            "'._:@+=~-', starting with a letter or digit"
+        )
     return key
 
 
@@ -121,22 +137,37 @@ def _declare_promotion(message_id: str | None, body: str) -> tuple[Run, bool] | 
         kept = record_rejection(shared_host_storage(), "promotions", message_id, body, "not a promotion", errors)
         if isinstance(document := _safe_json(body), dict) and _has_identity(document):
             wiring.service().record_invalid_promotion(
-                document["tenant"], document["environment"], document["promotion_id"],
-                str(document.get("requested_by", "unknown")), body, "the promotion is malformed", kept)
+                document["tenant"],
+                document["environment"],
+                document["promotion_id"],
+                str(document.get("requested_by", "unknown")),
+                body,
+                "the promotion is malformed",
+                kept,
+            )
         log.warning("promotion message %s rejected: %s", message_id, errors)
         return None
     service = wiring.service()
     try:
         specification, source = service.specification_from(promotion.tenant, declaration)
         if specification.environment != promotion.environment:
-            raise InvalidInput([{"path": "/specification/environment",
-                                 "message": f"the promotion is for {promotion.environment}"}])
+            raise InvalidInput(
+                [{"path": "/specification/environment", "message": f"the promotion is for {promotion.environment}"}]
+            )
     except InvalidInput as error:
         kept_body = _withheld(body) if isinstance(error, SecretInSpecification) else body
-        kept = record_rejection(shared_host_storage(), "promotions", message_id, kept_body, "invalid specification",
-                                error.errors)
-        service.record_invalid_promotion(promotion.tenant, promotion.environment, promotion.promotion_id,
-                                         promotion.requested_by, body, str(error), kept)
+        kept = record_rejection(
+            shared_host_storage(), "promotions", message_id, kept_body, "invalid specification", error.errors
+        )
+        service.record_invalid_promotion(
+            promotion.tenant,
+            promotion.environment,
+            promotion.promotion_id,
+            promotion.requested_by,
+            body,
+            str(error),
+            kept,
+        )
         return None
     try:
         return service.declare(specification, source, promotion.promotion_id, promotion.requested_by)
@@ -147,6 +178,7 @@ def _declare_promotion(message_id: str | None, body: str) -> tuple[Run, bool] | 
 
 # -- approvals ------------------------------------------------------------------------------------
 
+
 class DecisionBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -156,25 +188,41 @@ class DecisionBody(BaseModel):
 
 @bp.route(route="runtime-cloud/runs/{id}/approve", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=DecisionBody, responses={200: RunView},
-          problems=(409,))
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=DecisionBody, responses={200: RunView}, problems=(409,)
+)
 async def approve_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
     return await _decide(req, client, caller, "approved")
 
 
 @bp.route(route="runtime-cloud/runs/{id}/reject", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=DecisionBody, responses={200: RunView},
-          problems=(409,))
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=DecisionBody, responses={200: RunView}, problems=(409,)
+)
 async def reject_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
     return await _decide(req, client, caller, "rejected")
 
 
-async def _decide(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller,
-                  decision: Literal["approved", "rejected"]) -> dict:
+async def _decide(
+    req: func.HttpRequest,
+    client: df.DurableOrchestrationClient,
+    caller: Caller,
+    decision: Literal["approved", "rejected"],
+) -> dict:
     body = _model(DecisionBody, parse_json_body(req))
-    run = await to_thread(decide, wiring.store(), caller.tenant, req.route_params["id"], caller.principal,
-                          decision, body.plan_digest, body.reason, "http", caller.client_id)
+    run = await to_thread(
+        decide,
+        wiring.store(),
+        caller.tenant,
+        req.route_params["id"],
+        caller.principal,
+        decision,
+        body.plan_digest,
+        body.reason,
+        "http",
+        caller.client_id,
+    )
     await notify_decision(client, run.id)
     return run.public_view()
 
@@ -187,13 +235,20 @@ class CancelBody(BaseModel):
 
 @bp.route(route="runtime-cloud/runs/{id}/cancel", methods=["POST"])
 @bp.durable_client_input(client_name="client")
-@endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=CancelBody, body_required=False,
-          responses={200: RunView}, problems=(409,))
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.OPERATOR],
+    body=CancelBody,
+    body_required=False,
+    responses={200: RunView},
+    problems=(409,),
+)
 async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
     """Cancel a run that has not started applying (queued, planning or awaiting approval)."""
     body = _model(CancelBody, parse_json_body(req) if req.get_body() else {})
-    run = await to_thread(cancel, wiring.store(), caller.tenant, req.route_params["id"], caller.principal,
-                          body.reason, caller.client_id)
+    run = await to_thread(
+        cancel, wiring.store(), caller.tenant, req.route_params["id"], caller.principal, body.reason, caller.client_id
+    )
     await notify_decision(client, run.id)
     await wake(client, [run.id])
     return run.public_view()
@@ -210,8 +265,9 @@ class ApprovalMessage(BaseModel):
     approver: str = Field(min_length=1, max_length=256, description="the person (oid, else sub)")
     approver_client: str | None = Field(default=None, max_length=256, description="the app they used")
     reason: str = Field(default="", max_length=2000)
-    traceparent: str | None = Field(default=None, max_length=128,
-                                    description="W3C trace context (a malformed one is ignored)")
+    traceparent: str | None = Field(
+        default=None, max_length=128, description="W3C trace context (a malformed one is ignored)"
+    )
     tracestate: str | None = Field(default=None, max_length=512)
 
 
@@ -228,12 +284,28 @@ async def _approval(body: str, message_id: str | None, client: df.DurableOrchest
     try:
         approval = ApprovalMessage.model_validate_json(body)
         annotate(tenant=approval.tenant, run=approval.run_id)
-        run = await to_thread(decide, wiring.store(), approval.tenant, approval.run_id, approval.approver,
-                              "approved" if approval.decision == "approve" else "rejected",
-                              approval.plan_digest, approval.reason, "queue", approval.approver_client)
+        run = await to_thread(
+            decide,
+            wiring.store(),
+            approval.tenant,
+            approval.run_id,
+            approval.approver,
+            "approved" if approval.decision == "approve" else "rejected",
+            approval.plan_digest,
+            approval.reason,
+            "queue",
+            approval.approver_client,
+        )
     except ValidationError as error:
-        await to_thread(record_rejection, shared_host_storage(), "approvals", message_id, body, "not an approval",
-                        field_errors(error))
+        await to_thread(
+            record_rejection,
+            shared_host_storage(),
+            "approvals",
+            message_id,
+            body,
+            "not an approval",
+            field_errors(error),
+        )
         return
     except (Conflict, PermissionDenied, NotFound) as error:
         await to_thread(record_rejection, shared_host_storage(), "approvals", message_id, body, str(error))
@@ -243,12 +315,19 @@ async def _approval(body: str, message_id: str | None, client: df.DurableOrchest
 
 # -- recovery ---------------------------------------------------------------------------------------
 
-ENDED = {df.OrchestrationRuntimeStatus.Completed, df.OrchestrationRuntimeStatus.Failed,
-         df.OrchestrationRuntimeStatus.Terminated}
+ENDED = {
+    df.OrchestrationRuntimeStatus.Completed,
+    df.OrchestrationRuntimeStatus.Failed,
+    df.OrchestrationRuntimeStatus.Terminated,
+}
 
 
-@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
-    "RuntimeCloud:Provisioning:ReconcileSchedule", get_settings().runtime_cloud.provisioning.reconcile_schedule))
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule(
+        "RuntimeCloud:Provisioning:ReconcileSchedule", get_settings().runtime_cloud.provisioning.reconcile_schedule
+    ),
+)
 @bp.durable_client_input(client_name="client")
 async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
     """The explicit recovery path for stuck runs: a run whose orchestration never started is
@@ -259,20 +338,29 @@ async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOr
     for run in runs:
         status = await client.get_status(run.id)
         if status is None or status.runtime_status is None:
-            log.warning("reconciler: starting the orchestration of run %s", run.id,
-                        extra=ids(tenant=run.tenant, environment=run.environment, run=run.id))
+            log.warning(
+                "reconciler: starting the orchestration of run %s",
+                run.id,
+                extra=ids(tenant=run.tenant, environment=run.environment, run=run.id),
+            )
             await ensure_started(client, run)
         elif status.runtime_status in ENDED:
             detail = f"its orchestration ended {status.runtime_status.value}: {status.output or ''}".strip()
-            log.warning("reconciler: run %s %s", run.id, detail,
-                        extra=ids(tenant=run.tenant, environment=run.environment, run=run.id))
+            log.warning(
+                "reconciler: run %s %s",
+                run.id,
+                detail,
+                extra=ids(tenant=run.tenant, environment=run.environment, run=run.id),
+            )
             ref = RunRef(run.tenant, run.environment, run.id)
-            waiting = await to_thread(wiring.steps().finish, ref, Outcome.FAILED, FailureReason.APPLY_FAILED.value,
-                                      detail)
+            waiting = await to_thread(
+                wiring.steps().finish, ref, Outcome.FAILED, FailureReason.APPLY_FAILED.value, detail
+            )
             await wake(client, waiting)
 
 
 # -- reads ------------------------------------------------------------------------------------------
+
 
 @bp.route(route="runtime-cloud/runs", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=RunsQuery, responses={200: RunList})
@@ -305,8 +393,14 @@ def get_receipt(req: func.HttpRequest, caller: Caller) -> dict:
     if not expected:
         raise NotFound(f"run {run.id} has no {kind} receipt yet")
     document, digest = wiring.receipts().read(run.tenant, run.environment, run.id, kind)
-    return {"run_id": run.id, "kind": kind, "digest": digest, "expected_digest": expected,
-            "verified": digest == expected, "receipt": document}
+    return {
+        "run_id": run.id,
+        "kind": kind,
+        "digest": digest,
+        "expected_digest": expected,
+        "verified": digest == expected,
+        "receipt": document,
+    }
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/specification", methods=["GET"])
@@ -316,6 +410,7 @@ def get_environment_specification(req: func.HttpRequest, caller: Caller) -> dict
 
 
 # -- helpers ------------------------------------------------------------------------------------------
+
 
 def _model(model: type[BaseModel], document: Any) -> Any:
     try:

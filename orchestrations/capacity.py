@@ -58,8 +58,11 @@ class ExpiryOrder:
     @classmethod
     def parse(cls, value: Any) -> ExpiryOrder:
         data = dict(value or {})
-        return cls(pool=str(data["pool"]), interval_seconds=int(data.get("interval_seconds", 30)),
-                   periods=int(data.get("periods", 0)))
+        return cls(
+            pool=str(data["pool"]),
+            interval_seconds=int(data.get("interval_seconds", 30)),
+            periods=int(data.get("periods", 0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -89,14 +92,23 @@ def capacity_sweep_expired(request: dict) -> dict[str, Any]:
 async def ensure_expiry_sweep(client: df.DurableOrchestrationClient, pool_id: str, interval_seconds: int) -> bool:
     """Start the pool's orchestration unless it runs (a finished one is started again). True if this call
     started it."""
-    return await start_once(client, orchestrator=ORCHESTRATOR, instance_id=instance_id_for(pool_id),
-                            document=asdict(ExpiryOrder(pool_id, interval_seconds)), present_when=ACTIVE)
+    return await start_once(
+        client,
+        orchestrator=ORCHESTRATOR,
+        instance_id=instance_id_for(pool_id),
+        document=asdict(ExpiryOrder(pool_id, interval_seconds)),
+        present_when=ACTIVE,
+    )
 
 
 # No run_on_startup (each instance start of a scale-to-zero plan would run it): the sweep only
 # frees slots nobody asks for, so its first start may wait for the schedule.
-@bp.timer_trigger(arg_name="timer", schedule=timer_schedule(
-    "RuntimeCloud:Capacity:ExpiryStarterSchedule", get_settings().runtime_cloud.capacity.expiry_starter_schedule))
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule(
+        "RuntimeCloud:Capacity:ExpiryStarterSchedule", get_settings().runtime_cloud.capacity.expiry_starter_schedule
+    ),
+)
 @bp.durable_client_input(client_name="client")
 async def capacity_expiry_starter(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
     store = wiring.store()

@@ -53,8 +53,12 @@ class ScanState:
     detail: str = ""
 
     def public_view(self) -> dict[str, Any]:
-        view: dict[str, Any] = {"scan_id": self.scan_id, "environment": self.environment, "state": self.state,
-                                "status_url": status_url(self.environment, self.scan_id)}
+        view: dict[str, Any] = {
+            "scan_id": self.scan_id,
+            "environment": self.environment,
+            "state": self.state,
+            "status_url": status_url(self.environment, self.scan_id),
+        }
         if self.outcome is not None:
             view["outcome"] = self.outcome
         if self.refusal is not None:
@@ -72,6 +76,7 @@ def status_url(environment: str, scan_id: str) -> str:
 
 
 # -- the orchestration ---------------------------------------------------------------------------
+
 
 @bp.orchestration_trigger(context_name="context", orchestration=SCAN_ORCHESTRATOR)
 def inventory_scan_run(context: df.DurableOrchestrationContext) -> Generator[Any, Any, Any]:
@@ -93,14 +98,16 @@ def inventory_scan_environment(request: dict) -> dict:
 
 # -- starting and reading scans (HTTP) ------------------------------------------------------------
 
+
 async def start_scan(client: df.DurableOrchestrationClient, tenant: str, environment: str) -> str:
     scan_id = f"scan-{uuid.uuid4().hex}"
     await client.start_new(SCAN_ORCHESTRATOR, scan_id, {"tenant": tenant, "environment": environment})
     return scan_id
 
 
-async def read_scan(client: df.DurableOrchestrationClient, tenant: str, environment: str,
-                    scan_id: str) -> ScanState | None:
+async def read_scan(
+    client: df.DurableOrchestrationClient, tenant: str, environment: str, scan_id: str
+) -> ScanState | None:
     """The scan, or None when this tenant's environment has no scan by that id."""
     if not SCAN_ID.fullmatch(scan_id):
         return None
@@ -115,13 +122,21 @@ async def read_scan(client: df.DurableOrchestrationClient, tenant: str, environm
         return ScanState(scan_id, environment, "completed", outcome=result["outcome"])
     if status.runtime_status == df.OrchestrationRuntimeStatus.Completed and "refused" in result:
         return ScanState(scan_id, environment, "refused", refusal=result["refused"], detail=result.get("detail", ""))
-    log.warning("scan %s of %s/%s ended %s: %s", scan_id, tenant, environment, status.runtime_status, status.output,
-                extra=ids(tenant=tenant, environment=environment))
+    log.warning(
+        "scan %s of %s/%s ended %s: %s",
+        scan_id,
+        tenant,
+        environment,
+        status.runtime_status,
+        status.output,
+        extra=ids(tenant=tenant, environment=environment),
+    )
     return ScanState(scan_id, environment, "failed", detail="the scan failed; scan again (the host log says why)")
 
 
-async def wait_for_scan(client: df.DurableOrchestrationClient, tenant: str, environment: str, scan_id: str,
-                        wait_seconds: float) -> ScanState | None:
+async def wait_for_scan(
+    client: df.DurableOrchestrationClient, tenant: str, environment: str, scan_id: str, wait_seconds: float
+) -> ScanState | None:
     """The scan once it ended, or None if it still runs after ``wait_seconds``."""
     deadline = time.monotonic() + wait_seconds
     interval = 0.05

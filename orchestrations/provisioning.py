@@ -24,10 +24,12 @@ bp = df.Blueprint()
 
 RETRY = df.RetryOptions(first_retry_interval_in_milliseconds=2000, max_number_of_attempts=6)
 WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW = 40  # keeps a long wait's history short
-DECISION_DETAILS = {Outcome.EXPIRED: "the approval deadline passed",
-                    Outcome.REJECTED: "an operator rejected the plan",
-                    Outcome.CANCELLED: "an operator cancelled the run",
-                    Outcome.SUPERSEDED: "newer desired state was declared while the run awaited approval"}
+DECISION_DETAILS = {
+    Outcome.EXPIRED: "the approval deadline passed",
+    Outcome.REJECTED: "an operator rejected the plan",
+    Outcome.CANCELLED: "an operator cancelled the run",
+    Outcome.SUPERSEDED: "newer desired state was declared while the run awaited approval",
+}
 APPROVED = "approved"  # the decision that lets a run apply; every other one ends it as that outcome
 
 Steps = Generator[Any, Any, Any]
@@ -46,8 +48,9 @@ def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
     if claim is Claim.FINISHED:
         return {"outcome": Outcome.FINISHED}
     if claim is Claim.SUPERSEDED:
-        return (yield from _finish(context, run, Outcome.SUPERSEDED, None,
-                                   "a newer run of this environment was declared"))
+        return (
+            yield from _finish(context, run, Outcome.SUPERSEDED, None, "a newer run of this environment was declared")
+        )
     if claim is Claim.CANCELLED:
         return (yield from _finish(context, run, Outcome.CANCELLED, None, "an operator cancelled the run"))
 
@@ -67,8 +70,9 @@ def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
     result: StepAnswer = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
     while Outcome(result["outcome"]) is Outcome.CONTINUE:  # each slice is its own activity (functionTimeout)
         result = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
-    return (yield from _finish(context, run, Outcome(result["outcome"]), result.get("reason"),
-                               result.get("detail", "")))
+    return (
+        yield from _finish(context, run, Outcome(result["outcome"]), result.get("reason"), result.get("detail", ""))
+    )
 
 
 def _wait_for_environment(context: df.DurableOrchestrationContext, run: dict[str, Any]) -> Steps:
@@ -109,10 +113,12 @@ def _wait_for_approval(context: df.DurableOrchestrationContext, run: dict[str, A
             return Outcome.EXPIRED.value
 
 
-def _finish(context: df.DurableOrchestrationContext, run: dict[str, Any], outcome: Outcome,
-            reason: str | None, detail: str) -> Steps:
+def _finish(
+    context: df.DurableOrchestrationContext, run: dict[str, Any], outcome: Outcome, reason: str | None, detail: str
+) -> Steps:
     waiting = yield context.call_activity_with_retry(
-        "provisioning_finish", RETRY, {**run, "outcome": outcome, "reason": reason, "detail": detail})
+        "provisioning_finish", RETRY, {**run, "outcome": outcome, "reason": reason, "detail": detail}
+    )
     if waiting:
         yield context.call_activity_with_retry("provisioning_wake_runs", RETRY, {"run_ids": waiting})
     context.set_custom_status(outcome.value)
@@ -153,8 +159,7 @@ def provisioning_apply(run: dict) -> StepAnswer:
 
 @bp.activity_trigger(input_name="request", activity="provisioning_finish")
 def provisioning_finish(request: dict) -> list[str]:
-    return steps().finish(_ref(request), Outcome(request["outcome"]), request.get("reason"),
-                          request.get("detail", ""))
+    return steps().finish(_ref(request), Outcome(request["outcome"]), request.get("reason"), request.get("detail", ""))
 
 
 @bp.activity_trigger(input_name="request", activity="provisioning_wake_runs")

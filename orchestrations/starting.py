@@ -23,8 +23,14 @@ log = logging.getLogger("runtime_cloud.orchestrations")
 ACTIVE: frozenset[Status] = frozenset({Status.Running, Status.Pending, Status.ContinuedAsNew})
 
 
-async def start_once(client: df.DurableOrchestrationClient, *, orchestrator: str, instance_id: str,
-                     document: dict[str, Any], present_when: Collection[Status] | None = None) -> bool:
+async def start_once(
+    client: df.DurableOrchestrationClient,
+    *,
+    orchestrator: str,
+    instance_id: str,
+    document: dict[str, Any],
+    present_when: Collection[Status] | None = None,
+) -> bool:
     """Start ``orchestrator`` as ``instance_id`` unless the instance is there. True if this call started it.
 
     ``present_when`` names the states in which an existing instance counts as there; None (the
@@ -42,8 +48,9 @@ async def start_once(client: df.DurableOrchestrationClient, *, orchestrator: str
     return True
 
 
-async def _present(client: df.DurableOrchestrationClient, instance_id: str,
-                   present_when: Collection[Status] | None) -> bool:
+async def _present(
+    client: df.DurableOrchestrationClient, instance_id: str, present_when: Collection[Status] | None
+) -> bool:
     status = await client.get_status(instance_id)
     if status is None or status.runtime_status is None:
         return False

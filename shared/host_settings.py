@@ -29,7 +29,6 @@ def _split_list(value: Any) -> Any:
     return value
 
 
-
 class Topology(str, Enum):
     SAAS_DEFAULT = "saas-default"
     HYBRID = "hybrid"
@@ -73,8 +72,7 @@ class AuthSettings(Section):
     clock_skew_seconds: int = Field(default=60, ge=0, le=600, alias="ClockSkewSeconds")
     # Longest accepted exp - iat: Entra ID access tokens live at most 24 h, so a longer one was not
     # issued for this API's callers (or a stolen signing key minted it to outlive any rotation).
-    max_token_lifetime_seconds: int = Field(default=24 * 3600, ge=60, le=7 * 24 * 3600,
-                                            alias="MaxTokenLifetimeSeconds")
+    max_token_lifetime_seconds: int = Field(default=24 * 3600, ge=60, le=7 * 24 * 3600, alias="MaxTokenLifetimeSeconds")
 
 
 class OutboxSettings(Section):

@@ -30,8 +30,10 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
     ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.")),
     ("a credential inside a URL", re.compile(r"://[^/\s:@]+:[^/\s@]+@")),
-    ("an access token",  # GitHub, Slack, AWS access key ids
-     re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{30,}|xox[abp]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[0-9A-Z]{16})\b")),
+    (
+        "an access token",  # GitHub, Slack, AWS access key ids
+        re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{30,}|xox[abp]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[0-9A-Z]{16})\b"),
+    ),
     # Storage account keys are 88 base64 characters (64 bytes); other keys are padded base64 too.
     ("a storage account key", re.compile(r"^[A-Za-z0-9+/]{86}==$")),
     ("a key (base64)", re.compile(r"^[A-Za-z0-9+/]{40,}={1,2}$")),
@@ -42,7 +44,9 @@ _RANDOM_BITS_PER_CHARACTER = 4.5  # random base64 scores about 5; words and path
 _SECRET_NAME = re.compile(
     r"(^|[_.:-])(password|passwd|pwd|secret|client_?secret|api_?key|access_?key|account_?key|private_?key|"
     r"shared_?key|connection_?string|conn_?str|sas|sas_?token|(access|auth|bearer|refresh|id)_?token|"
-    r"credentials?)($|[_.:-])", re.I)
+    r"credentials?)($|[_.:-])",
+    re.I,
+)
 
 # Values that are references to a secret, which a secret-sounding field may hold.
 _REFERENCE = re.compile(r"^(https://[a-z0-9-]+\.vault\.azure\.net/secrets/\S+|@Microsoft\.KeyVault\(.*\))$", re.I)
@@ -83,8 +87,13 @@ def find_secrets(document: Any, prefix: str = "") -> list[dict[str, str]]:
         elif isinstance(value, list):
             stack.extend((f"{path}/{index}", None, item) for index, item in enumerate(value))
         elif isinstance(value, str) and (reason := _why_secret(name, value)):
-            found.append({"path": path or "/", "message": f"holds {reason}; secrets are passed only by "
-                                                          "reference (the specification's secrets list)"})
+            found.append(
+                {
+                    "path": path or "/",
+                    "message": f"holds {reason}; secrets are passed only by "
+                    "reference (the specification's secrets list)",
+                }
+            )
     return sorted(found, key=lambda error: error["path"])
 
 

@@ -69,9 +69,7 @@ class RuntimeCloudSection(Section):
     iac: IaCSettings = Field(default_factory=IaCSettings, alias="IaC")
     targets: list[ProvisioningTarget] = Field(default_factory=list, alias="Targets")
     auth: AuthSettings = Field(default_factory=AuthSettings, alias="Auth")
-    config_platform: ConfigPlatformSettings = Field(
-        default_factory=ConfigPlatformSettings, alias="ConfigPlatform"
-    )
+    config_platform: ConfigPlatformSettings = Field(default_factory=ConfigPlatformSettings, alias="ConfigPlatform")
     health: HealthSettings = Field(default_factory=HealthSettings, alias="Health")
     capacity: CapacitySettings = Field(default_factory=CapacitySettings, alias="Capacity")
     provisioning: ProvisioningSettings = Field(default_factory=ProvisioningSettings, alias="Provisioning")

@@ -40,8 +40,9 @@ def six_field_ncrontab(value: str) -> str:
     for index, field in enumerate(fields):
         for item in field.lower().split(","):
             if problem := _item_problem(index, item):
-                raise ValueError(f"{expression!r} is not a valid NCRONTAB expression: {FIELD_NAMES[index]} {problem}; "
-                                 f"e.g. {EXAMPLE}")
+                raise ValueError(
+                    f"{expression!r} is not a valid NCRONTAB expression: {FIELD_NAMES[index]} {problem}; e.g. {EXAMPLE}"
+                )
     if not croniter.is_valid(expression, second_at_beginning=True):
         raise ValueError(f"{expression!r} is not a valid NCRONTAB expression, e.g. {EXAMPLE}")
     return expression

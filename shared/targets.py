@@ -74,9 +74,7 @@ class ProvisioningTarget(BaseModel):
         if isinstance(data, dict):
             for key, value in data.items():
                 if isinstance(value, str) and secret_kind(value):
-                    raise ValueError(
-                        f"{key} carries a secret value; reference it through Credential instead"
-                    )
+                    raise ValueError(f"{key} carries a secret value; reference it through Credential instead")
         return data
 
     @field_validator("endpoint")

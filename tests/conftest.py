@@ -47,15 +47,27 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
     """
     closed = free_port()  # nothing listens here: the target cannot be reached
     targets = [
-        {"Id": "local-storage", "Kind": "storage-account", "Region": "local",
-         "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
-         "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__local_storage__Connection"}},
-        {"Id": "unreachable-storage", "Kind": "storage-account", "Region": "nowhere",
-         "Endpoint": f"http://127.0.0.1:{closed}/{TARGET_ACCOUNT}",
-         "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__unreachable__Connection"}},
+        {
+            "Id": "local-storage",
+            "Kind": "storage-account",
+            "Region": "local",
+            "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
+            "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__local_storage__Connection"},
+        },
+        {
+            "Id": "unreachable-storage",
+            "Kind": "storage-account",
+            "Region": "nowhere",
+            "Endpoint": f"http://127.0.0.1:{closed}/{TARGET_ACCOUNT}",
+            "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__unreachable__Connection"},
+        },
     ]
-    unreachable = (azurite.connection_string(TARGET_ACCOUNT).replace(str(azurite.blob_port), str(closed))
-                   .replace(str(azurite.queue_port), str(closed)).replace(str(azurite.table_port), str(closed)))
+    unreachable = (
+        azurite.connection_string(TARGET_ACCOUNT)
+        .replace(str(azurite.blob_port), str(closed))
+        .replace(str(azurite.queue_port), str(closed))
+        .replace(str(azurite.table_port), str(closed))
+    )
     settings = {
         "AzureWebJobsStorage": azurite.connection_string(),
         "RuntimeCloud__Host__EnabledModules": "provisioning, inventory, capacity",
@@ -111,9 +123,12 @@ Mint = Callable[..., str]
 def mint(key_dir: Path) -> Mint:
     """Mint a token of the local issuer: ``mint("tenant-a", scopes=[...], roles=[...])``."""
 
-    def _mint(tenant: str = "tenant-a", scopes: tuple[str, ...] | list[str] = (),
-              roles: tuple[str, ...] | list[str] = (),
-              **claims: object) -> str:
+    def _mint(
+        tenant: str = "tenant-a",
+        scopes: tuple[str, ...] | list[str] = (),
+        roles: tuple[str, ...] | list[str] = (),
+        **claims: object,
+    ) -> str:
         return mint_token(key_dir, tenant=tenant, scopes=scopes, roles=roles, **claims)  # type: ignore[arg-type]
 
     return _mint

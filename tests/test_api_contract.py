@@ -43,8 +43,10 @@ def test_every_route_the_app_registers_is_in_the_document(app_routes, document):
     missing = [f"{route.key} ({route.function})" for route in app_routes if route.key not in documented]
 
     assert len(app_routes) > 30
-    assert not missing, ("routes without a documented contract; give their @endpoint(...) responses=, and body=, "
-                         f"query=, path= as they read them: {missing}")
+    assert not missing, (
+        "routes without a documented contract; give their @endpoint(...) responses=, and body=, "
+        f"query=, path= as they read them: {missing}"
+    )
 
 
 def test_the_document_is_valid_openapi_3_1(document):
@@ -88,6 +90,7 @@ def test_the_document_needs_a_read_scope(runtime_host, mint):
 
 # -- the generator, on an app of the test's own --------------------------------------------------------
 
+
 class Widget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -104,8 +107,14 @@ def _small_app() -> func.FunctionApp:
     bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 
     @bp.route(route="widgets/{id}", methods=["PUT"])
-    @endpoint(scopes=["w.write"], roles=["Admin"], path={"id": r"[a-z]+"}, body=Widget,
-              responses={200: Widget, 201: Widget}, problems=(409,))
+    @endpoint(
+        scopes=["w.write"],
+        roles=["Admin"],
+        path={"id": r"[a-z]+"},
+        body=Widget,
+        responses={200: Widget, 201: Widget},
+        problems=(409,),
+    )
     def put_widget(req: func.HttpRequest) -> func.HttpResponse:
         """Create or replace a widget."""
         raise NotImplementedError
@@ -137,11 +146,24 @@ def test_the_generator_documents_each_contract_and_leaves_out_a_route_without_on
 
     assert "/undocumented" not in document["paths"]
     assert put["summary"] == "Create or replace a widget."
-    assert put["parameters"] == [{"name": "id", "in": "path", "required": True,
-                                  "schema": {"type": "string", "pattern": "^(?:[a-z]+)$"}}]
+    assert put["parameters"] == [
+        {"name": "id", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^(?:[a-z]+)$"}}
+    ]
     assert put["requestBody"]["required"] is True
-    assert sorted(put["responses"]) == ["200", "201", "400", "401", "403", "404", "409", "413", "415", "422",
-                                        "500", "503"]
+    assert sorted(put["responses"]) == [
+        "200",
+        "201",
+        "400",
+        "401",
+        "403",
+        "404",
+        "409",
+        "413",
+        "415",
+        "422",
+        "500",
+        "503",
+    ]
     assert put["security"] == [{"bearer": ["w.write"]}]
     assert listed["security"] == [{"bearer": ["w.read"]}, {"bearer": ["w.write"]}]
     colour = next(p for p in listed["parameters"] if p["name"] == "colour")

@@ -48,11 +48,21 @@ from tests.support.api_objects import ApiObjects, create_api_objects
 from tests.support.host import HostProcess
 
 TENANT = "tenant-fuzz"
-EVERY_SCOPE = ["factory.health.read", "factory.meta.read", "factory.runtime.read", "factory.runtime.write",
-               "factory.capacity.lease"]
+EVERY_SCOPE = [
+    "factory.health.read",
+    "factory.meta.read",
+    "factory.runtime.read",
+    "factory.runtime.write",
+    "factory.capacity.lease",
+]
 EVERY_ROLE = ["Observer", "Operator", "PlatformAdmin"]
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
-          response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
 MAX_EXAMPLES = 12
 POOL_SLOTS = 8
 SEED = 20260611  # fixed: the same requests on every run, so a CI failure can be replayed
@@ -69,8 +79,9 @@ def fuzz_azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
 def fuzz_host(fuzz_azurite: Azurite, key_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
     log = tmp_path_factory.mktemp("logs") / "fuzz-host.log"
     # A scan answers within 5 s or with 202 and its status URL: the fuzzer does not wait a minute for one.
-    host = HostProcess(REPO, app_settings(fuzz_azurite, key_dir, RuntimeCloud__Inventory__ScanWaitSeconds="5"),
-                       log).start()
+    host = HostProcess(
+        REPO, app_settings(fuzz_azurite, key_dir, RuntimeCloud__Inventory__ScanWaitSeconds="5"), log
+    ).start()
     yield host
     host.stop()
 
@@ -82,11 +93,14 @@ def api_schema(fuzz_host: HostProcess, fuzz_azurite: Azurite, mint: Any) -> Any:
     answer = fuzz_host.request("GET", "runtime-cloud/openapi.json", token=token)
     assert answer.status_code == 200, answer.text
     schema = schemathesis.openapi.from_dict(with_examples(answer.json(), objects))
-    schema.config.update(base_url=fuzz_host.base_url, headers={"Authorization": f"Bearer {token}"},
-                         request_timeout=60)
-    schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
-                                    max_examples=MAX_EXAMPLES, deterministic=True,
-                                    with_security_parameters=False, database="none")
+    schema.config.update(base_url=fuzz_host.base_url, headers={"Authorization": f"Bearer {token}"}, request_timeout=60)
+    schema.config.generation.update(
+        modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
+        max_examples=MAX_EXAMPLES,
+        deterministic=True,
+        with_security_parameters=False,
+        database="none",
+    )
     schema.config.phases.update(phases=["examples", "coverage", "fuzzing"])
     schema.config.seed = SEED
     # 503 (with Retry-After) is a documented answer, not a fault: a full pool, a store that did not answer.

@@ -20,8 +20,17 @@ SCOPE = ["factory.health.read"]
 
 def claims(**overrides):
     now = int(time.time())
-    base = {"iss": "runtime-cloud-local-issuer", "aud": "api://runtime-cloud", "sub": "c", "azp": "c",
-            "tid": "tenant-a", "scp": "factory.health.read", "iat": now, "nbf": now, "exp": now + 600}
+    base = {
+        "iss": "runtime-cloud-local-issuer",
+        "aud": "api://runtime-cloud",
+        "sub": "c",
+        "azp": "c",
+        "tid": "tenant-a",
+        "scp": "factory.health.read",
+        "iat": now,
+        "nbf": now,
+        "exp": now + 600,
+    }
     base.update(overrides)
     return base
 
@@ -50,8 +59,10 @@ def test_no_token_is_401(runtime_host):
 
 
 def test_a_non_bearer_scheme_is_401(runtime_host):
-    assert_unauthorized(runtime_host.request("GET", HEALTH, headers={"Authorization": "Basic dXNlcjpwYXNz"}),
-                        "expected 'Authorization: Bearer <token>'")
+    assert_unauthorized(
+        runtime_host.request("GET", HEALTH, headers={"Authorization": "Basic dXNlcjpwYXNz"}),
+        "expected 'Authorization: Bearer <token>'",
+    )
 
 
 def test_the_wrong_scope_is_403(runtime_host, mint):
@@ -66,8 +77,9 @@ def test_a_tampered_signature_is_401(runtime_host, mint):
     header, payload, signature = mint(scopes=SCOPE).split(".")
     forged = signature[:-4] + ("AAAA" if not signature.endswith("AAAA") else "BBBB")
 
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=f"{header}.{payload}.{forged}"),
-                        "signature does not verify")
+    assert_unauthorized(
+        runtime_host.request("GET", HEALTH, token=f"{header}.{payload}.{forged}"), "signature does not verify"
+    )
 
 
 def test_a_tampered_payload_is_401(runtime_host, mint, key_dir):
@@ -75,13 +87,15 @@ def test_a_tampered_payload_is_401(runtime_host, mint, key_dir):
     header, _, signature = token.split(".")
     other = jwt.encode(claims(), "x" * 32, algorithm="HS256").split(".")[1]  # claims that add the scope
 
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=f"{header}.{other}.{signature}"),
-                        "signature does not verify")
+    assert_unauthorized(
+        runtime_host.request("GET", HEALTH, token=f"{header}.{other}.{signature}"), "signature does not verify"
+    )
 
 
 def test_an_expired_token_is_401(runtime_host, mint):
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=mint(scopes=SCOPE, lifetime_seconds=-3600)),
-                        "expired")
+    assert_unauthorized(
+        runtime_host.request("GET", HEALTH, token=mint(scopes=SCOPE, lifetime_seconds=-3600)), "expired"
+    )
 
 
 def test_a_token_not_valid_yet_is_401(runtime_host, mint):
@@ -91,13 +105,13 @@ def test_a_token_not_valid_yet_is_401(runtime_host, mint):
 
 
 def test_the_wrong_audience_is_401(runtime_host, mint):
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=mint(scopes=SCOPE, audience="api://other")),
-                        "audience")
+    assert_unauthorized(
+        runtime_host.request("GET", HEALTH, token=mint(scopes=SCOPE, audience="api://other")), "audience"
+    )
 
 
 def test_the_wrong_issuer_is_401(runtime_host, mint):
-    assert_unauthorized(runtime_host.request("GET", HEALTH, token=mint(scopes=SCOPE, issuer="someone-else")),
-                        "issuer")
+    assert_unauthorized(runtime_host.request("GET", HEALTH, token=mint(scopes=SCOPE, issuer="someone-else")), "issuer")
 
 
 def test_alg_none_is_401(runtime_host, key_dir):
@@ -110,8 +124,9 @@ def test_alg_none_is_401(runtime_host, key_dir):
 def test_hs256_signed_with_the_public_key_is_401(runtime_host, key_dir):
     """The classic RS/HS confusion: an HMAC keyed with the (public) verification key."""
     key, kid = ensure_signing_key(key_dir)
-    public_pem = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                               serialization.PublicFormat.SubjectPublicKeyInfo)
+    public_pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     signing_input = _b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": kid})) + "." + _b64(json.dumps(claims()))
     signature = hmac.new(public_pem, signing_input.encode(), hashlib.sha256).digest()
     token = signing_input + "." + base64.urlsafe_b64encode(signature).rstrip(b"=").decode()
@@ -135,9 +150,15 @@ def test_a_token_without_a_tenant_is_401(runtime_host, mint):
     assert_unauthorized(runtime_host.request("GET", HEALTH, token=token), "tenant")
 
 
-@pytest.mark.parametrize(("garbage", "reason"), [("", "expected 'Authorization: Bearer <token>'"),
-                                                  ("abc", "malformed token"), ("a.b.c", "malformed token"),
-                                                  ("Bearer", "malformed token")])
+@pytest.mark.parametrize(
+    ("garbage", "reason"),
+    [
+        ("", "expected 'Authorization: Bearer <token>'"),
+        ("abc", "malformed token"),
+        ("a.b.c", "malformed token"),
+        ("Bearer", "malformed token"),
+    ],
+)
 def test_malformed_tokens_are_401(runtime_host, garbage, reason):
     answer = runtime_host.request("GET", HEALTH, headers={"Authorization": f"Bearer {garbage}"})
 

@@ -26,9 +26,14 @@ TENANT = "tenant-hygiene"
 
 
 def hygiene_settings(azurite, key_dir: Path, hub: str) -> dict[str, str]:
-    settings = app_settings(azurite, key_dir, RuntimeCloud__Durable__TaskHubName=hub,
-                            RuntimeCloud__IaC__ApplySliceSeconds="0", RuntimeCloud__Durable__HistoryRetentionDays="0",
-                            RuntimeCloud__Inventory__ScanWaitSeconds="0")
+    settings = app_settings(
+        azurite,
+        key_dir,
+        RuntimeCloud__Durable__TaskHubName=hub,
+        RuntimeCloud__IaC__ApplySliceSeconds="0",
+        RuntimeCloud__Durable__HistoryRetentionDays="0",
+        RuntimeCloud__Inventory__ScanWaitSeconds="0",
+    )
     del settings[HUB_OVERRIDE]  # the hub's name comes from host.json's %RuntimeCloud:Durable:TaskHubName%
     return settings
 
@@ -59,8 +64,9 @@ def instance_ids(azurite, hub: str) -> set[str]:
 
 def applied_run(host: HostProcess, token: str, resources: int = 3) -> dict[str, Any]:
     environment = unique("hyg")
-    spec = specification(environment, resources=[{"type": "queue", "name": f"q{i}-{environment[-8:]}"}
-                                                 for i in range(resources)])
+    spec = specification(
+        environment, resources=[{"type": "queue", "name": f"q{i}-{environment[-8:]}"} for i in range(resources)]
+    )
     answer = declare(host, token, spec)
     assert answer.status_code == 202, answer.text
     return wait_for_run_state(host, token, answer.json()["run_id"], {"applied", "failed"})
@@ -68,6 +74,7 @@ def applied_run(host: HostProcess, token: str, resources: int = 3) -> dict[str, 
 
 def history(host: HostProcess, instance_id: str) -> list[dict[str, Any]]:
     """The finished orchestration's history (the run is applied a moment before its orchestration ends)."""
+
     def finished() -> dict[str, Any] | None:
         answer = host.request("GET", f"runtime/webhooks/durabletask/instances/{instance_id}?showHistory=true")
         assert answer.status_code in (200, 202), answer.text
@@ -80,8 +87,11 @@ def test_the_task_hub_is_named_by_its_app_setting_and_an_apply_runs_one_slice_pe
     run = applied_run(host, writer, resources=3)
 
     assert run["state"] == "applied", run
-    applies = [event for event in history(host, run["id"])
-               if event["EventType"] == "TaskCompleted" and event.get("FunctionName") == "provisioning_apply"]
+    applies = [
+        event
+        for event in history(host, run["id"])
+        if event["EventType"] == "TaskCompleted" and event.get("FunctionName") == "provisioning_apply"
+    ]
     assert len(applies) == 3  # one activity per change, each inside its own functionTimeout
     receipt = host.request("GET", f"runtime-cloud/runs/{run['id']}/receipts/apply", token=writer).json()
     assert receipt["verified"] is True
@@ -92,8 +102,10 @@ def test_the_purge_removes_finished_instances_and_keeps_running_ones(azurite, hu
     finished = applied_run(host, writer, resources=1)["id"]
     history(host, finished)  # its orchestration has ended too
     assert host.request("POST", "admin/functions/capacity_expiry_starter", json={"input": ""}).status_code == 202
-    sweeps = wait_until(lambda: {i for i in instance_ids(azurite, hub) if i.startswith("capacity-expiry-")},
-                        message="the pools' expiry sweeps to start")
+    sweeps = wait_until(
+        lambda: {i for i in instance_ids(azurite, hub) if i.startswith("capacity-expiry-")},
+        message="the pools' expiry sweeps to start",
+    )
 
     assert host.request("POST", "admin/functions/durable_history_purge", json={"input": ""}).status_code == 202
 

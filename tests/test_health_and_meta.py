@@ -23,8 +23,14 @@ def test_health_reports_every_dependency_with_status_and_latency(runtime_host, m
     assert document["status"] == "degraded"  # one configured target never answers
     assert document["ready"] is True and document["live"] is True
     checks = checks_by_name(document)
-    for name in ("store.tables", "store.blobs", "store.queues", "iac-runner.embedded",
-                 "target.local-storage", "config-platform"):
+    for name in (
+        "store.tables",
+        "store.blobs",
+        "store.queues",
+        "iac-runner.embedded",
+        "target.local-storage",
+        "config-platform",
+    ):
         assert checks[name]["status"] == "healthy", checks[name]
         assert checks[name]["latency_ms"] >= 0
     assert checks["target.unreachable-storage"]["status"] == "degraded"
@@ -48,8 +54,7 @@ def test_target_metadata_lists_targets_and_the_runner_but_no_credential_location
     assert "AccountKey" not in answer.text
 
 
-def test_health_is_degraded_by_a_dead_dependency_and_503_naming_the_store_when_azurite_stops(
-        key_dir, mint, tmp_path):
+def test_health_is_degraded_by_a_dead_dependency_and_503_naming_the_store_when_azurite_stops(key_dir, mint, tmp_path):
     private = Azurite(tmp_path / "azurite").start()
     dead_port = free_port()
     env = app_settings(private, key_dir, RuntimeCloud__ConfigPlatform__Url=f"http://127.0.0.1:{dead_port}/")
@@ -90,8 +95,13 @@ def test_an_invalid_setting_stops_the_host_with_a_message_naming_it(azurite, key
 
 
 def test_a_target_with_an_inline_secret_stops_the_host(azurite, key_dir, tmp_path):
-    target = {"Id": "leaky", "Kind": "storage-account", "Region": "local",
-              "Endpoint": "http://127.0.0.1:1/x?sig=abc", "Credential": {"Kind": "managed-identity"}}
+    target = {
+        "Id": "leaky",
+        "Kind": "storage-account",
+        "Region": "local",
+        "Endpoint": "http://127.0.0.1:1/x?sig=abc",
+        "Credential": {"Kind": "managed-identity"},
+    }
     env = app_settings(azurite, key_dir, RuntimeCloud__Targets=json.dumps([target]))
     host = HostProcess(REPO, env, tmp_path / "host.log")
 

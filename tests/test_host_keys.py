@@ -35,8 +35,13 @@ def test_the_admin_api_without_the_master_key_runs_nothing_and_says_nothing(fixt
     anonymous = _admin(fixture_host, "yearly_report", None, json={"input": ""})
     wrong = _admin(fixture_host, "yearly_report", "not-the-key", json={"input": ""})
     unknown = _admin(fixture_host, "no_such_function", None, json={"input": ""})
-    from_a_web_page = _admin(fixture_host, "yearly_report", None, data="{}",
-                             headers={"Content-Type": "text/plain", "Origin": "https://evil.example"})
+    from_a_web_page = _admin(
+        fixture_host,
+        "yearly_report",
+        None,
+        data="{}",
+        headers={"Content-Type": "text/plain", "Origin": "https://evil.example"},
+    )
 
     for answer in (anonymous, wrong, unknown, from_a_web_page):
         assert answer.status_code == 401
@@ -59,8 +64,9 @@ def test_the_admin_api_with_the_master_key_takes_only_bounded_json(fixture_host,
     not_json = _admin(fixture_host, "yearly_report", key, data="{nope", headers={"Content-Type": "application/json"})
     before = len(effects(azurite, "yearly-report"))
     accepted = _admin(fixture_host, "yearly_report", key, json={"input": ""})
-    by_query = requests.post(fixture_host.url(f"admin/functions/yearly_report?code={key}"), json={"input": ""},
-                             timeout=30)
+    by_query = requests.post(
+        fixture_host.url(f"admin/functions/yearly_report?code={key}"), json={"input": ""}, timeout=30
+    )
 
     assert (text.status_code, huge.status_code, not_json.status_code) == (415, 413, 400)
     assert accepted.status_code == 202 and by_query.status_code == 202
@@ -79,9 +85,25 @@ def test_listening_beyond_loopback_needs_an_explicit_opt_in(azurite, key_dir, tm
     env = {**host.env, "PYTHONPATH": str(REPO)}
     import os
 
-    result = subprocess.run([sys.executable, "-m", "devhost", "start", "--app-dir", str(host.app_dir),
-                             "--port", str(host.port), "--bind", "0.0.0.0"],
-                            cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "devhost",
+            "start",
+            "--app-dir",
+            str(host.app_dir),
+            "--port",
+            str(host.port),
+            "--bind",
+            "0.0.0.0",
+        ],
+        cwd=REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
     assert result.returncode == 2
     assert "--allow-remote" in result.stdout + result.stderr
@@ -90,13 +112,19 @@ def test_listening_beyond_loopback_needs_an_explicit_opt_in(azurite, key_dir, tm
 def test_devhost_keys_shows_the_keys_the_host_checks(fixture_host):
     import os
 
-    shown = subprocess.run([sys.executable, "-m", "devhost", "keys"], cwd=REPO, capture_output=True, text=True,
-                           env={**os.environ, "DEVHOST_KEY_DIRECTORY": fixture_host.env["DEVHOST_KEY_DIRECTORY"]},
-                           timeout=30)
+    shown = subprocess.run(
+        [sys.executable, "-m", "devhost", "keys"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DEVHOST_KEY_DIRECTORY": fixture_host.env["DEVHOST_KEY_DIRECTORY"]},
+        timeout=30,
+    )
 
     document = json.loads(shown.stdout)
     assert document["masterKey"] == fixture_host.master_key
-    durable_key_on_admin = _admin(fixture_host, "yearly_report", document["systemKeys"]["durabletask_extension"],
-                                  json={"input": ""})
+    durable_key_on_admin = _admin(
+        fixture_host, "yearly_report", document["systemKeys"]["durabletask_extension"], json={"input": ""}
+    )
     assert durable_key_on_admin.status_code == 401  # the Durable key does not open the admin API
     assert "needs a host key" in durable_key_on_admin.json()["detail"]

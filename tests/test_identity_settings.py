@@ -74,10 +74,12 @@ def test_settings_load_and_the_store_is_built_from_the_flex_identity_settings_al
 
 def test_one_credential_serves_the_store_targets_key_vault_and_resource_manager(environment):
     environment()
-    storage_target = _target(Id="orders", Kind="storage-account", Region="westeurope",
-                             Endpoint="https://ordersdata.blob.core.windows.net")
-    subscription = _target(Id="sub", Kind="azure-subscription", Region="westeurope",
-                           SubscriptionId="00000000-0000-0000-0000-000000000001")
+    storage_target = _target(
+        Id="orders", Kind="storage-account", Region="westeurope", Endpoint="https://ordersdata.blob.core.windows.net"
+    )
+    subscription = _target(
+        Id="sub", Kind="azure-subscription", Region="westeurope", SubscriptionId="00000000-0000-0000-0000-000000000001"
+    )
 
     credential = host_storage().blobs.credential
 
@@ -90,9 +92,13 @@ def test_one_credential_serves_the_store_targets_key_vault_and_resource_manager(
 
 def test_a_target_with_its_own_identity_gets_its_own_credential_once(environment):
     environment()
-    other = _target(Id="other", Kind="storage-account", Region="westeurope",
-                    Endpoint="https://otherdata.blob.core.windows.net",
-                    Credential={"Kind": "managed-identity", "ClientId": "99999999-0000-0000-0000-000000000000"})
+    other = _target(
+        Id="other",
+        Kind="storage-account",
+        Region="westeurope",
+        Endpoint="https://otherdata.blob.core.windows.net",
+        Credential={"Kind": "managed-identity", "ClientId": "99999999-0000-0000-0000-000000000000"},
+    )
 
     first, second = target_blob_service(other).credential, target_queue_service(other).credential
 
@@ -101,8 +107,12 @@ def test_a_target_with_its_own_identity_gets_its_own_credential_once(environment
 
 
 def test_service_uris_win_over_the_account_name(environment):
-    environment({"AzureWebJobsStorage__accountName": "rtcloudstore",
-                 "AzureWebJobsStorage__blobServiceUri": "https://rtcloudgov.blob.core.usgovcloudapi.net/"})
+    environment(
+        {
+            "AzureWebJobsStorage__accountName": "rtcloudstore",
+            "AzureWebJobsStorage__blobServiceUri": "https://rtcloudgov.blob.core.usgovcloudapi.net/",
+        }
+    )
 
     clients = host_storage()
 
@@ -111,9 +121,13 @@ def test_service_uris_win_over_the_account_name(environment):
 
 
 def test_a_sovereign_cloud_endpoint_suffix_gives_that_clouds_endpoints(environment):
-    environment({"AzureWebJobsStorage__accountName": "rtcloudstore",
-                 "AzureWebJobsStorage__endpointSuffix": "core.chinacloudapi.cn",
-                 "RuntimeCloud__Auth__Authority": "https://login.chinacloudapi.cn/contoso/v2.0"})
+    environment(
+        {
+            "AzureWebJobsStorage__accountName": "rtcloudstore",
+            "AzureWebJobsStorage__endpointSuffix": "core.chinacloudapi.cn",
+            "RuntimeCloud__Auth__Authority": "https://login.chinacloudapi.cn/contoso/v2.0",
+        }
+    )
 
     load_settings()
     clients = host_storage()
@@ -121,22 +135,37 @@ def test_a_sovereign_cloud_endpoint_suffix_gives_that_clouds_endpoints(environme
     assert clients.blobs.url == "https://rtcloudstore.blob.core.chinacloudapi.cn/"
     assert clients.queues.url == "https://rtcloudstore.queue.core.chinacloudapi.cn/"
     assert clients.tables.url == "https://rtcloudstore.table.core.chinacloudapi.cn"
-    arm = default_client(_target(Id="sub", Kind="azure-subscription", Region="chinaeast2",
-                                 SubscriptionId="00000000-0000-0000-0000-000000000001",
-                                 Endpoint="https://management.chinacloudapi.cn"))
+    arm = default_client(
+        _target(
+            Id="sub",
+            Kind="azure-subscription",
+            Region="chinaeast2",
+            SubscriptionId="00000000-0000-0000-0000-000000000001",
+            Endpoint="https://management.chinacloudapi.cn",
+        )
+    )
     assert arm._config.credential_scopes == ["https://management.chinacloudapi.cn/.default"]
 
 
-@pytest.mark.parametrize("values, named", [
-    ({"AzureWebJobsStorage__blobServiceUri": "https://a.blob.core.windows.net"},
-     "AzureWebJobsStorage__queueServiceUri"),
-    ({"AzureWebJobsStorage__accountName": "Not_An_Account"}, "AzureWebJobsStorage__accountName"),
-    ({"AzureWebJobsStorage__accountName": "acct", "AzureWebJobsStorage__tableServiceUri": "http://acct.table.x"},
-     "AzureWebJobsStorage__tableServiceUri"),
-    ({"AzureWebJobsStorage__accountName": "acct", "AzureWebJobsStorage__credential": "clientsecret"},
-     "AzureWebJobsStorage__credential"),
-    ({"RuntimeCloud__Auth__Authority": "https://login.microsoftonline.com/x/v2.0"}, "AzureWebJobsStorage"),
-])
+@pytest.mark.parametrize(
+    "values, named",
+    [
+        (
+            {"AzureWebJobsStorage__blobServiceUri": "https://a.blob.core.windows.net"},
+            "AzureWebJobsStorage__queueServiceUri",
+        ),
+        ({"AzureWebJobsStorage__accountName": "Not_An_Account"}, "AzureWebJobsStorage__accountName"),
+        (
+            {"AzureWebJobsStorage__accountName": "acct", "AzureWebJobsStorage__tableServiceUri": "http://acct.table.x"},
+            "AzureWebJobsStorage__tableServiceUri",
+        ),
+        (
+            {"AzureWebJobsStorage__accountName": "acct", "AzureWebJobsStorage__credential": "clientsecret"},
+            "AzureWebJobsStorage__credential",
+        ),
+        ({"RuntimeCloud__Auth__Authority": "https://login.microsoftonline.com/x/v2.0"}, "AzureWebJobsStorage"),
+    ],
+)
 def test_incomplete_identity_settings_stop_the_host_naming_the_setting(environment, values, named):
     environment({"RuntimeCloud__Auth__Authority": "https://login.microsoftonline.com/x/v2.0", **values})
 
@@ -152,8 +181,14 @@ class _IdentityEndpoint(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # the http.server API
         query = {key: values[0] for key, values in parse_qs(urlparse(self.path).query).items()}
         type(self).requests.append({**query, "header": self.headers.get("X-IDENTITY-HEADER")})
-        body = json.dumps({"access_token": "stand-in-token", "expires_on": str(int(time.time()) + 3600),
-                           "resource": query.get("resource"), "token_type": "Bearer"}).encode()
+        body = json.dumps(
+            {
+                "access_token": "stand-in-token",
+                "expires_on": str(int(time.time()) + 3600),
+                "resource": query.get("resource"),
+                "token_type": "Bearer",
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -176,7 +211,8 @@ def identity_endpoint(environment, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 
 def test_the_user_assigned_identity_is_asked_for_and_its_token_reused_stand_in_identity_endpoint(
-        environment, identity_endpoint):
+    environment, identity_endpoint
+):
     environment()
     credential = host_storage().blobs.credential
 

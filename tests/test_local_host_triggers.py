@@ -53,8 +53,11 @@ def test_a_message_that_is_not_base64_moves_to_poison_at_once(fixture_host, azur
     sent = queue(azurite, "fixture-fails").send_message(text)
 
     poison = queue(azurite, "fixture-fails-poison")
-    wait_until(lambda: any(m.content == text for m in poison.peek_messages(max_messages=32)),
-               timeout=30, message="the undecodable message in poison")
+    wait_until(
+        lambda: any(m.content == text for m in poison.peek_messages(max_messages=32)),
+        timeout=30,
+        message="the undecodable message in poison",
+    )
 
     # At once: on its first delivery, without calling the function or retrying (a retry is
     # logged per delivery: "failed on message <id> (dequeue count n)").
@@ -67,15 +70,21 @@ def test_a_failed_message_is_retried_with_its_dequeue_count_and_then_succeeds(fi
     body = f"work-{uuid.uuid4()}"
     send_base64(azurite, "fixture-work", body)  # the queue name comes from the app setting %FIXTURE_WORK_QUEUE%
 
-    done = wait_until(lambda: [e for e in effects(azurite, "flaky-done") if e["body"] == body], timeout=60,
-                      message="the retried message to succeed")
+    done = wait_until(
+        lambda: [e for e in effects(azurite, "flaky-done") if e["body"] == body],
+        timeout=60,
+        message="the retried message to succeed",
+    )
     assert done[0]["dequeue_count"] == 2
     assert sorted(e["dequeue_count"] for e in effects(azurite, "flaky") if e["body"] == body) == [1, 2]
 
 
 def test_a_timer_function_runs_on_its_schedule(fixture_host, azurite):
-    runs = wait_until(lambda: len(effects(azurite, "every-two-seconds")) >= 2 and effects(azurite, "every-two-seconds"),
-                      timeout=30, message="two scheduled runs")
+    runs = wait_until(
+        lambda: len(effects(azurite, "every-two-seconds")) >= 2 and effects(azurite, "every-two-seconds"),
+        timeout=30,
+        message="two scheduled runs",
+    )
     assert all(run["past_due"] is False for run in runs)
 
 
@@ -98,7 +107,8 @@ def test_a_missed_occurrence_runs_once_at_start_as_past_due(azurite, key_dir, tm
     status_blob = blobs.get_blob_client("azure-webjobs-hosts", f"timers/{host_id}/yearly_report/status")
     missed = datetime.now(UTC) - timedelta(hours=1)
     status_blob.upload_blob(
-        json.dumps({"Last": None, "Next": missed.isoformat(), "LastUpdated": missed.isoformat()}), overwrite=True)
+        json.dumps({"Last": None, "Next": missed.isoformat(), "LastUpdated": missed.isoformat()}), overwrite=True
+    )
 
     def runs_of_this_host() -> list[dict]:
         return [e for e in effects(azurite, "yearly-report") if e.get("host") == host_id]
@@ -115,8 +125,11 @@ def test_a_missed_occurrence_runs_once_at_start_as_past_due(azurite, key_dir, tm
         try:
             # The scheduler has decided about the missed occurrence (and run it, if it does) once it
             # writes the status with the next occurrence: a run it made is recorded by then.
-            wait_until(lambda started=started: next_occurrence_written_since(started), timeout=30,
-                       message="the next occurrence")
+            wait_until(
+                lambda started=started: next_occurrence_written_since(started),
+                timeout=30,
+                message="the next occurrence",
+            )
         finally:
             assert host.stop() == 0  # Ctrl-C stops the host cleanly
 

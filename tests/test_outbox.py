@@ -20,9 +20,12 @@ from shared.events.outbox import Outbox
 def outbox_parts(azurite):
     name = f"outboxtest{uuid.uuid4().hex[:8]}"
     table = TableServiceClient.from_connection_string(azurite.connection_string()).create_table(name)
-    queue = QueueClient.from_connection_string(azurite.connection_string(), name,
-                                               message_encode_policy=TextBase64EncodePolicy(),
-                                               message_decode_policy=TextBase64DecodePolicy())
+    queue = QueueClient.from_connection_string(
+        azurite.connection_string(),
+        name,
+        message_encode_policy=TextBase64EncodePolicy(),
+        message_decode_policy=TextBase64DecodePolicy(),
+    )
     queue.create_queue()
     markers = TableServiceClient.from_connection_string(azurite.connection_string()).create_table(name + "marks")
     return table, queue, Outbox(table, queue, "/runtime-cloud", markers=markers)
@@ -34,9 +37,14 @@ def state_row(stream: str, key: str) -> tuple:
 
 def test_events_commit_with_the_state_change_and_are_sent_as_cloudevents(outbox_parts):
     table, queue, outbox = outbox_parts
-    events = outbox.commit("tenant-a|prod", [state_row("tenant-a|prod", "run-1")],
-                           [NewEvent("ProvisioningApplied", "runs/run-1", "tenant-a", {"run": "run-1"}),
-                            NewEvent("SpecificationDeclared", "environments/prod", "tenant-a")])
+    events = outbox.commit(
+        "tenant-a|prod",
+        [state_row("tenant-a|prod", "run-1")],
+        [
+            NewEvent("ProvisioningApplied", "runs/run-1", "tenant-a", {"run": "run-1"}),
+            NewEvent("SpecificationDeclared", "environments/prod", "tenant-a"),
+        ],
+    )
     outbox.dispatch(events)
 
     assert table.get_entity("tenant-a|prod", "run-1")["State"] == "applied"
@@ -67,7 +75,9 @@ def test_events_a_crash_left_behind_are_sent_by_the_dispatcher(outbox_parts):
     assert outbox.dispatch_pending() == 0  # found through the stream's marker, sent once
 
     assert [json.loads(m.content)["type"] for m in queue.peek_messages(max_messages=10)] == [
-        "factory.runtime-cloud.LeaseGranted", "factory.runtime-cloud.LeaseReleased"]
+        "factory.runtime-cloud.LeaseGranted",
+        "factory.runtime-cloud.LeaseReleased",
+    ]
 
 
 def test_racing_writers_of_one_stream_get_gap_free_sequences(outbox_parts):
@@ -112,8 +122,11 @@ def test_a_stale_caller_write_still_conflicts_when_the_sequence_row_is_remembere
     read = table.get_entity("s", "slot")
     outbox.commit("s", [], [NewEvent("PoolResized", "pools/1", "t")])
     table.update_entity({"PartitionKey": "s", "RowKey": "slot", "Held": 1})  # someone else moved the row on
-    stale = ("update", {"PartitionKey": "s", "RowKey": "slot", "Held": 2},
-             {"mode": "replace", "etag": read.metadata["etag"], "match_condition": MatchConditions.IfNotModified})
+    stale = (
+        "update",
+        {"PartitionKey": "s", "RowKey": "slot", "Held": 2},
+        {"mode": "replace", "etag": read.metadata["etag"], "match_condition": MatchConditions.IfNotModified},
+    )
 
     with pytest.raises(ConcurrencyConflict):
         outbox.commit("s", [stale], [NewEvent("PoolResized", "pools/2", "t")])

@@ -31,8 +31,9 @@ def test_literal_routes_win_over_parameters():
 def test_six_field_ncrontab_schedules():
     every_fifteen_minutes = Schedule("0 */15 * * * *")
 
-    assert every_fifteen_minutes.next_after(datetime(2026, 1, 1, 0, 3, tzinfo=UTC)) == \
-        datetime(2026, 1, 1, 0, 15, tzinfo=UTC)
+    assert every_fifteen_minutes.next_after(datetime(2026, 1, 1, 0, 3, tzinfo=UTC)) == datetime(
+        2026, 1, 1, 0, 15, tzinfo=UTC
+    )
 
 
 def test_time_span_schedules_are_refused_as_flex_consumption_refuses_them():

@@ -69,19 +69,59 @@ def test_missing_storage_is_refused(environment, monkeypatch):
         load_settings()
 
 
-@pytest.mark.parametrize("target, reason", [
-    ({"Id": "sub", "Kind": "azure-subscription", "Region": "westeurope",
-      "Credential": {"Kind": "managed-identity"}}, "SubscriptionId"),
-    ({"Id": "k8s", "Kind": "kubernetes-cluster", "Region": "westeurope",
-      "Credential": {"Kind": "managed-identity"}}, "Endpoint"),
-    ({"Id": "kv", "Kind": "on-prem-endpoint", "Region": "dc1", "Endpoint": "https://dc1.example",
-      "Credential": {"Kind": "key-vault", "Uri": "not-a-uri"}}, "Uri"),
-    ({"Id": "leak", "Kind": "storage-account", "Region": "local",
-      "Endpoint": "DefaultEndpointsProtocol=https;AccountKey=abc", "Credential": {"Kind": "managed-identity"}},
-     "secret"),
-    ({"Id": "Bad Id", "Kind": "storage-account", "Region": "local", "Endpoint": "https://a.example",
-      "Credential": {"Kind": "managed-identity"}}, "Id"),
-])
+@pytest.mark.parametrize(
+    "target, reason",
+    [
+        (
+            {
+                "Id": "sub",
+                "Kind": "azure-subscription",
+                "Region": "westeurope",
+                "Credential": {"Kind": "managed-identity"},
+            },
+            "SubscriptionId",
+        ),
+        (
+            {
+                "Id": "k8s",
+                "Kind": "kubernetes-cluster",
+                "Region": "westeurope",
+                "Credential": {"Kind": "managed-identity"},
+            },
+            "Endpoint",
+        ),
+        (
+            {
+                "Id": "kv",
+                "Kind": "on-prem-endpoint",
+                "Region": "dc1",
+                "Endpoint": "https://dc1.example",
+                "Credential": {"Kind": "key-vault", "Uri": "not-a-uri"},
+            },
+            "Uri",
+        ),
+        (
+            {
+                "Id": "leak",
+                "Kind": "storage-account",
+                "Region": "local",
+                "Endpoint": "DefaultEndpointsProtocol=https;AccountKey=abc",
+                "Credential": {"Kind": "managed-identity"},
+            },
+            "secret",
+        ),
+        (
+            {
+                "Id": "Bad Id",
+                "Kind": "storage-account",
+                "Region": "local",
+                "Endpoint": "https://a.example",
+                "Credential": {"Kind": "managed-identity"},
+            },
+            "Id",
+        ),
+    ],
+)
 def test_targets_are_validated(environment, target, reason):
     environment(RuntimeCloud__Targets=json.dumps([target]))
 
@@ -90,8 +130,13 @@ def test_targets_are_validated(environment, target, reason):
 
 
 def test_duplicate_target_ids_are_refused(environment):
-    target = {"Id": "a", "Kind": "storage-account", "Region": "x", "Endpoint": "https://a.example",
-              "Credential": {"Kind": "managed-identity"}}
+    target = {
+        "Id": "a",
+        "Kind": "storage-account",
+        "Region": "x",
+        "Endpoint": "https://a.example",
+        "Credential": {"Kind": "managed-identity"},
+    }
     environment(RuntimeCloud__Targets=json.dumps([target, target]))
 
     with pytest.raises(InvalidSettings, match="unique"):

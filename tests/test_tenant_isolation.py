@@ -23,8 +23,13 @@ from tests.provisioning.helpers import specification, unique
 from tests.support.api_objects import ApiObjects, create_api_objects
 from tests.support.app_routes import RegisteredRoute, registered_http_routes
 
-EVERY_SCOPE = ["factory.health.read", "factory.meta.read", "factory.runtime.read", "factory.runtime.write",
-               "factory.capacity.lease"]
+EVERY_SCOPE = [
+    "factory.health.read",
+    "factory.meta.read",
+    "factory.runtime.read",
+    "factory.runtime.write",
+    "factory.capacity.lease",
+]
 PARAMETER = re.compile(r"\{([^}]+)\}")
 
 
@@ -74,7 +79,8 @@ MATRIX: dict[str, Case] = {
     "GET /runtime-cloud/environments/{environment}/findings/{finding_id}": NOT_FOUND,
     "GET /runtime-cloud/environments/{environment}/ignore-rules": NOT_FOUND,
     "POST /runtime-cloud/environments/{environment}/ignore-rules": Case(
-        "not-found", body=lambda a: {"resource": "queue/anything", "reason": "hide A's drift"}),
+        "not-found", body=lambda a: {"resource": "queue/anything", "reason": "hide A's drift"}
+    ),
     "DELETE /runtime-cloud/environments/{environment}/ignore-rules/{rule_id}": NOT_FOUND,
     "GET /runtime-cloud/proposals": Case("listed", query=lambda a: {"state": "open"}),
     "GET /runtime-cloud/proposals/{id}": NOT_FOUND,
@@ -88,8 +94,16 @@ MATRIX: dict[str, Case] = {
     "GET /runtime-cloud/quotas": LISTED,
     "PUT /runtime-cloud/quotas/{edition}": Case("admin-only", body=lambda a: {"tenants": [a.tenant]}),
     "GET /runtime-cloud/tenants/{tenant}/usage": NOT_FOUND,
-    "POST /runtime-cloud/leases": Case("own-lease", body=lambda a: {
-        "kind": "build", "purpose": "build", "holder": "b-worker", "ttl_seconds": 60, "lease_id": a.lease_id}),
+    "POST /runtime-cloud/leases": Case(
+        "own-lease",
+        body=lambda a: {
+            "kind": "build",
+            "purpose": "build",
+            "holder": "b-worker",
+            "ttl_seconds": 60,
+            "lease_id": a.lease_id,
+        },
+    ),
     "GET /runtime-cloud/leases": Case("listed", query=lambda a: {"state": "released"}),
     "GET /runtime-cloud/leases/{id}": NOT_FOUND,
     "POST /runtime-cloud/leases/{id}/renew": Case("not-found", body=lambda a: {"ttl_seconds": 60}),
@@ -127,8 +141,11 @@ def test_tenant_b_never_reaches_tenant_a(runtime_host, app_routes, tenant_a, ten
     classified = [(route, MATRIX[route.key]) for route in app_routes if route.key in MATRIX]
     # B's own objects under A's ids last: from then on B has a lease of that id itself.
     classified.sort(key=lambda item: item[1].expect.startswith("own-"))
-    failures = [f"{route.key}: {problem}" for route, case in classified
-                for problem in _check(runtime_host, route, case, tenant_a, tenant_b)]
+    failures = [
+        f"{route.key}: {problem}"
+        for route, case in classified
+        for problem in _check(runtime_host, route, case, tenant_a, tenant_b)
+    ]
 
     assert not failures, "\n".join(failures)
 
@@ -151,8 +168,9 @@ def _check(host, route: RegisteredRoute, case: Case, a: ApiObjects, token: str) 
     return problems
 
 
-def _call(host, route: RegisteredRoute, case: Case, a: ApiObjects, token: str,
-          value: Callable[[str], str | None]) -> Any:
+def _call(
+    host, route: RegisteredRoute, case: Case, a: ApiObjects, token: str, value: Callable[[str], str | None]
+) -> Any:
     path = PARAMETER.sub(lambda m: value(m.group(1)) or m.group(0), route.path)
     kwargs: dict[str, Any] = {"headers": dict(case.headers)}
     if case.query:
@@ -168,8 +186,13 @@ def _call(host, route: RegisteredRoute, case: Case, a: ApiObjects, token: str,
 
 def _made_up(name: str, a: ApiObjects) -> str:
     """An id of the same shape as A's that nobody ever made."""
-    values = {"environment": unique("never"), "kind": "plan", "tenant": unique("never-tenant"),
-              "edition": "never-edition", "scan_id": f"scan-{uuid.uuid4().hex}"}
+    values = {
+        "environment": unique("never"),
+        "kind": "plan",
+        "tenant": unique("never-tenant"),
+        "edition": "never-edition",
+        "scan_id": f"scan-{uuid.uuid4().hex}",
+    }
     return values.get(name) or f"never-{uuid.uuid4().hex[:12]}"
 
 

@@ -17,7 +17,7 @@ from shared.settings_section import six_field_ncrontab
 from tests.conftest import REPO, app_settings
 from tests.support.host import HostProcess
 
-PROBE_APP = '''
+PROBE_APP = """
 import azure.functions as func
 
 app = func.FunctionApp()
@@ -26,7 +26,7 @@ app = func.FunctionApp()
 @app.timer_trigger(arg_name="timer", schedule="{schedule}")
 def probe(timer: func.TimerRequest) -> None:
     pass
-'''
+"""
 
 
 def refused(host: HostProcess) -> str:
@@ -45,11 +45,14 @@ def probe_app(tmp_path: Path, schedule: str) -> Path:
     return app
 
 
-@pytest.mark.parametrize("setting, value", [
-    ("RuntimeCloud__Provisioning__ReconcileSchedule", "99 99 99 99 99 99"),
-    ("RuntimeCloud__Inventory__ScanSchedule", "0 0 25 * * *"),
-    ("RuntimeCloud__Durable__PurgeSchedule", "0 0 0 L * *"),
-])
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        ("RuntimeCloud__Provisioning__ReconcileSchedule", "99 99 99 99 99 99"),
+        ("RuntimeCloud__Inventory__ScanSchedule", "0 0 25 * * *"),
+        ("RuntimeCloud__Durable__PurgeSchedule", "0 0 0 L * *"),
+    ],
+)
 def test_a_bad_schedule_setting_stops_the_product_host_naming_it(azurite, key_dir, tmp_path, setting, value):
     host = HostProcess(REPO, app_settings(azurite, key_dir, **{setting: value}), tmp_path / "host.log")
 
@@ -68,12 +71,15 @@ def test_the_local_host_resolves_a_schedule_reference_with_colons(azurite, tmp_p
         assert host.stop() == 0
 
 
-@pytest.mark.parametrize("schedule, value, named", [
-    ("%Probe:Schedule%", None, "app setting Probe__Schedule is not set"),
-    ("%Probe:Schedule%", "0 0 25 * * *", "(app setting Probe__Schedule) is invalid"),
-    ("%Probe:Schedule%", "*/5 * * * *", "(app setting Probe__Schedule) is invalid"),
-    ("%Probe__Schedule%", "0 0 0 1 1 *", "is written %Probe:Schedule%"),  # Azure resolves no '__' in a reference
-])
+@pytest.mark.parametrize(
+    "schedule, value, named",
+    [
+        ("%Probe:Schedule%", None, "app setting Probe__Schedule is not set"),
+        ("%Probe:Schedule%", "0 0 25 * * *", "(app setting Probe__Schedule) is invalid"),
+        ("%Probe:Schedule%", "*/5 * * * *", "(app setting Probe__Schedule) is invalid"),
+        ("%Probe__Schedule%", "0 0 0 1 1 *", "is written %Probe:Schedule%"),  # Azure resolves no '__' in a reference
+    ],
+)
 def test_the_local_host_refuses_a_schedule_the_functions_host_would(azurite, tmp_path, schedule, value, named):
     env = {"AzureWebJobsStorage": azurite.connection_string()}
     if value is not None:
@@ -85,10 +91,21 @@ def test_the_local_host_refuses_a_schedule_the_functions_host_would(azurite, tmp
     assert "timer function probe" in log and named in log
 
 
-@pytest.mark.parametrize("expression", [
-    "99 99 99 99 99 99", "0 0 25 * * *", "*/5 * * * *", "0 0 0 * * 7", "0 0 0 L * *", "0 0 0 * * 1#2",
-    "0 0 0 ? * *", "0 5-3 * * * *", "*/0 * * * * *", "0 0 0 * FOO *",
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "99 99 99 99 99 99",
+        "0 0 25 * * *",
+        "*/5 * * * *",
+        "0 0 0 * * 7",
+        "0 0 0 L * *",
+        "0 0 0 * * 1#2",
+        "0 0 0 ? * *",
+        "0 5-3 * * * *",
+        "*/0 * * * * *",
+        "0 0 0 * FOO *",
+    ],
+)
 def test_schedules_ncrontab_refuses_are_refused(expression):
     with pytest.raises(ValueError):
         six_field_ncrontab(expression)

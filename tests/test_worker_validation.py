@@ -25,8 +25,11 @@ PROBLEM = "application/problem+json"
 def _validate(app_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "devhost", "validate", "--app-dir", str(app_dir)],
-        cwd=REPO, env={**os.environ, **env, "PYTHONPATH": str(REPO)},
-        capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        env={**os.environ, **env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -41,8 +44,14 @@ def test_the_worker_accepts_every_function_the_local_host_serves(azurite, key_di
 
     assert result.returncode == 0, result.stderr
     accepted = set(result.stdout.split())
-    assert {"runtime_cloud_health", "provisioning_run", "provisioning_plan", "capacity_acquire_lease",
-            "inventory_scan_now", "promotion_received"} <= accepted
+    assert {
+        "runtime_cloud_health",
+        "provisioning_run",
+        "provisioning_plan",
+        "capacity_acquire_lease",
+        "inventory_scan_now",
+        "promotion_received",
+    } <= accepted
     assert accepted == _served_functions(runtime_host.log())
 
 

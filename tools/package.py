@@ -115,9 +115,7 @@ def check_selection(files: Sequence[str]) -> None:
     """Refuse a selection the app could not run from, or that leaks secrets."""
     leaked = [path for path in files if never_shipped(path)]
     if leaked:
-        raise PackageError(
-            f"{IGNORE_FILE} lets through files that must never be deployed: {', '.join(leaked[:5])}"
-        )
+        raise PackageError(f"{IGNORE_FILE} lets through files that must never be deployed: {', '.join(leaked[:5])}")
     present = set(files)
     missing = [name for name in REQUIRED_FILES if name not in present]
     missing += [
@@ -168,9 +166,7 @@ def build(root: Path, output: Path) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build the deployment zip of the function app.")
-    parser.add_argument(
-        "--output", type=Path, default=DEFAULT_OUTPUT, help=f"zip to write (default: {DEFAULT_OUTPUT})"
-    )
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help=f"zip to write (default: {DEFAULT_OUTPUT})")
     parser.add_argument("--root", type=Path, default=ROOT, help="app root (default: this checkout)")
     args = parser.parse_args(argv)
     root = args.root.resolve()

@@ -18,16 +18,24 @@ from typing import Any
 
 from shared.telemetry.files import read_spans
 
-SHOWN = ("tenant_id", "environment_id", "run_id", "lease_id", "pool", "durable.instance_id", "iac.runner",
-         "http.response.status_code", "messaging.destination.name")
+SHOWN = (
+    "tenant_id",
+    "environment_id",
+    "run_id",
+    "lease_id",
+    "pool",
+    "durable.instance_id",
+    "iac.runner",
+    "http.response.status_code",
+    "messaging.destination.name",
+)
 
 
 def traces_of(spans: list[dict[str, Any]], run_id: str) -> list[str]:
     found = []
     for span in spans:
         attributes = span["attributes"]
-        if run_id in (attributes.get("run_id"), attributes.get("durable.instance_id")) \
-                and span["traceId"] not in found:
+        if run_id in (attributes.get("run_id"), attributes.get("durable.instance_id")) and span["traceId"] not in found:
             found.append(span["traceId"])
     return found
 

@@ -34,8 +34,11 @@ SUB_ORCHESTRATIONS = {ActionType.CALL_SUB_ORCHESTRATOR, ActionType.CALL_SUB_ORCH
 # Actions that take a task id (an EventId in history) when scheduled.
 NUMBERED = ACTIVITIES | SUB_ORCHESTRATIONS | {ActionType.CREATE_TIMER}
 UNSUPPORTED = {ActionType.CALL_ENTITY, ActionType.SIGNAL_ENTITY, ActionType.CALL_HTTP}
-_UNSUPPORTED_NAMES = {ActionType.CALL_ENTITY: "call_entity", ActionType.SIGNAL_ENTITY: "signal_entity",
-                      ActionType.CALL_HTTP: "call_http"}
+_UNSUPPORTED_NAMES = {
+    ActionType.CALL_ENTITY: "call_entity",
+    ActionType.SIGNAL_ENTITY: "signal_entity",
+    ActionType.CALL_HTTP: "call_http",
+}
 
 
 class UnsupportedAction(Exception):
@@ -118,7 +121,8 @@ def check_supported(actions: list[Action]) -> None:
         if action.type in UNSUPPORTED:
             raise UnsupportedAction(
                 f"{_UNSUPPORTED_NAMES[action.type]} is not supported by the local Durable engine "
-                "(entities and durable HTTP calls run only in Azure)")
+                "(entities and durable HTTP calls run only in Azure)"
+            )
 
 
 def continue_as_new_input(actions: list[Action]) -> tuple[bool, str | None]:

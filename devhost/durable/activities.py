@@ -40,8 +40,9 @@ class ActivityFailure(Exception):
 
 
 class ActivityDispatcher:
-    def __init__(self, settings: DurableSettings, queues: TaskHubQueues, functions: DurableFunctions,
-                 invoker: Invoker) -> None:
+    def __init__(
+        self, settings: DurableSettings, queues: TaskHubQueues, functions: DurableFunctions, invoker: Invoker
+    ) -> None:
         self._settings = settings
         self._queues = queues
         self._functions = functions
@@ -50,8 +51,14 @@ class ActivityDispatcher:
         self._room_changed = asyncio.Event()
 
     async def run(self) -> None:
-        poller = QueuePoller(self._queues.workitems, self._queues.work_wake, self._settings.work_item_visibility,
-                             self._settings.max_polling_interval, self._room, self._wait_for_room)
+        poller = QueuePoller(
+            self._queues.workitems,
+            self._queues.work_wake,
+            self._settings.work_item_visibility,
+            self._settings.max_polling_interval,
+            self._room,
+            self._wait_for_room,
+        )
         try:
             await poller.run(self._received)
         finally:
@@ -85,14 +92,21 @@ class ActivityDispatcher:
     async def _handle(self, item: WorkItem, held: HeldMessage) -> None:
         try:
             if held.dequeue_count > MAX_DEQUEUE:
-                raise ActivityFailure("AbandonedException", f"the work item was picked up {held.dequeue_count} "
-                                      "times without finishing (did the activity crash the host?)")
+                raise ActivityFailure(
+                    "AbandonedException",
+                    f"the work item was picked up {held.dequeue_count} "
+                    "times without finishing (did the activity crash the host?)",
+                )
             result = await self._run(item)
             event = h.task_completed(h.now(), item.task_id, result)
         except ActivityFailure as failure:
-            event = h.task_failed(h.now(), item.task_id,
-                                  f"Activity function '{item.name}' failed: {failure.error_type}: {failure.message}",
-                                  f"{failure.error_type}: {failure.message}", failure.error_type)
+            event = h.task_failed(
+                h.now(),
+                item.task_id,
+                f"Activity function '{item.name}' failed: {failure.error_type}: {failure.message}",
+                f"{failure.error_type}: {failure.message}",
+                failure.error_type,
+            )
         try:
             await self._queues.send_control(ControlMessage(item.instance_id, item.execution_id, event))
         except Exception:
@@ -104,21 +118,34 @@ class ActivityDispatcher:
     async def _run(self, item: WorkItem) -> str:
         function = self._functions.activity(item.name)
         if function is None:
-            raise ActivityFailure("FunctionNotFoundException",
-                                  f"the activity function '{item.name}' does not exist in this app")
-        value = ActivityTriggerConverter.decode(meta.Datum(type="json", value=item.input or "null"),
-                                                trigger_metadata=None)
+            raise ActivityFailure(
+                "FunctionNotFoundException", f"the activity function '{item.name}' does not exist in this app"
+            )
+        value = ActivityTriggerConverter.decode(
+            meta.Datum(type="json", value=item.input or "null"), trigger_metadata=None
+        )
         try:
             invocation = self._invoker.invoke(
-                function, value, trace_parent=item.trace, span_name=f"activity:{item.name}",
-                attributes={"durable.instance_id": item.instance_id, "durable.task_id": item.task_id})
+                function,
+                value,
+                trace_parent=item.trace,
+                span_name=f"activity:{item.name}",
+                attributes={"durable.instance_id": item.instance_id, "durable.task_id": item.task_id},
+            )
             returned = await asyncio.wait_for(invocation, timeout=self._settings.function_timeout)
         except TimeoutError:
-            raise ActivityFailure("FunctionTimeoutException",
-                                  f"timed out after {self._settings.function_timeout:g} s (functionTimeout)") from None
+            raise ActivityFailure(
+                "FunctionTimeoutException", f"timed out after {self._settings.function_timeout:g} s (functionTimeout)"
+            ) from None
         except Exception as error:
-            log.warning("activity %s of %s raised %s: %s", item.name, item.instance_id, type(error).__name__, error,
-                        exc_info=log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "activity %s of %s raised %s: %s",
+                item.name,
+                item.instance_id,
+                type(error).__name__,
+                error,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
             raise ActivityFailure(type(error).__name__, str(error)) from error
         try:
             return str(ActivityTriggerConverter.encode(returned, expected_type=None).value)

@@ -46,9 +46,10 @@ class ClientBinding:
             "taskHubName": hub,
             "creationUrls": {
                 "createNewInstancePostUri": f"{webhooks}/orchestrators/{{functionName}}[/{{instanceId}}]?{query}",
-                "createAndWaitOnNewInstancePostUri":
-                    f"{webhooks}/orchestrators/{{functionName}}[/{{instanceId}}]?timeout={{timeoutInSeconds}}"
-                    f"&pollingInterval={{intervalInSeconds}}&{query}",
+                "createAndWaitOnNewInstancePostUri": (
+                    f"{webhooks}/orchestrators/{{functionName}}[/{{instanceId}}]"
+                    f"?timeout={{timeoutInSeconds}}&pollingInterval={{intervalInSeconds}}&{query}"
+                ),
             },
             "managementUrls": {
                 "id": INSTANCE_PLACEHOLDER,

@@ -81,15 +81,19 @@ def pending_start(records: list[Record]) -> int:
 
 def terminate(committed: list[Record], incoming: list[Record], reason: str, at: datetime) -> Outcome:
     output = json.dumps(reason)
-    records = committed + incoming + [Record(h.execution_terminated(at, reason)),
-                                      Record(h.execution_completed(at, "Terminated", output))]
+    records = (
+        committed
+        + incoming
+        + [Record(h.execution_terminated(at, reason)), Record(h.execution_completed(at, "Terminated", output))]
+    )
     return Outcome(records, "Terminated", output=output)
 
 
-async def play(execution: Execution, committed: list[Record], incoming: list[Record], suspended: bool,
-               run: Runner, at: datetime) -> Outcome:
+async def play(
+    execution: Execution, committed: list[Record], incoming: list[Record], suspended: bool, run: Runner, at: datetime
+) -> Outcome:
     """Apply ``incoming`` events; replay the orchestrator if they can move it forward."""
-    waiting = committed[pending_start(committed):] + incoming
+    waiting = committed[pending_start(committed) :] + incoming
     if suspended or not any(r.type in h.ACTIONABLE for r in waiting):
         return Outcome(committed + incoming, "Suspended" if suspended else "Running")
     full = committed + [Record(h.orchestrator_started(at))] + incoming
@@ -98,7 +102,7 @@ async def play(execution: Execution, committed: list[Record], incoming: list[Rec
     cuts = [i for i in range(replayed, len(full)) if _takes_retry_id(full[i], scheduled)]
     counts = []
     for index in cuts:
-        partial = await run(full[:index + 1], replayed)
+        partial = await run(full[: index + 1], replayed)
         counts.append(len(numbered(flatten(partial.state))))
     result = await run(full, replayed)
     outcome = _decide(execution, committed, full, scheduled, list(zip(cuts, counts, strict=True)), result, at)
@@ -124,8 +128,15 @@ def _takes_retry_id(record: Record, scheduled: dict[int, Record]) -> bool:
     return False
 
 
-def _decide(execution: Execution, committed: list[Record], full: list[Record], scheduled: dict[int, Record],
-            cuts: list[tuple[int, int]], result: OrchestratorResult, at: datetime) -> Outcome:
+def _decide(
+    execution: Execution,
+    committed: list[Record],
+    full: list[Record],
+    scheduled: dict[int, Record],
+    cuts: list[tuple[int, int]],
+    result: OrchestratorResult,
+    at: datetime,
+) -> Outcome:
     custom_status = _custom_status(result)
     if result.error is not None:
         return _failed(execution, full, result.error, at, custom_status)
@@ -135,8 +146,9 @@ def _decide(execution: Execution, committed: list[Record], full: list[Record], s
     except UnsupportedAction as error:
         return _failed(execution, full, OrchestratorError("NotSupportedException", str(error)), at, custom_status)
     tasks = numbered(actions)
-    firsts = sorted((r for r in committed if r.origin and r.origin.role == "first"),
-                    key=lambda r: r.origin.slot if r.origin else 0)
+    firsts = sorted(
+        (r for r in committed if r.origin and r.origin.role == "first"), key=lambda r: r.origin.slot if r.origin else 0
+    )
     mismatch = _nondeterminism(firsts, tasks)
     if mismatch:
         return _failed(execution, full, OrchestratorError(NON_DETERMINISTIC, mismatch), at, custom_status)
@@ -158,13 +170,16 @@ def _custom_status(result: OrchestratorResult) -> str | None:
     return None if value is None else json.dumps(value)
 
 
-def _failed(execution: Execution, full: list[Record], error: OrchestratorError, at: datetime,
-            custom_status: str | None) -> Outcome:
+def _failed(
+    execution: Execution, full: list[Record], error: OrchestratorError, at: datetime, custom_status: str | None
+) -> Outcome:
     message = f"Orchestrator function '{execution.name}' failed: {error.error_type}: {error.message}"
     output = json.dumps(message)
     failure = error.failure_details()
-    records = full + [Record(h.orchestrator_completed(at)),
-                      Record(h.execution_completed(at, "Failed", output, failure))]
+    records = full + [
+        Record(h.orchestrator_completed(at)),
+        Record(h.execution_completed(at, "Failed", output, failure)),
+    ]
     return Outcome(records, "Failed", output=output, custom_status=custom_status, failure=failure)
 
 
@@ -176,13 +191,17 @@ def _nondeterminism(firsts: list[Record], tasks: list[Action]) -> str | None:
     for slot, record in enumerate(firsts):
         expected = _describe_record(record)
         if slot >= len(tasks):
-            return (f"Non-deterministic workflow detected: a previous execution of this orchestration scheduled "
-                    f"{expected} as task {record.event_id}, but this replay did not schedule it. Orchestrator code "
-                    "must make the same calls in the same order on every replay.")
+            return (
+                f"Non-deterministic workflow detected: a previous execution of this orchestration scheduled "
+                f"{expected} as task {record.event_id}, but this replay did not schedule it. Orchestrator code "
+                "must make the same calls in the same order on every replay."
+            )
         if not _same_call(record, tasks[slot]):
-            return (f"Non-deterministic workflow detected: a previous execution of this orchestration scheduled "
-                    f"{expected} as task {record.event_id}, but this replay scheduled {tasks[slot].describe()} "
-                    "there instead. Orchestrator code must make the same calls in the same order on every replay.")
+            return (
+                f"Non-deterministic workflow detected: a previous execution of this orchestration scheduled "
+                f"{expected} as task {record.event_id}, but this replay scheduled {tasks[slot].describe()} "
+                "there instead. Orchestrator code must make the same calls in the same order on every replay."
+            )
     return None
 
 
@@ -202,8 +221,16 @@ def _same_call(record: Record, action: Action) -> bool:
     return action.type == ActionType.CREATE_TIMER
 
 
-def _schedule(execution: Execution, tasks: list[Action], known: int, cuts: list[tuple[int, int]],
-              full: list[Record], scheduled: dict[int, Record], next_id: int, at: datetime) -> list[Record]:
+def _schedule(
+    execution: Execution,
+    tasks: list[Action],
+    known: int,
+    cuts: list[tuple[int, int]],
+    full: list[Record],
+    scheduled: dict[int, Record],
+    next_id: int,
+    at: datetime,
+) -> list[Record]:
     """Scheduling events for the tasks this episode added, in the order the SDK numbered them."""
     new: list[Record] = []
     done = known
@@ -223,8 +250,14 @@ def _schedule(execution: Execution, tasks: list[Action], known: int, cuts: list[
 
 
 def _first_attempt(execution: Execution, action: Action, slot: int, event_id: int, at: datetime) -> Record:
-    origin = Origin(slot, "first", 1, action.with_retry, action.max_attempts if action.with_retry else 1,
-                    action.retry_interval_ms if action.with_retry else 0)
+    origin = Origin(
+        slot,
+        "first",
+        1,
+        action.with_retry,
+        action.max_attempts if action.with_retry else 1,
+        action.retry_interval_ms if action.with_retry else 0,
+    )
     return _attempt(execution, action, origin, event_id, at)
 
 
@@ -237,20 +270,21 @@ def _attempt(execution: Execution, action: Action, origin: Origin, event_id: int
     return Record(h.timer_created(at, event_id, h.parse_timestamp(action.fire_at)), origin)
 
 
-def _retry_step(execution: Execution, event: Record, scheduled: dict[int, Record], tasks: list[Action],
-                event_id: int, at: datetime) -> Record | None:
+def _retry_step(
+    execution: Execution, event: Record, scheduled: dict[int, Record], tasks: list[Action], event_id: int, at: datetime
+) -> Record | None:
     """After a failed attempt: a retry timer; after a retry timer: the next attempt."""
     origin = _origin_of(event, scheduled)
     assert origin is not None
     if event.type in h.FAILURES:
-        timer = Origin(origin.slot, "retry-timer", origin.attempt, True, origin.max_attempts,
-                       origin.retry_interval_ms)
+        timer = Origin(origin.slot, "retry-timer", origin.attempt, True, origin.max_attempts, origin.retry_interval_ms)
         fire_at = at + timedelta(milliseconds=origin.retry_interval_ms)
         return Record(h.timer_created(at, event_id, fire_at), timer)
     if origin.slot >= len(tasks):
         return None
-    attempt = Origin(origin.slot, "retry-attempt", origin.attempt + 1, True, origin.max_attempts,
-                     origin.retry_interval_ms)
+    attempt = Origin(
+        origin.slot, "retry-attempt", origin.attempt + 1, True, origin.max_attempts, origin.retry_interval_ms
+    )
     return _attempt(execution, tasks[origin.slot], attempt, event_id, at)
 
 

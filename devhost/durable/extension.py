@@ -70,8 +70,12 @@ class DurableExtension:
         lease = HubLease(self._hub.lease_container())
         await lease.acquire()
         settings = self._hub.settings
-        log.info("Durable task hub %s: up to %d orchestrations and %d activities at once",
-                 settings.hub_name, settings.max_concurrent_orchestrators, settings.max_concurrent_activities)
+        log.info(
+            "Durable task hub %s: up to %d orchestrations and %d activities at once",
+            settings.hub_name,
+            settings.max_concurrent_orchestrators,
+            settings.max_concurrent_activities,
+        )
         self._orchestrations = OrchestrationDispatcher(settings, self._hub.store, self._hub.queues, self._functions)
         activities = ActivityDispatcher(settings, self._hub.queues, self._functions, self._host.invoker)
         try:
@@ -96,6 +100,7 @@ async def _close_client_session() -> None:
     """The SDK's client keeps one HTTP session per process for its calls to the host; close it with the host."""
     try:
         from azure.durable_functions.models.utils import http_utils
+
         await http_utils._close_session()
     except (ImportError, AttributeError):  # another SDK version: nothing to close, or its own way
         pass

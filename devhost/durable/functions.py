@@ -39,8 +39,12 @@ class DurableFunctions:
         async def run(history: list[Record], replayed: int) -> OrchestratorResult:
             function = self.orchestrator(name)
             if function is None:
-                return OrchestratorResult({}, OrchestratorError(
-                    "FunctionNotFoundException", f"the orchestrator function '{name}' does not exist in this app"))
+                return OrchestratorResult(
+                    {},
+                    OrchestratorError(
+                        "FunctionNotFoundException", f"the orchestrator function '{name}' does not exist in this app"
+                    ),
+                )
             input_json, parent_id = start_input(history)
             context = context_json(instance_id, parent_id, input_json, history, replayed)
             loop = asyncio.get_running_loop()
@@ -48,8 +52,12 @@ class DurableFunctions:
             try:
                 return await asyncio.wait_for(episode, timeout)
             except TimeoutError:
-                return OrchestratorResult({}, OrchestratorError(
-                    "FunctionTimeoutException", f"an episode of '{name}' ran longer than {timeout:g} s"))
+                return OrchestratorResult(
+                    {},
+                    OrchestratorError(
+                        "FunctionTimeoutException", f"an episode of '{name}' ran longer than {timeout:g} s"
+                    ),
+                )
 
         return run
 

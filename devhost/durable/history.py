@@ -16,8 +16,18 @@ from typing import Any
 
 from azure.durable_functions.models.history import HistoryEventType as EventType
 
-__all__ = ["EventType", "Origin", "Record", "COMPLETIONS", "FAILURES", "SCHEDULING", "ACTIONABLE", "now",
-           "timestamp", "parse_timestamp"]
+__all__ = [
+    "EventType",
+    "Origin",
+    "Record",
+    "COMPLETIONS",
+    "FAILURES",
+    "SCHEDULING",
+    "ACTIONABLE",
+    "now",
+    "timestamp",
+    "parse_timestamp",
+]
 
 # completion event type -> the property that names the task it completes
 COMPLETIONS: dict[int, str] = {
@@ -48,7 +58,7 @@ def parse_timestamp(text: str) -> datetime:
     if "." in cleaned:  # .NET writes up to 7 fractional digits; Python reads 6
         head, _, tail = cleaned.partition(".")
         digits = "".join(c for c in tail if c.isdigit())
-        zone = tail[len(digits):]
+        zone = tail[len(digits) :]
         cleaned = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
     moment = datetime.fromisoformat(cleaned)
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
@@ -67,13 +77,25 @@ class Origin:
     retry_interval_ms: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"slot": self.slot, "role": self.role, "attempt": self.attempt, "withRetry": self.with_retry,
-                "maxAttempts": self.max_attempts, "retryIntervalMs": self.retry_interval_ms}
+        return {
+            "slot": self.slot,
+            "role": self.role,
+            "attempt": self.attempt,
+            "withRetry": self.with_retry,
+            "maxAttempts": self.max_attempts,
+            "retryIntervalMs": self.retry_interval_ms,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Origin:
-        return cls(int(data["slot"]), str(data["role"]), int(data["attempt"]), bool(data["withRetry"]),
-                   int(data["maxAttempts"]), int(data["retryIntervalMs"]))
+        return cls(
+            int(data["slot"]),
+            str(data["role"]),
+            int(data["attempt"]),
+            bool(data["withRetry"]),
+            int(data["maxAttempts"]),
+            int(data["retryIntervalMs"]),
+        )
 
 
 @dataclass
@@ -118,19 +140,36 @@ def orchestrator_completed(at: datetime) -> dict[str, Any]:
     return _event(EventType.ORCHESTRATOR_COMPLETED, at)
 
 
-def execution_started(at: datetime, instance_id: str, execution_id: str, name: str, input_json: str | None,
-                      parent: dict[str, Any] | None = None,
-                      trace_context: dict[str, str] | None = None) -> dict[str, Any]:
+def execution_started(
+    at: datetime,
+    instance_id: str,
+    execution_id: str,
+    name: str,
+    input_json: str | None,
+    parent: dict[str, Any] | None = None,
+    trace_context: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """``trace_context``: the W3C context the instance was started in (``traceparent``, ``tracestate``),
     kept as the Durable Task Framework keeps it (``ParentTraceContext``) for distributed tracing."""
     extra: dict[str, Any] = {}
     if trace_context and trace_context.get("traceparent"):
-        extra["ParentTraceContext"] = {"TraceParent": trace_context["traceparent"],
-                                       "TraceState": trace_context.get("tracestate")}
-    return _event(EventType.EXECUTION_STARTED, at,
-                  OrchestrationInstance={"InstanceId": instance_id, "ExecutionId": execution_id},
-                  ParentInstance=parent, Name=name, Version="", Input=input_json, Tags=None,
-                  ScheduledStartTime=None, Generation=0, **extra)
+        extra["ParentTraceContext"] = {
+            "TraceParent": trace_context["traceparent"],
+            "TraceState": trace_context.get("tracestate"),
+        }
+    return _event(
+        EventType.EXECUTION_STARTED,
+        at,
+        OrchestrationInstance={"InstanceId": instance_id, "ExecutionId": execution_id},
+        ParentInstance=parent,
+        Name=name,
+        Version="",
+        Input=input_json,
+        Tags=None,
+        ScheduledStartTime=None,
+        Generation=0,
+        **extra,
+    )
 
 
 def task_scheduled(at: datetime, event_id: int, name: str, input_json: str | None) -> dict[str, Any]:
@@ -142,8 +181,14 @@ def task_completed(at: datetime, task_id: int, result_json: str | None) -> dict[
 
 
 def task_failed(at: datetime, task_id: int, reason: str, details: str, error_type: str) -> dict[str, Any]:
-    return _event(EventType.TASK_FAILED, at, TaskScheduledId=task_id, Reason=reason, Details=details,
-                  FailureDetails={"ErrorType": error_type, "ErrorMessage": reason})
+    return _event(
+        EventType.TASK_FAILED,
+        at,
+        TaskScheduledId=task_id,
+        Reason=reason,
+        Details=details,
+        FailureDetails={"ErrorType": error_type, "ErrorMessage": reason},
+    )
 
 
 def timer_created(at: datetime, event_id: int, fire_at: datetime) -> dict[str, Any]:
@@ -154,10 +199,18 @@ def timer_fired(at: datetime, timer_id: int, fire_at: str) -> dict[str, Any]:
     return _event(EventType.TIMER_FIRED, at, TimerId=timer_id, FireAt=fire_at)
 
 
-def sub_orchestration_created(at: datetime, event_id: int, name: str, instance_id: str,
-                              input_json: str | None) -> dict[str, Any]:
-    return _event(EventType.SUB_ORCHESTRATION_INSTANCE_CREATED, at, event_id, Name=name, Version="",
-                  InstanceId=instance_id, Input=input_json)
+def sub_orchestration_created(
+    at: datetime, event_id: int, name: str, instance_id: str, input_json: str | None
+) -> dict[str, Any]:
+    return _event(
+        EventType.SUB_ORCHESTRATION_INSTANCE_CREATED,
+        at,
+        event_id,
+        Name=name,
+        Version="",
+        InstanceId=instance_id,
+        Input=input_json,
+    )
 
 
 def sub_orchestration_completed(at: datetime, task_id: int, result_json: str | None) -> dict[str, Any]:
@@ -165,18 +218,21 @@ def sub_orchestration_completed(at: datetime, task_id: int, result_json: str | N
 
 
 def sub_orchestration_failed(at: datetime, task_id: int, reason: str, details: str) -> dict[str, Any]:
-    return _event(EventType.SUB_ORCHESTRATION_INSTANCE_FAILED, at, TaskScheduledId=task_id, Reason=reason,
-                  Details=details)
+    return _event(
+        EventType.SUB_ORCHESTRATION_INSTANCE_FAILED, at, TaskScheduledId=task_id, Reason=reason, Details=details
+    )
 
 
 def event_raised(at: datetime, name: str, input_json: str | None) -> dict[str, Any]:
     return _event(EventType.EVENT_RAISED, at, Name=name, Input=input_json)
 
 
-def execution_completed(at: datetime, status: str, result_json: str | None,
-                        failure: dict[str, str] | None = None) -> dict[str, Any]:
-    return _event(EventType.EXECUTION_COMPLETED, at, OrchestrationStatus=status, Result=result_json,
-                  FailureDetails=failure)
+def execution_completed(
+    at: datetime, status: str, result_json: str | None, failure: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return _event(
+        EventType.EXECUTION_COMPLETED, at, OrchestrationStatus=status, Result=result_json, FailureDetails=failure
+    )
 
 
 def execution_terminated(at: datetime, reason: str) -> dict[str, Any]:

@@ -42,8 +42,12 @@ class ParentRef:
     name: str = ""
 
     def to_event(self) -> dict[str, object]:
-        return {"Name": self.name, "Version": "", "TaskScheduleId": self.task_id,
-                "OrchestrationInstance": {"InstanceId": self.instance_id, "ExecutionId": self.execution_id}}
+        return {
+            "Name": self.name,
+            "Version": "",
+            "TaskScheduleId": self.task_id,
+            "OrchestrationInstance": {"InstanceId": self.instance_id, "ExecutionId": self.execution_id},
+        }
 
     @classmethod
     def from_event(cls, value: dict[str, object] | None) -> ParentRef | None:
@@ -51,8 +55,12 @@ class ParentRef:
             return None
         instance = value.get("OrchestrationInstance") or {}
         assert isinstance(instance, dict)
-        return cls(str(instance["InstanceId"]), str(instance["ExecutionId"]), int(str(value["TaskScheduleId"])),
-                   str(value.get("Name") or ""))
+        return cls(
+            str(instance["InstanceId"]),
+            str(instance["ExecutionId"]),
+            int(str(value["TaskScheduleId"])),
+            str(value.get("Name") or ""),
+        )
 
 
 @dataclass

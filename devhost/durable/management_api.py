@@ -91,8 +91,9 @@ class ManagementApi:
         except ValueError as error:
             return problem(400, "Bad Request", f"the orchestration input must be JSON: {error}")
         try:
-            await self._starter.start(params["functionName"], instance_id, input_json,
-                                      trace_context=carrier_of(request.headers))
+            await self._starter.start(
+                params["functionName"], instance_id, input_json, trace_context=carrier_of(request.headers)
+            )
         except UnknownOrchestrator as error:
             # the SDK's start_new raises Exception(ExceptionMessage) on a 400: the user reads this message
             return extension_error(400, str(error))
@@ -107,8 +108,11 @@ class ManagementApi:
         await self._hub.ready()
         state = await self._hub.store.get(params["instanceId"])
         if state is None:
-            return extension_error(400, "InstanceId does not match a valid orchestration instance.",
-                                   f"An orchestration with the instanceId {params['instanceId']} was not found.")
+            return extension_error(
+                400,
+                "InstanceId does not match a valid orchestration instance.",
+                f"An orchestration with the instanceId {params['instanceId']} was not found.",
+            )
         same_id = request.query.get("restartWithNewInstanceId", "true").lower() == "false"
         instance_id = state.instance_id if same_id else uuid.uuid4().hex
         try:
@@ -132,8 +136,12 @@ class ManagementApi:
         records = None
         if _flag(request, "showHistory"):
             records = await self._hub.store.load_history(state.instance_id, state.execution_id, state.history_length)
-        document = status_document(state, show_input=_flag(request, "showInput", default=True), history=records,
-                                   show_history_output=_flag(request, "showHistoryOutput"))
+        document = status_document(
+            state,
+            show_input=_flag(request, "showInput", default=True),
+            history=records,
+            show_history_output=_flag(request, "showHistoryOutput"),
+        )
         if state.status in (RuntimeStatus.COMPLETED, RuntimeStatus.TERMINATED):
             return web.json_response(document, status=200)
         if state.status == RuntimeStatus.FAILED:
@@ -156,8 +164,7 @@ class ManagementApi:
         found: list[dict[str, Any]] = []
         more: str | None = None
         after = request.headers.get("x-ms-continuation-token") or None
-        async for state in self._hub.store.query(after=after, prefix=request.query.get("instanceIdPrefix"),
-                                                 **filters):
+        async for state in self._hub.store.query(after=after, prefix=request.query.get("instanceIdPrefix"), **filters):
             if len(found) == top:
                 more = found[-1]["instanceId"]
                 break
@@ -188,8 +195,13 @@ class ManagementApi:
     async def resume(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
         return await self._command(request, params, "resume", h.execution_resumed)
 
-    async def _command(self, request: web.Request, params: dict[str, str], verb: str,
-                       make_event: Callable[[datetime, str], dict[str, Any]]) -> web.StreamResponse:
+    async def _command(
+        self,
+        request: web.Request,
+        params: dict[str, str],
+        verb: str,
+        make_event: Callable[[datetime, str], dict[str, Any]],
+    ) -> web.StreamResponse:
         _, refusal = await self._running_instance(request, params, verb)
         if refusal is not None:
             return refusal
@@ -197,15 +209,20 @@ class ManagementApi:
         await self._hub.queues.send_control(ControlMessage(params["instanceId"], None, event))
         return web.Response(status=202)
 
-    async def _running_instance(self, request: web.Request, params: dict[str, str],
-                                verb: str) -> tuple[InstanceState | None, web.StreamResponse | None]:
+    async def _running_instance(
+        self, request: web.Request, params: dict[str, str], verb: str
+    ) -> tuple[InstanceState | None, web.StreamResponse | None]:
         state, missing = await self._instance(request, params)
         if state is None:
             return None, missing
         if state.status.finished:
-            return state, problem(410, "Gone", f"cannot {verb} instance '{state.instance_id}': it has already "
-                                               f"{'ended' if verb != 'terminate' else 'finished'} "
-                                               f"({state.status.value})")
+            return state, problem(
+                410,
+                "Gone",
+                f"cannot {verb} instance '{state.instance_id}': it has already "
+                f"{'ended' if verb != 'terminate' else 'finished'} "
+                f"({state.status.value})",
+            )
         return state, None
 
     # -- purge -------------------------------------------------------------
@@ -215,8 +232,12 @@ class ManagementApi:
         if state is None:
             return missing
         if not state.status.finished:
-            return problem(412, "Precondition Failed", "only orchestrations in a terminal state can be purged, but "
-                           f"instance '{state.instance_id}' is {state.status.value} (terminate it first)")
+            return problem(
+                412,
+                "Precondition Failed",
+                "only orchestrations in a terminal state can be purged, but "
+                f"instance '{state.instance_id}' is {state.status.value} (terminate it first)",
+            )
         await self._hub.store.purge(state.instance_id)
         return web.json_response({"instancesDeleted": 1}, status=200)
 
@@ -246,19 +267,28 @@ class ManagementApi:
         if state is None:
             return missing
         if state.status != RuntimeStatus.FAILED:
-            return problem(412, "Precondition Failed", f"instance '{state.instance_id}' is {state.status.value}, "
-                                                       "but only failed orchestrations can be rewound")
+            return problem(
+                412,
+                "Precondition Failed",
+                f"instance '{state.instance_id}' is {state.status.value}, "
+                "but only failed orchestrations can be rewound",
+            )
         return problem(501, "Not Implemented", "rewind is not supported by the local Durable engine")
 
     async def unknown(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
         for template, methods, _ in self._routes()[:-1]:
             if methods and _matches(template, request.path):
-                return problem(405, "Method Not Allowed", f"{request.method} is not allowed on {request.path}",
-                               {"Allow": ", ".join(methods)})
+                return problem(
+                    405,
+                    "Method Not Allowed",
+                    f"{request.method} is not allowed on {request.path}",
+                    {"Allow": ", ".join(methods)},
+                )
         return problem(404, "Not Found", f"no Durable management endpoint at {request.path}")
 
-    async def _instance(self, request: web.Request, params: dict[str, str]
-                        ) -> tuple[InstanceState | None, web.StreamResponse]:
+    async def _instance(
+        self, request: web.Request, params: dict[str, str]
+    ) -> tuple[InstanceState | None, web.StreamResponse]:
         """The instance the route names, or (None, the 404 that says why it is not here)."""
         if (wrong_hub := self._check_hub(request)) is not None:
             return None, wrong_hub
@@ -270,8 +300,11 @@ class ManagementApi:
     def _check_hub(self, request: web.Request) -> web.StreamResponse | None:
         hub = request.query.get("taskHub")
         if hub and hub.lower() != self._hub.settings.hub_name.lower():
-            return problem(404, "Not Found", f"task hub '{hub}' is not served by this host "
-                                             f"(it serves '{self._hub.settings.hub_name}')")
+            return problem(
+                404,
+                "Not Found",
+                f"task hub '{hub}' is not served by this host (it serves '{self._hub.settings.hub_name}')",
+            )
         return None
 
 
@@ -284,8 +317,9 @@ def _answering_problems(handler: Handler) -> Handler:
             return await handler(request, params)
         except AzureError as error:
             log.warning("Durable management API: the task hub's storage failed: %s", str(error).splitlines()[0])
-            return problem(503, "Service Unavailable", "the task hub's storage is not reachable; try again",
-                           {"Retry-After": "5"})
+            return problem(
+                503, "Service Unavailable", "the task hub's storage is not reachable; try again", {"Retry-After": "5"}
+            )
         except Exception:
             log.exception("Durable management API failed on %s %s", request.method, request.path)
             return problem(500, "Internal Server Error", "the Durable engine failed; see the host log")
@@ -314,8 +348,12 @@ def request_json(body: bytes) -> str | None:
 
 def _check_instance_id(instance_id: str) -> web.StreamResponse | None:
     if len(instance_id) > MAX_ID_LENGTH or _INVALID_ID.search(instance_id) or not instance_id.strip():
-        return problem(400, "Bad Request", f"'{instance_id}' is not a valid instance ID: at most {MAX_ID_LENGTH} "
-                                           "characters, without '/', '\\', '#', '?' or control characters")
+        return problem(
+            400,
+            "Bad Request",
+            f"'{instance_id}' is not a valid instance ID: at most {MAX_ID_LENGTH} "
+            "characters, without '/', '\\', '#', '?' or control characters",
+        )
     return None
 
 
@@ -325,8 +363,11 @@ def _filters(request: web.Request) -> dict[str, Any]:
     unknown = [s for s in statuses if s.lower() not in known]
     if unknown:
         raise ValueError(f"unknown runtimeStatus {', '.join(unknown)}; use {', '.join(known.values())}")
-    return {"statuses": [known[s.lower()] for s in statuses] or None,
-            "created_from": _time(request, "createdTimeFrom"), "created_to": _time(request, "createdTimeTo")}
+    return {
+        "statuses": [known[s.lower()] for s in statuses] or None,
+        "created_from": _time(request, "createdTimeFrom"),
+        "created_to": _time(request, "createdTimeTo"),
+    }
 
 
 def _time(request: web.Request, key: str) -> datetime | None:
@@ -352,8 +393,9 @@ def _matches(template: str, path: str) -> bool:
     return compile_route("", template, None, None).match(path) is not None
 
 
-def extension_error(status: int, message: str, exception_message: str | None = None,
-                    exception_type: str = "System.ArgumentException") -> web.Response:
+def extension_error(
+    status: int, message: str, exception_message: str | None = None, exception_type: str = "System.ArgumentException"
+) -> web.Response:
     """An error as the Durable extension writes it (ASP.NET's ``HttpError``), for the SDK's client to read:
     ``Message``, and with an exception ``ExceptionMessage`` and ``ExceptionType``."""
     body: dict[str, str] = {"Message": message}

@@ -67,16 +67,18 @@ class _Session:
 
 
 class OrchestrationDispatcher:
-    def __init__(self, settings: DurableSettings, store: InstanceStore, queues: TaskHubQueues,
-                 functions: DurableFunctions) -> None:
+    def __init__(
+        self, settings: DurableSettings, store: InstanceStore, queues: TaskHubQueues, functions: DurableFunctions
+    ) -> None:
         self._settings = settings
         self._store = store
         self._queues = queues
         self._functions = functions
         self._outbox = Outbox(queues)
         self._slots = asyncio.Semaphore(settings.max_concurrent_orchestrators)
-        self._executor = ThreadPoolExecutor(max_workers=settings.max_concurrent_orchestrators,
-                                            thread_name_prefix="orchestrator")
+        self._executor = ThreadPoolExecutor(
+            max_workers=settings.max_concurrent_orchestrators, thread_name_prefix="orchestrator"
+        )
         self._sessions: dict[str, _Session] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._held = 0
@@ -89,8 +91,14 @@ class OrchestrationDispatcher:
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
             for partition, queue in enumerate(self._queues.control):
-                poller = QueuePoller(queue, self._queues.control_wake[partition], self._settings.control_visibility,
-                                     self._settings.max_polling_interval, self._room, self._wait_for_room)
+                poller = QueuePoller(
+                    queue,
+                    self._queues.control_wake[partition],
+                    self._settings.control_visibility,
+                    self._settings.max_polling_interval,
+                    self._room,
+                    self._wait_for_room,
+                )
                 group.create_task(poller.run(functools.partial(self._received, queue)))
 
     def shutdown(self) -> None:
@@ -178,8 +186,9 @@ class OrchestrationDispatcher:
             await self._store.delete_other_executions(instance_id, str(sorted_out.start.execution_id))
         return later
 
-    def _later(self, held: list[HeldMessage], messages: list[ControlMessage],
-               sorted_out: Triage) -> dict[HeldMessage, float]:
+    def _later(
+        self, held: list[HeldMessage], messages: list[ControlMessage], sorted_out: Triage
+    ) -> dict[HeldMessage, float]:
         """The messages triage held back, and when to look at each again."""
         later = {held[i]: POSTPONE_SECONDS for i in sorted_out.postponed}
         for i in sorted_out.early:
@@ -193,16 +202,18 @@ class OrchestrationDispatcher:
             later[held[i]] = min(MAX_POSTPONE_SECONDS, POSTPONE_SECONDS * 2 ** min(held[i].dequeue_count, 5))
         return later
 
-    async def _advance(self, state: InstanceState, records: list[Record], sorted_out: Triage,
-                       consumed: tuple[str, ...]) -> None:
+    async def _advance(
+        self, state: InstanceState, records: list[Record], sorted_out: Triage, consumed: tuple[str, ...]
+    ) -> None:
         """Run episodes until the instance waits (one, or more after a continue-as-new)."""
         if state.status.finished:
             # Triage spent whatever arrived for a finished execution (say, a work item's result sent
             # again after a restart, landing after completion). There is nothing to play: ``play`` would
             # find nothing to replay and answer "Running", and committing that would reopen the instance.
             return
-        incoming = ([Record(sorted_out.start.event, message_id=sorted_out.start.message_id)]
-                    if sorted_out.start else []) + sorted_out.incoming
+        incoming = (
+            [Record(sorted_out.start.event, message_id=sorted_out.start.message_id)] if sorted_out.start else []
+        ) + sorted_out.incoming
         terminate_reason, suspended = sorted_out.terminate_reason, sorted_out.suspended
         while True:
             at = h.now()
@@ -210,8 +221,12 @@ class OrchestrationDispatcher:
             # The episode's span, under the context the instance was started in: the orchestrator's code
             # makes none (it replays), the engine does, and the work items it sends carry this one.
             started_in = start_trace(records + incoming)
-            with host_span(f"orchestration:{state.name}", trigger="other", parent=started_in,
-                           attributes={"faas.name": state.name, "durable.instance_id": state.instance_id}):
+            with host_span(
+                f"orchestration:{state.name}",
+                trigger="other",
+                parent=started_in,
+                attributes={"faas.name": state.name, "durable.instance_id": state.instance_id},
+            ):
                 if terminate_reason is not None:
                     outcome = terminate(records, incoming, terminate_reason, at)
                 else:
@@ -234,38 +249,50 @@ class OrchestrationDispatcher:
         event = start.event
         keep_created = state is not None and state.execution_id == start.execution_id
         fresh = InstanceState(
-            instance_id=start.instance_id, name=str(event["Name"]), execution_id=str(start.execution_id),
-            status=RuntimeStatus.PENDING, input=event.get("Input"),
-            parent=_parent(event), etag=state.etag if state else None,
+            instance_id=start.instance_id,
+            name=str(event["Name"]),
+            execution_id=str(start.execution_id),
+            status=RuntimeStatus.PENDING,
+            input=event.get("Input"),
+            parent=_parent(event),
+            etag=state.etag if state else None,
         )
         if keep_created and state is not None:
             fresh.created = state.created
         if state is not None and not keep_created:
-            log.info("instance %s: execution %s replaces execution %s (%s)", start.instance_id,
-                     start.execution_id, state.execution_id, state.status.value)
+            log.info(
+                "instance %s: execution %s replaces execution %s (%s)",
+                start.instance_id,
+                start.execution_id,
+                state.execution_id,
+                state.status.value,
+            )
         self._cache.pop(start.instance_id, None)
         return fresh
 
     def _runner(self, state: InstanceState) -> Runner:
-        return self._functions.runner(state.instance_id, state.name, self._executor,
-                                      self._settings.function_timeout)
+        return self._functions.runner(state.instance_id, state.name, self._executor, self._settings.function_timeout)
 
     async def _commit(
         self, state: InstanceState, committed: int, outcome: Outcome
     ) -> tuple[InstanceState, list[Record]]:
         status = RuntimeStatus(outcome.status)
         updated = state.copy(
-            status=status, output=outcome.output if status.finished else state.output,
+            status=status,
+            output=outcome.output if status.finished else state.output,
             custom_status=outcome.custom_status if outcome.ran else state.custom_status,
-            failure=outcome.failure, updated=h.now(), history_length=len(outcome.records),
+            failure=outcome.failure,
+            updated=h.now(),
+            history_length=len(outcome.records),
         )
         # Messages first, then the checkpoint, as the Azure Storage provider does: once the row says
         # the episode happened, everything it implied is on a queue, so nothing is ever sent twice
         # because of where a crash fell after the commit. A crash before the commit replays the
         # episode, which sends the same tasks (same ids) again: at least once.
-        await asyncio.gather(self._outbox.send(updated, outcome.records, committed),
-                             self._store.write_history(state.instance_id, state.execution_id, committed,
-                                                       outcome.records[committed:]))
+        await asyncio.gather(
+            self._outbox.send(updated, outcome.records, committed),
+            self._store.write_history(state.instance_id, state.execution_id, committed, outcome.records[committed:]),
+        )
         try:
             updated.etag = await self._store.replace(updated)
         except InstanceConflict:
@@ -284,8 +311,13 @@ class OrchestrationDispatcher:
         updated.created, updated.etag = current.created, current.etag
         return await self._store.replace(updated)
 
-    async def _continue_as_new(self, state: InstanceState, outcome: Outcome, consumed: tuple[str, ...],
-                               trace_context: dict[str, str] | None = None) -> tuple[InstanceState, list[Record]]:
+    async def _continue_as_new(
+        self,
+        state: InstanceState,
+        outcome: Outcome,
+        consumed: tuple[str, ...],
+        trace_context: dict[str, str] | None = None,
+    ) -> tuple[InstanceState, list[Record]]:
         """Start the next execution with the new input; the old execution's history goes once it is committed.
 
         The episode that asked for it needs no commit of its own: had the host died before this, the
@@ -295,14 +327,32 @@ class OrchestrationDispatcher:
         at = h.now()
         execution_id = uuid.uuid4().hex
         parent = state.parent.to_event() if state.parent else None
-        records = [Record(h.orchestrator_started(at)),
-                   Record(h.execution_started(at, state.instance_id, execution_id, state.name,
-                                              outcome.continue_input, parent, trace_context=trace_context),
-                          consumed=consumed)]
+        records = [
+            Record(h.orchestrator_started(at)),
+            Record(
+                h.execution_started(
+                    at,
+                    state.instance_id,
+                    execution_id,
+                    state.name,
+                    outcome.continue_input,
+                    parent,
+                    trace_context=trace_context,
+                ),
+                consumed=consumed,
+            ),
+        ]
         await self._store.write_history(state.instance_id, execution_id, 0, records)
-        fresh = state.copy(execution_id=execution_id, status=RuntimeStatus.RUNNING, input=outcome.continue_input,
-                           output=None, failure=None, custom_status=outcome.custom_status, updated=at,
-                           history_length=len(records))
+        fresh = state.copy(
+            execution_id=execution_id,
+            status=RuntimeStatus.RUNNING,
+            input=outcome.continue_input,
+            output=None,
+            failure=None,
+            custom_status=outcome.custom_status,
+            updated=at,
+            history_length=len(records),
+        )
         fresh.etag = await self._store.replace(fresh)
         await self._store.delete_other_executions(state.instance_id, execution_id)
         self._remember(fresh, records)
@@ -347,8 +397,9 @@ class OrchestrationDispatcher:
     async def _refuse(self, starts: list[ControlMessage]) -> None:
         for start in starts:
             parent = _parent(start.event)
-            log.warning("instance %s is already running; start of execution %s refused",
-                        start.instance_id, start.execution_id)
+            log.warning(
+                "instance %s is already running; start of execution %s refused", start.instance_id, start.execution_id
+            )
             if parent is not None:
                 await self._outbox.refuse_child(parent, start.instance_id)
 
@@ -356,8 +407,14 @@ class OrchestrationDispatcher:
     def _log_outcome(state: InstanceState) -> None:
         if state.status.finished:
             level = logging.WARNING if state.status == RuntimeStatus.FAILED else logging.INFO
-            log.log(level, "orchestration %s (%s) %s%s", state.name, state.instance_id, state.status.value.lower(),
-                    f": {state.output}" if state.status == RuntimeStatus.FAILED else "")
+            log.log(
+                level,
+                "orchestration %s (%s) %s%s",
+                state.name,
+                state.instance_id,
+                state.status.value.lower(),
+                f": {state.output}" if state.status == RuntimeStatus.FAILED else "",
+            )
 
 
 def _parent(event: dict[str, Any]) -> ParentRef | None:

@@ -34,9 +34,18 @@ class Outbox:
             if record.type in h.SCHEDULING and record.event_id in completed:
                 continue
             if record.type == EventType.TASK_SCHEDULED:
-                sends.append(self._queues.send_work_item(WorkItem(
-                    state.instance_id, state.execution_id, record.event_id, str(record.event["Name"]),
-                    record.event.get("Input"), current_carrier())))
+                sends.append(
+                    self._queues.send_work_item(
+                        WorkItem(
+                            state.instance_id,
+                            state.execution_id,
+                            record.event_id,
+                            str(record.event["Name"]),
+                            record.event.get("Input"),
+                            current_carrier(),
+                        )
+                    )
+                )
             elif record.type == EventType.TIMER_CREATED:
                 sends.append(self._timer(state, record))
             elif record.type == EventType.SUB_ORCHESTRATION_INSTANCE_CREATED:
@@ -47,23 +56,35 @@ class Outbox:
 
     async def refuse_child(self, parent: ParentRef, child_id: str) -> None:
         reason = f"an orchestration instance with ID '{child_id}' is already running"
-        await self._queues.send_control(ControlMessage(
-            parent.instance_id, parent.execution_id,
-            h.sub_orchestration_failed(h.now(), parent.task_id, reason, "InvalidOperationException: " + reason)))
+        await self._queues.send_control(
+            ControlMessage(
+                parent.instance_id,
+                parent.execution_id,
+                h.sub_orchestration_failed(h.now(), parent.task_id, reason, "InvalidOperationException: " + reason),
+            )
+        )
 
     async def _timer(self, state: InstanceState, record: Record) -> None:
         fire_at = str(record.event["FireAt"])
         delay = (h.parse_timestamp(fire_at) - h.now()).total_seconds()
-        message = ControlMessage(state.instance_id, state.execution_id,
-                                 h.timer_fired(h.parse_timestamp(fire_at), record.event_id, fire_at))
+        message = ControlMessage(
+            state.instance_id, state.execution_id, h.timer_fired(h.parse_timestamp(fire_at), record.event_id, fire_at)
+        )
         await self._queues.send_control(message, delay=max(0.0, delay))
 
     async def _start_child(self, state: InstanceState, record: Record) -> None:
         child_id = str(record.event["InstanceId"])
         execution_id = child_execution_id(state.execution_id, record.event_id)
         parent = ParentRef(state.instance_id, state.execution_id, record.event_id, state.name)
-        event = h.execution_started(h.now(), child_id, execution_id, str(record.event["Name"]),
-                                    record.event.get("Input"), parent.to_event(), trace_context=current_carrier())
+        event = h.execution_started(
+            h.now(),
+            child_id,
+            execution_id,
+            str(record.event["Name"]),
+            record.event.get("Input"),
+            parent.to_event(),
+            trace_context=current_carrier(),
+        )
         await self._queues.send_control(ControlMessage(child_id, execution_id, event))
 
     async def _notify_parent(self, state: InstanceState, parent: ParentRef) -> None:
@@ -73,12 +94,16 @@ class Outbox:
         else:
             failure = state.failure or {}
             if state.status == RuntimeStatus.TERMINATED:
-                reason = f"sub-orchestration '{state.name}' ({state.instance_id}) was terminated: " \
-                         f"{json.loads(state.output or 'null')}"
+                reason = (
+                    f"sub-orchestration '{state.name}' ({state.instance_id}) was terminated: "
+                    f"{json.loads(state.output or 'null')}"
+                )
                 details = "TerminatedException"
             else:
-                reason = (f"sub-orchestration '{state.name}' ({state.instance_id}) failed: "
-                          f"{failure.get('ErrorType', 'Exception')}: {failure.get('ErrorMessage', '')}")
+                reason = (
+                    f"sub-orchestration '{state.name}' ({state.instance_id}) failed: "
+                    f"{failure.get('ErrorType', 'Exception')}: {failure.get('ErrorMessage', '')}"
+                )
                 details = failure.get("ErrorType", "Exception")
             event = h.sub_orchestration_failed(at, parent.task_id, reason, details)
         await self._queues.send_control(ControlMessage(parent.instance_id, parent.execution_id, event))

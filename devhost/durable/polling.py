@@ -24,8 +24,15 @@ MIN_INTERVAL = 0.05
 
 
 class QueuePoller:
-    def __init__(self, queue: QueueClient, wake: asyncio.Event, visibility: float, max_interval: float,
-                 room: Callable[[], int], has_room: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        queue: QueueClient,
+        wake: asyncio.Event,
+        visibility: float,
+        max_interval: float,
+        room: Callable[[], int],
+        has_room: Callable[[], Awaitable[None]],
+    ) -> None:
         self._queue = queue
         self._wake = wake
         self._visibility = visibility

@@ -47,8 +47,13 @@ class ControlMessage:
     message_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "control", "instance": self.instance_id, "execution": self.execution_id,
-                "event": self.event, "id": self.message_id}
+        return {
+            "kind": "control",
+            "instance": self.instance_id,
+            "execution": self.execution_id,
+            "event": self.event,
+            "id": self.message_id,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ControlMessage:
@@ -67,24 +72,38 @@ class WorkItem:
     trace: dict[str, str] = field(default_factory=dict)  # W3C carrier of the episode that scheduled it
 
     def to_json(self) -> dict[str, Any]:
-        document = {"kind": "activity", "instance": self.instance_id, "execution": self.execution_id,
-                    "task": self.task_id, "name": self.name, "input": self.input}
+        document = {
+            "kind": "activity",
+            "instance": self.instance_id,
+            "execution": self.execution_id,
+            "task": self.task_id,
+            "name": self.name,
+            "input": self.input,
+        }
         return document | ({"trace": self.trace} if self.trace else {})
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WorkItem:
         carried = data.get("trace")
         trace: dict[str, Any] = carried if isinstance(carried, dict) else {}
-        return cls(str(data["instance"]), str(data["execution"]), int(data["task"]), str(data["name"]),
-                   data.get("input"), {str(k): str(v) for k, v in trace.items()})
+        return cls(
+            str(data["instance"]),
+            str(data["execution"]),
+            int(data["task"]),
+            str(data["name"]),
+            data.get("input"),
+            {str(k): str(v) for k, v in trace.items()},
+        )
 
 
 class TaskHubQueues:
     def __init__(self, connection_string: str, prefix: str, partitions: int, payloads: PayloadStore) -> None:
         self.partitions = partitions
         self._payloads = payloads
-        self.control = [QueueClient.from_connection_string(connection_string, f"{prefix}-control-{p:02d}")
-                        for p in range(partitions)]
+        self.control = [
+            QueueClient.from_connection_string(connection_string, f"{prefix}-control-{p:02d}")
+            for p in range(partitions)
+        ]
         self.workitems = QueueClient.from_connection_string(connection_string, f"{prefix}-workitems")
         self._connection_string = connection_string
         self.control_wake = [asyncio.Event() for _ in range(partitions)]
@@ -170,8 +189,9 @@ class HeldMessage:
         while True:
             await asyncio.sleep(self._visibility / 3)
             try:
-                receipt = await self.queue.update_message(self.message.id, self._receipt,
-                                                          visibility_timeout=math.ceil(self._visibility))
+                receipt = await self.queue.update_message(
+                    self.message.id, self._receipt, visibility_timeout=math.ceil(self._visibility)
+                )
             except HttpResponseError as error:
                 if error.status_code in (400, 404):
                     return  # deleted meanwhile, or the receipt is stale: nothing left to hold

@@ -56,23 +56,26 @@ class OrchestratorResult:
         return self.state.get("customStatus")
 
 
-def context_json(instance_id: str, parent_instance_id: str | None, input_json: str | None,
-                 history: list[Record], replayed_count: int) -> str:
+def context_json(
+    instance_id: str, parent_instance_id: str | None, input_json: str | None, history: list[Record], replayed_count: int
+) -> str:
     """The orchestration trigger's value: events before ``replayed_count`` are marked as played."""
     events = []
     for index, record in enumerate(history):
         event = dict(record.event)
         event["IsPlayed"] = index < replayed_count and record.type != EventType.ORCHESTRATOR_STARTED
         events.append(event)
-    return json.dumps({
-        "history": events,
-        "instanceId": instance_id,
-        "isReplaying": replayed_count > 0,
-        "parentInstanceId": parent_instance_id,
-        "input": input_json,
-        "upperSchemaVersion": UPPER_SCHEMA_VERSION,
-        "upperSchemaVersionNew": UPPER_SCHEMA_VERSION_NEW,
-    })
+    return json.dumps(
+        {
+            "history": events,
+            "instanceId": instance_id,
+            "isReplaying": replayed_count > 0,
+            "parentInstanceId": parent_instance_id,
+            "input": input_json,
+            "upperSchemaVersion": UPPER_SCHEMA_VERSION,
+            "upperSchemaVersionNew": UPPER_SCHEMA_VERSION_NEW,
+        }
+    )
 
 
 def run_handle(handle: Callable[..., Any], context: str) -> OrchestratorResult:
@@ -84,9 +87,14 @@ def run_handle(handle: Callable[..., Any], context: str) -> OrchestratorResult:
     if isinstance(returned, (bytes, bytearray)):
         returned = returned.decode("utf-8")
     if not isinstance(returned, str):
-        return OrchestratorResult({}, OrchestratorError(
-            "TypeError", "the orchestrator function did not return the SDK's orchestrator state; "
-                         "is it registered with DFApp.orchestration_trigger?"))
+        return OrchestratorResult(
+            {},
+            OrchestratorError(
+                "TypeError",
+                "the orchestrator function did not return the SDK's orchestrator state; "
+                "is it registered with DFApp.orchestration_trigger?",
+            ),
+        )
     return OrchestratorResult(json.loads(returned))
 
 

@@ -81,8 +81,9 @@ class DurableSettings:
             control_visibility=_timespan(provider, "controlQueueVisibilityTimeout", AZURE_VISIBILITY),
             work_item_visibility=_timespan(provider, "workItemQueueVisibilityTimeout", AZURE_VISIBILITY),
             max_polling_interval=_timespan(provider, "maxQueuePollingInterval", 2.0),
-            connection_setting=str(provider.get("connectionStringName") or provider.get("connectionName")
-                                   or "AzureWebJobsStorage"),
+            connection_setting=str(
+                provider.get("connectionStringName") or provider.get("connectionName") or "AzureWebJobsStorage"
+            ),
             function_timeout=function_timeout,
             overridable_states=_overridable_states(durable_task.get("overridableExistingInstanceStates")),
         )
@@ -90,7 +91,8 @@ class DurableSettings:
             raise DurableSettingsError("durableTask.storageProvider.partitionCount can be at most 16")
         if settings.control_visibility < 3 or settings.work_item_visibility < 3:
             raise DurableSettingsError(
-                "durableTask.storageProvider: queue visibility timeouts must be at least 00:00:03")
+                "durableTask.storageProvider: queue visibility timeouts must be at least 00:00:03"
+            )
         return settings
 
     @property
@@ -101,7 +103,8 @@ class DurableSettings:
         value = os.environ.get(self.connection_setting)
         if not value:
             raise DurableSettingsError(
-                f"the Durable task hub's connection setting {self.connection_setting} is not set")
+                f"the Durable task hub's connection setting {self.connection_setting} is not set"
+            )
         return value
 
 
@@ -109,7 +112,8 @@ def _hub_name(value: Any) -> str:
     name = resolve_app_setting_references(str(value)) if value else "TestHubName"
     if not _HUB_NAME.fullmatch(name):
         raise DurableSettingsError(
-            f"durableTask.hubName {name!r} is not valid: 3 to 45 letters and digits, starting with a letter")
+            f"durableTask.hubName {name!r} is not valid: 3 to 45 letters and digits, starting with a letter"
+        )
     return name
 
 
@@ -138,5 +142,6 @@ def _overridable_states(value: Any) -> str:
     for name in (ANY_STATE, NON_RUNNING_STATES):
         if str(value).lower() == name.lower():
             return name
-    raise DurableSettingsError(f"durableTask.overridableExistingInstanceStates must be {ANY_STATE} or "
-                               f"{NON_RUNNING_STATES}, not {value!r}")
+    raise DurableSettingsError(
+        f"durableTask.overridableExistingInstanceStates must be {ANY_STATE} or {NON_RUNNING_STATES}, not {value!r}"
+    )

@@ -41,8 +41,10 @@ class UnknownOrchestrator(ValueError):
 
     def __init__(self, name: str, known: list[str]) -> None:
         listed = ", ".join(f"'{n}'" for n in known) or "none"
-        super().__init__(f"The function '{name}' doesn't exist, is disabled, or is not an orchestrator function. "
-                         f"Additional info: the orchestrator functions in this app are: {listed}.")
+        super().__init__(
+            f"The function '{name}' doesn't exist, is disabled, or is not an orchestrator function. "
+            f"Additional info: the orchestrator functions in this app are: {listed}."
+        )
 
 
 class InstanceExists(Exception):
@@ -57,8 +59,9 @@ class Starter:
         self._hub = hub
         self._functions = functions
 
-    async def start(self, name: str, instance_id: str, input_json: str | None,
-                    trace_context: dict[str, str] | None = None) -> None:
+    async def start(
+        self, name: str, instance_id: str, input_json: str | None, trace_context: dict[str, str] | None = None
+    ) -> None:
         """Start ``name`` as ``instance_id`` with ``input_json`` (JSON text or ``None``), in the W3C
         ``trace_context`` of the caller (its orchestration and activity spans join that trace)."""
         function = self._functions.orchestrator(name)
@@ -66,15 +69,18 @@ class Starter:
             raise UnknownOrchestrator(name, self._functions.orchestrator_names())
         await self._hub.ready()
         existing = await self._hub.store.get(instance_id)
-        if existing is not None and not existing.status.finished \
-                and not self._hub.settings.replaces_running_instances:
+        if existing is not None and not existing.status.finished and not self._hub.settings.replaces_running_instances:
             raise InstanceExists(existing.status.value)
         if existing is not None and not existing.status.finished:
-            log.info("instance %s is %s; a new start replaces it (overridableExistingInstanceStates: AnyState)",
-                     instance_id, existing.status.value)
+            log.info(
+                "instance %s is %s; a new start replaces it (overridableExistingInstanceStates: AnyState)",
+                instance_id,
+                existing.status.value,
+            )
         execution_id = uuid.uuid4().hex
-        event = h.execution_started(h.now(), instance_id, execution_id, function.name, input_json,
-                                    trace_context=trace_context)
+        event = h.execution_started(
+            h.now(), instance_id, execution_id, function.name, input_json, trace_context=trace_context
+        )
         await self._hub.queues.send_control(ControlMessage(instance_id, execution_id, event))
         await self._mark_pending(InstanceState(instance_id, function.name, execution_id, input=input_json), existing)
 
@@ -95,5 +101,7 @@ class Starter:
             except InstanceConflict:
                 current = await self._hub.store.get(fresh.instance_id)
         # The start is on its queue and newer than the execution there: the engine begins it anyway.
-        log.info("instance %s changed while its start was recorded; the engine takes the start from its queue",
-                 fresh.instance_id)
+        log.info(
+            "instance %s changed while its start was recorded; the engine takes the start from its queue",
+            fresh.instance_id,
+        )

@@ -16,8 +16,12 @@ from typing import Any
 from devhost.durable.history import EventType, Record
 from devhost.durable.instances import InstanceState, RuntimeStatus
 
-_HIDDEN = {EventType.ORCHESTRATOR_STARTED, EventType.ORCHESTRATOR_COMPLETED, EventType.TASK_SCHEDULED,
-           EventType.SUB_ORCHESTRATION_INSTANCE_CREATED}
+_HIDDEN = {
+    EventType.ORCHESTRATOR_STARTED,
+    EventType.ORCHESTRATOR_COMPLETED,
+    EventType.TASK_SCHEDULED,
+    EventType.SUB_ORCHESTRATION_INSTANCE_CREATED,
+}
 
 
 def api_time(moment: datetime) -> str:
@@ -33,8 +37,12 @@ def json_value(text: str | None) -> Any:
         return text
 
 
-def status_document(state: InstanceState, show_input: bool = True, history: list[Record] | None = None,
-                    show_history_output: bool = False) -> dict[str, Any]:
+def status_document(
+    state: InstanceState,
+    show_input: bool = True,
+    history: list[Record] | None = None,
+    show_history_output: bool = False,
+) -> dict[str, Any]:
     status = RuntimeStatus.RUNNING if state.status == RuntimeStatus.CONTINUED_AS_NEW else state.status
     document: dict[str, Any] = {
         "name": state.name,
@@ -47,16 +55,21 @@ def status_document(state: InstanceState, show_input: bool = True, history: list
         "lastUpdatedTime": api_time(state.updated),
     }
     if state.failure:
-        document["failureDetails"] = {"errorType": state.failure.get("ErrorType"),
-                                      "errorMessage": state.failure.get("ErrorMessage")}
+        document["failureDetails"] = {
+            "errorType": state.failure.get("ErrorType"),
+            "errorMessage": state.failure.get("ErrorMessage"),
+        }
     if history is not None:
         document["historyEvents"] = history_document(history, show_history_output)
     return document
 
 
 def history_document(records: list[Record], show_output: bool) -> list[dict[str, Any]]:
-    scheduled = {r.event_id: r.event for r in records
-                 if r.type in (EventType.TASK_SCHEDULED, EventType.SUB_ORCHESTRATION_INSTANCE_CREATED)}
+    scheduled = {
+        r.event_id: r.event
+        for r in records
+        if r.type in (EventType.TASK_SCHEDULED, EventType.SUB_ORCHESTRATION_INSTANCE_CREATED)
+    }
     listed = []
     for record in records:
         if record.type in _HIDDEN:

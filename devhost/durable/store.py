@@ -68,15 +68,23 @@ class InstanceStore:
             return await self.insert(state)
         try:
             result = await self._instances.update_entity(
-                await self._to_entity(state), mode=UpdateMode.REPLACE, etag=state.etag,
-                match_condition=MatchConditions.IfNotModified)
+                await self._to_entity(state),
+                mode=UpdateMode.REPLACE,
+                etag=state.etag,
+                match_condition=MatchConditions.IfNotModified,
+            )
         except (ResourceModifiedError, ResourceNotFoundError) as error:
             raise InstanceConflict(state.instance_id) from error
         return str(result["etag"])
 
-    async def query(self, statuses: list[str] | None = None, created_from: datetime | None = None,
-                    created_to: datetime | None = None, prefix: str | None = None,
-                    after: str | None = None) -> AsyncIterator[InstanceState]:
+    async def query(
+        self,
+        statuses: list[str] | None = None,
+        created_from: datetime | None = None,
+        created_to: datetime | None = None,
+        prefix: str | None = None,
+        after: str | None = None,
+    ) -> AsyncIterator[InstanceState]:
         """Instances in id order, filtered as the management API asks."""
         clauses, parameters = ["RowKey eq ''"], {}  # type: list[str], dict[str, Any]
         if statuses:
@@ -101,9 +109,13 @@ class InstanceStore:
 
     async def _to_entity(self, state: InstanceState) -> dict[str, Any]:
         entity: dict[str, Any] = {
-            "PartitionKey": state.instance_id, "RowKey": "", "Name": state.name,
-            "ExecutionId": state.execution_id, "RuntimeStatus": state.status.value,
-            "CreatedTime": state.created, "LastUpdatedTime": state.updated,
+            "PartitionKey": state.instance_id,
+            "RowKey": "",
+            "Name": state.name,
+            "ExecutionId": state.execution_id,
+            "RuntimeStatus": state.status.value,
+            "CreatedTime": state.created,
+            "LastUpdatedTime": state.updated,
             "HistoryLength": state.history_length,
         }
         for key, value in (("Input", state.input), ("Output", state.output), ("CustomStatus", state.custom_status)):
@@ -116,11 +128,15 @@ class InstanceStore:
 
     async def _from_entity(self, entity: Any) -> InstanceState:
         return InstanceState(
-            instance_id=entity["PartitionKey"], name=entity["Name"], execution_id=entity["ExecutionId"],
+            instance_id=entity["PartitionKey"],
+            name=entity["Name"],
+            execution_id=entity["ExecutionId"],
             status=RuntimeStatus(entity["RuntimeStatus"]),
-            input=await self._get_text(entity, "Input"), output=await self._get_text(entity, "Output"),
+            input=await self._get_text(entity, "Input"),
+            output=await self._get_text(entity, "Output"),
             custom_status=await self._get_text(entity, "CustomStatus"),
-            created=entity["CreatedTime"], updated=entity["LastUpdatedTime"],
+            created=entity["CreatedTime"],
+            updated=entity["LastUpdatedTime"],
             parent=ParentRef.from_event(json.loads(entity["Parent"])) if entity.get("Parent") else None,
             history_length=int(entity.get("HistoryLength", 0)),
             failure=json.loads(entity["FailureDetails"]) if entity.get("FailureDetails") else None,
@@ -147,7 +163,8 @@ class InstanceStore:
         query = "PartitionKey eq @pk and RowKey ge @lo and RowKey lt @hi"
         rows: dict[int, Any] = {}
         async for entity in self._history.query_entities(
-                query, parameters={"pk": instance_id, "lo": f"{execution_id}.", "hi": f"{execution_id}/"}):
+            query, parameters={"pk": instance_id, "lo": f"{execution_id}.", "hi": f"{execution_id}/"}
+        ):
             index = int(entity["RowKey"].rpartition(".")[2])
             if index < length:
                 rows[index] = entity
@@ -175,11 +192,15 @@ class InstanceStore:
         await self._delete_history(instance_id, keep=f"{execution_id}.")
 
     async def _delete_history(self, instance_id: str, keep: str | None) -> None:
-        stale = [e async for e in self._history.query_entities(
-            "PartitionKey eq @pk", parameters={"pk": instance_id}, select=["PartitionKey", "RowKey"])
-            if keep is None or not e["RowKey"].startswith(keep)]
+        stale = [
+            e
+            async for e in self._history.query_entities(
+                "PartitionKey eq @pk", parameters={"pk": instance_id}, select=["PartitionKey", "RowKey"]
+            )
+            if keep is None or not e["RowKey"].startswith(keep)
+        ]
         for start in range(0, len(stale), BATCH_OPERATIONS):
-            await self._history.submit_transaction([("delete", e) for e in stale[start:start + BATCH_OPERATIONS]])
+            await self._history.submit_transaction([("delete", e) for e in stale[start : start + BATCH_OPERATIONS]])
 
     async def purge(self, instance_id: str) -> None:
         """Delete the instance, all its history and its large payloads."""
@@ -190,11 +211,13 @@ class InstanceStore:
         except ResourceNotFoundError:
             pass
 
-    async def _history_entity(self, instance_id: str, execution_id: str, index: int,
-                              record: Record) -> dict[str, Any]:
+    async def _history_entity(self, instance_id: str, execution_id: str, index: int, record: Record) -> dict[str, Any]:
         entity: dict[str, Any] = {
-            "PartitionKey": instance_id, "RowKey": f"{execution_id}.{index:08d}", "ExecutionId": execution_id,
-            "EventType": record.type, "EventId": record.event_id,
+            "PartitionKey": instance_id,
+            "RowKey": f"{execution_id}.{index:08d}",
+            "ExecutionId": execution_id,
+            "EventType": record.type,
+            "EventId": record.event_id,
         }
         await self._put_text(entity, "Event", json.dumps(record.event), instance_id)
         if record.origin is not None:

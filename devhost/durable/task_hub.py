@@ -27,8 +27,11 @@ class TaskHub:
         self._blobs = BlobServiceClient.from_connection_string(connection)
         self._tables = TableServiceClient.from_connection_string(connection)
         self.payloads = PayloadStore(self._blobs.get_container_client(f"{prefix}-largemessages"))
-        self.store = InstanceStore(self._tables.get_table_client(f"{settings.hub_name}Instances"),
-                                   self._tables.get_table_client(f"{settings.hub_name}History"), self.payloads)
+        self.store = InstanceStore(
+            self._tables.get_table_client(f"{settings.hub_name}Instances"),
+            self._tables.get_table_client(f"{settings.hub_name}History"),
+            self.payloads,
+        )
         self.queues = TaskHubQueues(connection, prefix, settings.partition_count, self.payloads)
         self._ready = False
         self._lock = asyncio.Lock()

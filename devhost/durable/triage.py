@@ -102,8 +102,9 @@ def triage(state: InstanceState | None, records: list[Record], messages: list[Co
     return result
 
 
-def _start_verdict(execution: str | None, since: datetime | None, started: bool, finished: bool,
-                   message: ControlMessage) -> _Start:
+def _start_verdict(
+    execution: str | None, since: datetime | None, started: bool, finished: bool, message: ControlMessage
+) -> _Start:
     if execution is None:
         return _Start.BEGIN  # a new instance
     if message.execution_id == execution:
@@ -127,8 +128,14 @@ def task_of(message: ControlMessage) -> int:
     return int(message.event[h.COMPLETIONS[kind]])
 
 
-def _apply(result: Triage, message: ControlMessage, kind: int, execution: str | None, completed: set[int],
-           seen_events: set[str]) -> Record | None:
+def _apply(
+    result: Triage,
+    message: ControlMessage,
+    kind: int,
+    execution: str | None,
+    completed: set[int],
+    seen_events: set[str],
+) -> Record | None:
     event = message.event
     if kind in h.COMPLETIONS:
         task_id = task_of(message)
@@ -163,8 +170,9 @@ def _apply(result: Triage, message: ControlMessage, kind: int, execution: str | 
 
 def spent(message: ControlMessage, why: str) -> None:
     """Log why ``message`` is discarded (it is deleted with the others handled)."""
-    log.info("discarding %s for instance %s: %s",
-             _event_name(int(message.event["EventType"])), message.instance_id, why)
+    log.info(
+        "discarding %s for instance %s: %s", _event_name(int(message.event["EventType"])), message.instance_id, why
+    )
 
 
 def _event_name(kind: int) -> str:

@@ -35,8 +35,9 @@ class AppWiring:
     app_settings: Mapping[str, pulumi.Input[str]]
 
 
-def host_app(settings: StackSettings, resource_group: pulumi.Input[str], wiring: AppWiring,
-             depends_on: list[pulumi.Resource]) -> HostApp:
+def host_app(
+    settings: StackSettings, resource_group: pulumi.Input[str], wiring: AppWiring, depends_on: list[pulumi.Resource]
+) -> HostApp:
     plan = web.AppServicePlan(
         "plan",
         name=settings.name("plan"),
@@ -58,8 +59,10 @@ def host_app(settings: StackSettings, resource_group: pulumi.Input[str], wiring:
         client_cert_enabled=False,
         # The host identity reads its store and resolves Key Vault references; the runner identity is
         # attached so that the runner (a target's Credential.ClientId) can act as it, nothing else can.
-        identity={"type": "UserAssigned",
-                  "user_assigned_identities": [wiring.host_identity_id, wiring.runner_identity_id]},
+        identity={
+            "type": "UserAssigned",
+            "user_assigned_identities": [wiring.host_identity_id, wiring.runner_identity_id],
+        },
         key_vault_reference_identity=wiring.host_identity_id,
         function_app_config=_function_app_config(settings, wiring),
         site_config={
@@ -79,15 +82,21 @@ def host_app(settings: StackSettings, resource_group: pulumi.Input[str], wiring:
 
 def _function_app_config(settings: StackSettings, wiring: AppWiring) -> dict[str, object]:
     return {
-        "deployment": {"storage": {
-            "type": "blobContainer",
-            "value": wiring.deployment_container_url,
-            "authentication": {"type": "UserAssignedIdentity",
-                               "user_assigned_identity_resource_id": wiring.host_identity_id},
-        }},
+        "deployment": {
+            "storage": {
+                "type": "blobContainer",
+                "value": wiring.deployment_container_url,
+                "authentication": {
+                    "type": "UserAssignedIdentity",
+                    "user_assigned_identity_resource_id": wiring.host_identity_id,
+                },
+            }
+        },
         "runtime": {"name": "python", "version": PYTHON_VERSION},
-        "scale_and_concurrency": {"instance_memory_mb": settings.instance_memory_mb,
-                                  "maximum_instance_count": settings.maximum_instance_count},
+        "scale_and_concurrency": {
+            "instance_memory_mb": settings.instance_memory_mb,
+            "maximum_instance_count": settings.maximum_instance_count,
+        },
     }
 
 

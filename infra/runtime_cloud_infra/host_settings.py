@@ -109,8 +109,10 @@ def problems(values: Mapping[str, str]) -> list[str]:
         if _folded(required) not in _folded_set(values):
             found.append(f"{required} is required in Azure")
     if not {_folded("RuntimeCloud__Auth__Authority"), _folded("RuntimeCloud__Auth__JwksUri")} & _folded_set(values):
-        found.append("RuntimeCloud__Auth__Authority or RuntimeCloud__Auth__JwksUri is required in Azure "
-                     "(the development issuer's key folder is local only)")
+        found.append(
+            "RuntimeCloud__Auth__Authority or RuntimeCloud__Auth__JwksUri is required in Azure "
+            "(the development issuer's key folder is local only)"
+        )
     return found
 
 
@@ -135,7 +137,8 @@ def app_settings(settings: StackSettings, wiring: Wiring) -> dict[str, pulumi.In
         "APPLICATIONINSIGHTS_CONNECTION_STRING": wiring.insights_connection_string,
         # Local authentication is off on Application Insights: telemetry is sent with the host identity.
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING": pulumi.Output.concat(
-            "ClientId=", wiring.host_client_id, ";Authorization=AAD"),
+            "ClientId=", wiring.host_client_id, ";Authorization=AAD"
+        ),
         "PYTHON_ISOLATE_WORKER_DEPENDENCIES": "1",
         # The Python worker runs each invocation in the Functions host's trace context (host.json
         # telemetryMode OpenTelemetry); the app exports its own spans, metrics and logs (shared/telemetry).
@@ -144,13 +147,16 @@ def app_settings(settings: StackSettings, wiring: Wiring) -> dict[str, pulumi.In
         # host.json names the task hub as %RuntimeCloud:Durable:TaskHubName%; unset, the host refuses to start.
         "RuntimeCloud__Durable__TaskHubName": settings.task_hub_name,
         "RuntimeCloud__IaC__PulumiBackendUrl": pulumi.Output.concat(
-            "azblob://", PULUMI_STATE_CONTAINER, "?storage_account=", wiring.account_name),
+            "azblob://", PULUMI_STATE_CONTAINER, "?storage_account=", wiring.account_name
+        ),
         # The host's purge timers and the storage lifecycle rules keep the same periods.
         "RuntimeCloud__Inventory__FindingRetentionDays": str(settings.retention.finding_days),
         "RuntimeCloud__Capacity__LeaseRetentionDays": str(settings.retention.lease_days),
         "RuntimeCloud__Targets": pulumi.Output.from_input(wiring.runner_client_id).apply(
-            lambda client_id: json.dumps(host_targets(settings.targets, client_id, wiring.vault_uri),
-                                         separators=(",", ":"), sort_keys=True)),
+            lambda client_id: json.dumps(
+                host_targets(settings.targets, client_id, wiring.vault_uri), separators=(",", ":"), sort_keys=True
+            )
+        ),
         **key_vault_references(settings.targets, settings.key_vault_name),
         **settings.host_settings,
     }
@@ -192,7 +198,8 @@ def key_vault_references(targets: tuple[Mapping[str, Any], ...], vault_name: str
         credential = target["Credential"]
         if credential["Kind"] == "app-setting" and credential.get("SecretName"):
             references[credential["Name"]] = (
-                f"@Microsoft.KeyVault(VaultName={vault_name};SecretName={credential['SecretName']})")
+                f"@Microsoft.KeyVault(VaultName={vault_name};SecretName={credential['SecretName']})"
+            )
     return references
 
 

@@ -60,55 +60,105 @@ def identities(settings: StackSettings, resource_group: pulumi.Input[str]) -> Id
     return Identities(host=identity("host"), runner=identity("runner"))
 
 
-def grant_host_store(host: managedidentity.UserAssignedIdentity, account_id: pulumi.Input[str],
-                     subscription: pulumi.Input[str]) -> list[authorization.RoleAssignment]:
+def grant_host_store(
+    host: managedidentity.UserAssignedIdentity, account_id: pulumi.Input[str], subscription: pulumi.Input[str]
+) -> list[authorization.RoleAssignment]:
     return [
-        assign(f"host-store-{_slug(role)}", scope=account_id, principal_id=host.principal_id, role=role,
-               subscription_id=subscription, description=f"Runtime Cloud host: {role} on its own store")
+        assign(
+            f"host-store-{_slug(role)}",
+            scope=account_id,
+            principal_id=host.principal_id,
+            role=role,
+            subscription_id=subscription,
+            description=f"Runtime Cloud host: {role} on its own store",
+        )
         for role in HOST_STORE_ROLES
     ]
 
 
-def grant_host(name: str, host: managedidentity.UserAssignedIdentity, scope: pulumi.Input[str], role: str,
-               subscription: pulumi.Input[str]) -> authorization.RoleAssignment:
-    return assign(name, scope=scope, principal_id=host.principal_id, role=role, subscription_id=subscription,
-                  description=f"Runtime Cloud host: {role}")
+def grant_host(
+    name: str,
+    host: managedidentity.UserAssignedIdentity,
+    scope: pulumi.Input[str],
+    role: str,
+    subscription: pulumi.Input[str],
+) -> authorization.RoleAssignment:
+    return assign(
+        name,
+        scope=scope,
+        principal_id=host.principal_id,
+        role=role,
+        subscription_id=subscription,
+        description=f"Runtime Cloud host: {role}",
+    )
 
 
-def grant_operators(settings: StackSettings, vault_id: pulumi.Input[str], state_container_id: pulumi.Input[str],
-                    state_key_id: pulumi.Input[str],
-                    subscription: pulumi.Input[str]) -> list[authorization.RoleAssignment]:
+def grant_operators(
+    settings: StackSettings,
+    vault_id: pulumi.Input[str],
+    state_container_id: pulumi.Input[str],
+    state_key_id: pulumi.Input[str],
+    subscription: pulumi.Input[str],
+) -> list[authorization.RoleAssignment]:
     """Operators (an Entra group) set the secrets' values, and after bootstrap keep the stack's state
     in the host's account (README, Deploying); nothing in this program ever holds a secret value."""
     if settings.operator_principal_id is None:
         return []
-    grants = ((vault_id, OPERATOR_VAULT_ROLE, "set the values of the secrets the host references"),
-              (state_container_id, OPERATOR_STATE_ROLE, "read and write the Pulumi state"),
-              (state_key_id, STATE_KEY_ROLE, "encrypt and decrypt the Pulumi state's secrets"))
-    return [assign(f"operators-{_slug(role)}", scope=scope, principal_id=settings.operator_principal_id, role=role,
-                   subscription_id=subscription, principal_type="Group", description=f"Runtime Cloud operators: {why}")
-            for scope, role, why in grants]
+    grants = (
+        (vault_id, OPERATOR_VAULT_ROLE, "set the values of the secrets the host references"),
+        (state_container_id, OPERATOR_STATE_ROLE, "read and write the Pulumi state"),
+        (state_key_id, STATE_KEY_ROLE, "encrypt and decrypt the Pulumi state's secrets"),
+    )
+    return [
+        assign(
+            f"operators-{_slug(role)}",
+            scope=scope,
+            principal_id=settings.operator_principal_id,
+            role=role,
+            subscription_id=subscription,
+            principal_type="Group",
+            description=f"Runtime Cloud operators: {why}",
+        )
+        for scope, role, why in grants
+    ]
 
 
-def grant_runner(settings: StackSettings, runner: managedidentity.UserAssignedIdentity,
-                 resource_group_id: pulumi.Input[str],
-                 subscription: pulumi.Input[str]) -> list[authorization.RoleAssignment]:
+def grant_runner(
+    settings: StackSettings,
+    runner: managedidentity.UserAssignedIdentity,
+    resource_group_id: pulumi.Input[str],
+    subscription: pulumi.Input[str],
+) -> list[authorization.RoleAssignment]:
     assignable = _assignable_by_runner(settings)
     grants = []
     for index, entry in enumerate(settings.runner_roles):
         scope = resource_group_id if entry.scope == RESOURCE_GROUP_SCOPE else entry.scope
         condition = constrained_delegation(assignable) if entry.role == RBAC_ADMINISTRATOR else None
-        grants.append(assign(f"runner-{index}-{_slug(entry.role)}", scope=scope, principal_id=runner.principal_id,
-                             role=entry.role, subscription_id=subscription, condition=condition,
-                             description=f"Runtime Cloud runner: {entry.role} (stack config runnerRoles[{index}])"))
+        grants.append(
+            assign(
+                f"runner-{index}-{_slug(entry.role)}",
+                scope=scope,
+                principal_id=runner.principal_id,
+                role=entry.role,
+                subscription_id=subscription,
+                condition=condition,
+                description=f"Runtime Cloud runner: {entry.role} (stack config runnerRoles[{index}])",
+            )
+        )
     return grants
 
 
 def _assignable_by_runner(settings: StackSettings) -> list[str]:
     """The roles this program assigns, less the privileged ones."""
-    roles = [*HOST_STORE_ROLES, HOST_TELEMETRY_ROLE, HOST_VAULT_ROLE, STATE_KEY_ROLE, OPERATOR_VAULT_ROLE,
-             OPERATOR_STATE_ROLE,
-             *(entry.role for entry in settings.runner_roles)]
+    roles = [
+        *HOST_STORE_ROLES,
+        HOST_TELEMETRY_ROLE,
+        HOST_VAULT_ROLE,
+        STATE_KEY_ROLE,
+        OPERATOR_VAULT_ROLE,
+        OPERATOR_STATE_ROLE,
+        *(entry.role for entry in settings.runner_roles),
+    ]
     return [role for role in dict.fromkeys(roles) if role not in PRIVILEGED_ROLES]
 
 

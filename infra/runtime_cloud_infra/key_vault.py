@@ -38,8 +38,7 @@ def vault_uri(settings: StackSettings) -> str:
     return f"https://{settings.key_vault_name}.vault.azure.net"
 
 
-def host_vault(settings: StackSettings, resource_group: pulumi.Input[str],
-               tenant_id: pulumi.Input[str]) -> Vault:
+def host_vault(settings: StackSettings, resource_group: pulumi.Input[str], tenant_id: pulumi.Input[str]) -> Vault:
     vault = keyvault.Vault(
         "host-vault",
         vault_name=settings.key_vault_name,

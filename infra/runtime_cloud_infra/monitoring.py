@@ -80,8 +80,10 @@ def _action_group(settings: StackSettings, resource_group: pulumi.Input[str]) ->
         location="Global",
         group_short_name=f"rc-{settings.stack}"[:12],
         enabled=True,
-        email_receivers=[{"name": f"operator-{index}", "email_address": email, "use_common_alert_schema": True}
-                         for index, email in enumerate(settings.alerting.emails)],
+        email_receivers=[
+            {"name": f"operator-{index}", "email_address": email, "use_common_alert_schema": True}
+            for index, email in enumerate(settings.alerting.emails)
+        ],
         tags=settings.tags,
     )
 
@@ -89,24 +91,62 @@ def _action_group(settings: StackSettings, resource_group: pulumi.Input[str]) ->
 def alert_rules(settings: StackSettings) -> list[AlertRule]:
     """The four alerts the issue names, on the telemetry names of :mod:`telemetry`."""
     return [
-        AlertRule("failed-runs", "Provisioning runs failed", telemetry.failed_runs_query(), "failed", "Total",
-                  0, "reason", "PT15M", 2),
-        AlertRule("inbox-lag", "Inbox lag over threshold", telemetry.inbox_lag_query(), "lag_seconds", "Maximum",
-                  settings.alerting.inbox_lag_seconds, "module", "PT15M", 2),
-        AlertRule("lease-denials", "Lease denials spike", telemetry.lease_denials_query(), "denials", "Total",
-                  settings.alerting.lease_denials, "pool", "PT15M", 3),
-        AlertRule("stale-targets", "Targets stale for 30 minutes", telemetry.stale_targets_query(), "stale",
-                  "Minimum", 0, "target", "PT30M", 3),
+        AlertRule(
+            "failed-runs",
+            "Provisioning runs failed",
+            telemetry.failed_runs_query(),
+            "failed",
+            "Total",
+            0,
+            "reason",
+            "PT15M",
+            2,
+        ),
+        AlertRule(
+            "inbox-lag",
+            "Inbox lag over threshold",
+            telemetry.inbox_lag_query(),
+            "lag_seconds",
+            "Maximum",
+            settings.alerting.inbox_lag_seconds,
+            "module",
+            "PT15M",
+            2,
+        ),
+        AlertRule(
+            "lease-denials",
+            "Lease denials spike",
+            telemetry.lease_denials_query(),
+            "denials",
+            "Total",
+            settings.alerting.lease_denials,
+            "pool",
+            "PT15M",
+            3,
+        ),
+        AlertRule(
+            "stale-targets",
+            "Targets stale for 30 minutes",
+            telemetry.stale_targets_query(),
+            "stale",
+            "Minimum",
+            0,
+            "target",
+            "PT30M",
+            3,
+        ),
     ]
 
 
-def alerts(settings: StackSettings, resource_group: pulumi.Input[str],
-           sinks: Monitoring) -> list[monitor.ScheduledQueryRule]:
+def alerts(
+    settings: StackSettings, resource_group: pulumi.Input[str], sinks: Monitoring
+) -> list[monitor.ScheduledQueryRule]:
     return [_alert(settings, resource_group, sinks, rule) for rule in alert_rules(settings)]
 
 
-def _alert(settings: StackSettings, resource_group: pulumi.Input[str], sinks: Monitoring,
-           rule: AlertRule) -> monitor.ScheduledQueryRule:
+def _alert(
+    settings: StackSettings, resource_group: pulumi.Input[str], sinks: Monitoring, rule: AlertRule
+) -> monitor.ScheduledQueryRule:
     return monitor.ScheduledQueryRule(
         f"alert-{rule.key}",
         rule_name=settings.name(rule.key),
@@ -115,7 +155,7 @@ def _alert(settings: StackSettings, resource_group: pulumi.Input[str], sinks: Mo
         kind="LogAlert",
         display_name=f"Runtime Cloud ({settings.stack}): {rule.title}",
         description=f"{rule.title}: {rule.measure} {rule.aggregation.lower()} over {rule.window} "
-                    f"above {rule.threshold:g}, per {rule.dimension}",
+        f"above {rule.threshold:g}, per {rule.dimension}",
         enabled=True,
         severity=rule.severity,
         scopes=[sinks.workspace.id],
@@ -123,22 +163,27 @@ def _alert(settings: StackSettings, resource_group: pulumi.Input[str], sinks: Mo
         window_size=rule.window,
         skip_query_validation=True,
         auto_mitigate=True,
-        criteria={"all_of": [{
-            "query": rule.query,
-            "time_aggregation": rule.aggregation,
-            "metric_measure_column": rule.measure,
-            "operator": "GreaterThan",
-            "threshold": rule.threshold,
-            "dimensions": [{"name": rule.dimension, "operator": "Include", "values": ["*"]}],
-            "failing_periods": {"number_of_evaluation_periods": 1, "min_failing_periods_to_alert": 1},
-        }]},
+        criteria={
+            "all_of": [
+                {
+                    "query": rule.query,
+                    "time_aggregation": rule.aggregation,
+                    "metric_measure_column": rule.measure,
+                    "operator": "GreaterThan",
+                    "threshold": rule.threshold,
+                    "dimensions": [{"name": rule.dimension, "operator": "Include", "values": ["*"]}],
+                    "failing_periods": {"number_of_evaluation_periods": 1, "min_failing_periods_to_alert": 1},
+                }
+            ]
+        },
         actions={"action_groups": [sinks.action_group.id]},
         tags=settings.tags,
     )
 
 
-def workbook(settings: StackSettings, resource_group: pulumi.Input[str],
-             sinks: Monitoring) -> applicationinsights.Workbook:
+def workbook(
+    settings: StackSettings, resource_group: pulumi.Input[str], sinks: Monitoring
+) -> applicationinsights.Workbook:
     return applicationinsights.Workbook(
         "host-workbook",
         # A workbook's name is a GUID; derived from the stack so that it is stable across updates.
@@ -154,8 +199,14 @@ def workbook(settings: StackSettings, resource_group: pulumi.Input[str],
     )
 
 
-def audit_logs(name: str, resource_uri: pulumi.Input[str], sinks: Monitoring, *,
-               category: str | None = None, category_group: str | None = None) -> monitor.DiagnosticSetting:
+def audit_logs(
+    name: str,
+    resource_uri: pulumi.Input[str],
+    sinks: Monitoring,
+    *,
+    category: str | None = None,
+    category_group: str | None = None,
+) -> monitor.DiagnosticSetting:
     """Send one resource's log category (or category group) to the workspace."""
     log = {"enabled": True, **({"category": category} if category else {"category_group": category_group})}
     return monitor.DiagnosticSetting(

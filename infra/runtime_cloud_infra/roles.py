@@ -51,8 +51,9 @@ def role_guid(role: str) -> str:
 
 
 def role_definition_id(subscription_id: pulumi.Input[str], role: str) -> pulumi.Output[str]:
-    return pulumi.Output.concat("/subscriptions/", subscription_id,
-                                "/providers/Microsoft.Authorization/roleDefinitions/", role_guid(role))
+    return pulumi.Output.concat(
+        "/subscriptions/", subscription_id, "/providers/Microsoft.Authorization/roleDefinitions/", role_guid(role)
+    )
 
 
 def constrained_delegation(assignable: list[str]) -> str:
@@ -71,10 +72,18 @@ def constrained_delegation(assignable: list[str]) -> str:
     )
 
 
-def assign(name: str, *, scope: pulumi.Input[str], principal_id: pulumi.Input[str], role: str,
-           subscription_id: pulumi.Input[str], description: str, condition: str | None = None,
-           principal_type: str = "ServicePrincipal",
-           opts: pulumi.ResourceOptions | None = None) -> authorization.RoleAssignment:
+def assign(
+    name: str,
+    *,
+    scope: pulumi.Input[str],
+    principal_id: pulumi.Input[str],
+    role: str,
+    subscription_id: pulumi.Input[str],
+    description: str,
+    condition: str | None = None,
+    principal_type: str = "ServicePrincipal",
+    opts: pulumi.ResourceOptions | None = None,
+) -> authorization.RoleAssignment:
     """One role assignment. ``principal_type`` is given so that a new identity's assignment does not
     fail while Entra ID is still replicating it."""
     return authorization.RoleAssignment(

@@ -190,20 +190,29 @@ def load(stack: str | None = None) -> StackSettings:
         stack=stack_name,
         location=reader.text("location"),
         resource_group_name=_resource_group(reader),
-        storage_account_name=_matching(reader, "storageAccountName", _STORAGE_ACCOUNT,
-                                       "3 to 24 lower-case letters and digits"),
-        function_app_name=_matching(reader, "functionAppName", _FUNCTION_APP,
-                                    "2 to 60 lower-case letters, digits and hyphens"),
-        key_vault_name=_matching(reader, "keyVaultName", _KEY_VAULT,
-                                 "3 to 24 letters, digits and hyphens, starting with a letter"),
-        name_prefix=_matching(reader, "namePrefix", _PREFIX, "2 to 15 lower-case letters, digits and hyphens",
-                              default="rtcloud"),
+        storage_account_name=_matching(
+            reader, "storageAccountName", _STORAGE_ACCOUNT, "3 to 24 lower-case letters and digits"
+        ),
+        function_app_name=_matching(
+            reader, "functionAppName", _FUNCTION_APP, "2 to 60 lower-case letters, digits and hyphens"
+        ),
+        key_vault_name=_matching(
+            reader, "keyVaultName", _KEY_VAULT, "3 to 24 letters, digits and hyphens, starting with a letter"
+        ),
+        name_prefix=_matching(
+            reader, "namePrefix", _PREFIX, "2 to 15 lower-case letters, digits and hyphens", default="rtcloud"
+        ),
         topology=_one_of(reader, "topology", TOPOLOGIES, "saas-default"),
         storage_sku=_one_of(reader, "storageSku", STORAGE_SKUS, "Standard_ZRS"),
         instance_memory_mb=_instance_memory(reader),
         maximum_instance_count=reader.integer("maximumInstanceCount", 40, 1, 1000),
-        task_hub_name=_matching(reader, "taskHubName", re.compile(r"[A-Za-z][A-Za-z0-9]{2,44}"),
-                                "3 to 45 letters and digits, starting with a letter", default="RuntimeCloudHub"),
+        task_hub_name=_matching(
+            reader,
+            "taskHubName",
+            re.compile(r"[A-Za-z][A-Za-z0-9]{2,44}"),
+            "3 to 45 letters and digits, starting with a letter",
+            default="RuntimeCloudHub",
+        ),
         retention=_retention(reader),
         alerting=_alerting(reader),
         runner_roles=_runner_roles(reader),
@@ -236,8 +245,10 @@ def _resource_group(reader: _Reader) -> str:
     # the program must not quietly build the host somewhere else.
     given = pulumi.Config(RUNNER_NAMESPACE).get("resourceGroup")
     if given and given.lower() != name.lower():
-        raise StackConfigError(f"{reader.key('resourceGroupName')} is {name!r} but the target's resource group "
-                               f"({RUNNER_NAMESPACE}:resourceGroup) is {given!r}")
+        raise StackConfigError(
+            f"{reader.key('resourceGroupName')} is {name!r} but the target's resource group "
+            f"({RUNNER_NAMESPACE}:resourceGroup) is {given!r}"
+        )
     return name
 
 
@@ -280,11 +291,13 @@ def _runner_roles(reader: _Reader) -> tuple[RunnerRole, ...]:
             raise StackConfigError(f"{where} must be {{scope, role}}")
         scope, role = str(entry["scope"]), str(entry["role"])
         if scope != RESOURCE_GROUP_SCOPE and not scope.lower().startswith("/subscriptions/"):
-            raise StackConfigError(f"{where}.scope must be {RESOURCE_GROUP_SCOPE!r} or an ARM scope "
-                                   "(/subscriptions/...)")
+            raise StackConfigError(
+                f"{where}.scope must be {RESOURCE_GROUP_SCOPE!r} or an ARM scope (/subscriptions/...)"
+            )
         if not (known_role(role) or _GUID.fullmatch(role)):
-            raise StackConfigError(f"{where}.role {role!r} is neither a known built-in role name nor a "
-                                   "role definition GUID")
+            raise StackConfigError(
+                f"{where}.role {role!r} is neither a known built-in role name nor a role definition GUID"
+            )
         roles.append(RunnerRole(scope=scope, role=role))
     return tuple(roles)
 
@@ -328,8 +341,10 @@ def _targets(reader: _Reader, secret_names: set[str]) -> tuple[Mapping[str, Any]
 def _host_settings(reader: _Reader) -> dict[str, str]:
     raw = reader.structured("hostSettings", None, dict)
     if raw is None:
-        raise StackConfigError(f"{reader.key('hostSettings')} is required: the host's app settings, "
-                               "at least RuntimeCloud__Auth__Issuer, Audience and Authority (or JwksUri)")
+        raise StackConfigError(
+            f"{reader.key('hostSettings')} is required: the host's app settings, "
+            "at least RuntimeCloud__Auth__Issuer, Audience and Authority (or JwksUri)"
+        )
     values = {name: _setting_text(value) for name, value in raw.items()}
     problems = host_settings.problems(values)
     if problems:

@@ -27,8 +27,12 @@ class Stack:
 
 def build(settings: StackSettings) -> Stack:
     client = authorization.get_client_config_output()
-    group = resources.ResourceGroup("resource-group", resource_group_name=settings.resource_group_name,
-                                    location=settings.location, tags=settings.tags)
+    group = resources.ResourceGroup(
+        "resource-group",
+        resource_group_name=settings.resource_group_name,
+        location=settings.location,
+        tags=settings.tags,
+    )
     rg = group.name
     store = storage.host_store(settings, rg)
     ids = identity.identities(settings, rg)
@@ -36,36 +40,52 @@ def build(settings: StackSettings) -> Stack:
     sinks = monitoring.telemetry_sinks(settings, rg)
 
     grants = _grants(settings, group, store, ids, vault, sinks, client.subscription_id)
-    settings_by_name = host_settings.app_settings(settings, host_settings.Wiring(
-        account_name=store.account.name,
-        blob_endpoint=store.account.primary_endpoints.blob,
-        queue_endpoint=store.account.primary_endpoints.queue,
-        table_endpoint=store.account.primary_endpoints.table,
-        host_client_id=ids.host.client_id,
-        runner_client_id=ids.runner.client_id,
-        insights_connection_string=sinks.insights.connection_string,
-        vault_uri=key_vault.vault_uri(settings),
-    ))
-    app = function_app.host_app(settings, rg, function_app.AppWiring(
-        host_identity_id=ids.host.id,
-        runner_identity_id=ids.runner.id,
-        deployment_container_url=pulumi.Output.concat(store.account.primary_endpoints.blob,
-                                                      storage.DEPLOYMENT_CONTAINER),
-        app_settings=settings_by_name,
-    ), depends_on=[*grants, store.deployment])
+    settings_by_name = host_settings.app_settings(
+        settings,
+        host_settings.Wiring(
+            account_name=store.account.name,
+            blob_endpoint=store.account.primary_endpoints.blob,
+            queue_endpoint=store.account.primary_endpoints.queue,
+            table_endpoint=store.account.primary_endpoints.table,
+            host_client_id=ids.host.client_id,
+            runner_client_id=ids.runner.client_id,
+            insights_connection_string=sinks.insights.connection_string,
+            vault_uri=key_vault.vault_uri(settings),
+        ),
+    )
+    app = function_app.host_app(
+        settings,
+        rg,
+        function_app.AppWiring(
+            host_identity_id=ids.host.id,
+            runner_identity_id=ids.runner.id,
+            deployment_container_url=pulumi.Output.concat(
+                store.account.primary_endpoints.blob, storage.DEPLOYMENT_CONTAINER
+            ),
+            app_settings=settings_by_name,
+        ),
+        depends_on=[*grants, store.deployment],
+    )
 
     monitoring.alerts(settings, rg, sinks)
     monitoring.workbook(settings, rg, sinks)
     monitoring.audit_logs("vault", vault.vault.id, sinks, category_group="audit")
-    monitoring.audit_logs("blobs", pulumi.Output.concat(store.account.id, "/blobServices/default"), sinks,
-                          category_group="audit")
+    monitoring.audit_logs(
+        "blobs", pulumi.Output.concat(store.account.id, "/blobServices/default"), sinks, category_group="audit"
+    )
     monitoring.audit_logs("app", app.app.id, sinks, category="FunctionAppLogs")
     return Stack(resource_group=group, store=store, identities=ids, vault=vault, sinks=sinks, app=app)
 
 
-def _grants(settings: StackSettings, group: resources.ResourceGroup, store: storage.HostStore,
-            ids: identity.Identities, vault: key_vault.Vault, sinks: monitoring.Monitoring,
-            subscription: pulumi.Input[str]) -> list[pulumi.Resource]:
+def _grants(
+    settings: StackSettings,
+    group: resources.ResourceGroup,
+    store: storage.HostStore,
+    ids: identity.Identities,
+    vault: key_vault.Vault,
+    sinks: monitoring.Monitoring,
+    subscription: pulumi.Input[str],
+) -> list[pulumi.Resource]:
     grants: list[pulumi.Resource] = [
         *identity.grant_host_store(ids.host, store.account.id, subscription),
         identity.grant_host("host-telemetry", ids.host, sinks.insights.id, identity.HOST_TELEMETRY_ROLE, subscription),
@@ -87,8 +107,13 @@ def export(stack: Stack, settings: StackSettings) -> None:
     pulumi.export("hostIdentityClientId", stack.identities.host.client_id)
     pulumi.export("runnerIdentityClientId", stack.identities.runner.client_id)
     pulumi.export("keyVaultUri", key_vault.vault_uri(settings))
-    pulumi.export("pulumiBackendUrl", pulumi.Output.concat(
-        "azblob://", host_settings.PULUMI_STATE_CONTAINER, "?storage_account=", stack.store.account.name))
-    pulumi.export("pulumiSecretsProvider", f"azurekeyvault://{settings.key_vault_name}.vault.azure.net/keys/"
-                                          f"{key_vault.STATE_KEY}")
+    pulumi.export(
+        "pulumiBackendUrl",
+        pulumi.Output.concat(
+            "azblob://", host_settings.PULUMI_STATE_CONTAINER, "?storage_account=", stack.store.account.name
+        ),
+    )
+    pulumi.export(
+        "pulumiSecretsProvider", f"azurekeyvault://{settings.key_vault_name}.vault.azure.net/keys/{key_vault.STATE_KEY}"
+    )
     pulumi.export("secretNames", [entry.name for entry in settings.secrets])

@@ -39,8 +39,15 @@ RECEIPTS_CONTAINER = "receipts"  # shared/provisioning/receipts.py
 INVENTORY_CONTAINER = "inventory"  # shared/inventory/store.py
 DEPLOYMENT_CONTAINER = "app-package"  # Flex Consumption reads the app's zip from here
 # Containers whose blobs are rewritten (versions pile up); receipts are never rewritten.
-MUTABLE_CONTAINERS = ("inventory", "specifications", "rejections", DEPLOYMENT_CONTAINER, PULUMI_STATE_CONTAINER,
-                      "azure-webjobs-hosts", "azure-webjobs-secrets")
+MUTABLE_CONTAINERS = (
+    "inventory",
+    "specifications",
+    "rejections",
+    DEPLOYMENT_CONTAINER,
+    PULUMI_STATE_CONTAINER,
+    "azure-webjobs-hosts",
+    "azure-webjobs-secrets",
+)
 
 
 @dataclass(frozen=True)
@@ -87,17 +94,23 @@ def _account(settings: StackSettings, resource_group: pulumi.Input[str]) -> stor
         is_local_user_enabled=False,
         is_sftp_enabled=False,
         # A second layer of encryption at rest; it can only be chosen when the account is created.
-        encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
-                    "services": {"blob": {"enabled": True, "key_type": "Account"},
-                                 "queue": {"enabled": True, "key_type": "Account"},
-                                 "table": {"enabled": True, "key_type": "Account"}}},
+        encryption={
+            "key_source": "Microsoft.Storage",
+            "require_infrastructure_encryption": True,
+            "services": {
+                "blob": {"enabled": True, "key_type": "Account"},
+                "queue": {"enabled": True, "key_type": "Account"},
+                "table": {"enabled": True, "key_type": "Account"},
+            },
+        },
         tags=settings.tags,
         opts=pulumi.ResourceOptions(protect=settings.protect),
     )
 
 
-def _blob_service(settings: StackSettings, resource_group: pulumi.Input[str],
-                  account: storage.StorageAccount) -> storage.BlobServiceProperties:
+def _blob_service(
+    settings: StackSettings, resource_group: pulumi.Input[str], account: storage.StorageAccount
+) -> storage.BlobServiceProperties:
     days = settings.retention.soft_delete_days
     return storage.BlobServiceProperties(
         "host-store-blobs",
@@ -110,9 +123,12 @@ def _blob_service(settings: StackSettings, resource_group: pulumi.Input[str],
     )
 
 
-def _receipts(settings: StackSettings, resource_group: pulumi.Input[str], account: storage.StorageAccount,
-              blob_service: storage.BlobServiceProperties,
-              ) -> tuple[storage.BlobContainer, storage.BlobContainerImmutabilityPolicy]:
+def _receipts(
+    settings: StackSettings,
+    resource_group: pulumi.Input[str],
+    account: storage.StorageAccount,
+    blob_service: storage.BlobServiceProperties,
+) -> tuple[storage.BlobContainer, storage.BlobContainerImmutabilityPolicy]:
     container = storage.BlobContainer(
         "receipts",
         account_name=account.name,
@@ -136,8 +152,12 @@ def _receipts(settings: StackSettings, resource_group: pulumi.Input[str], accoun
     return container, policy
 
 
-def _private_container(name: str, resource_group: pulumi.Input[str], account: storage.StorageAccount,
-                       blob_service: storage.BlobServiceProperties) -> storage.BlobContainer:
+def _private_container(
+    name: str,
+    resource_group: pulumi.Input[str],
+    account: storage.StorageAccount,
+    blob_service: storage.BlobServiceProperties,
+) -> storage.BlobContainer:
     return storage.BlobContainer(
         name,
         account_name=account.name,
@@ -148,8 +168,12 @@ def _private_container(name: str, resource_group: pulumi.Input[str], account: st
     )
 
 
-def _lifecycle(settings: StackSettings, resource_group: pulumi.Input[str], account: storage.StorageAccount,
-               blob_service: storage.BlobServiceProperties) -> storage.ManagementPolicy:
+def _lifecycle(
+    settings: StackSettings,
+    resource_group: pulumi.Input[str],
+    account: storage.StorageAccount,
+    blob_service: storage.BlobServiceProperties,
+) -> storage.ManagementPolicy:
     retention = settings.retention
     rules = [
         {
@@ -157,8 +181,10 @@ def _lifecycle(settings: StackSettings, resource_group: pulumi.Input[str], accou
             "enabled": True,
             "type": "Lifecycle",
             "definition": {
-                "filters": {"blob_types": ["blockBlob"],
-                            "prefix_match": [f"{container}/" for container in MUTABLE_CONTAINERS]},
+                "filters": {
+                    "blob_types": ["blockBlob"],
+                    "prefix_match": [f"{container}/" for container in MUTABLE_CONTAINERS],
+                },
                 "actions": {"version": {"delete": {"days_after_creation_greater_than": retention.version_days}}},
             },
         },
@@ -168,8 +194,7 @@ def _lifecycle(settings: StackSettings, resource_group: pulumi.Input[str], accou
             "type": "Lifecycle",
             "definition": {
                 "filters": {"blob_types": ["blockBlob"], "prefix_match": [f"{INVENTORY_CONTAINER}/"]},
-                "actions": {"base_blob": {"delete": {
-                    "days_after_modification_greater_than": retention.finding_days}}},
+                "actions": {"base_blob": {"delete": {"days_after_modification_greater_than": retention.finding_days}}},
             },
         },
     ]

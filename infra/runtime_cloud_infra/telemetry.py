@@ -27,14 +27,34 @@ class Metric:
     summary: str
 
 
-INBOX_LAG = Metric(f"{METRIC_PREFIX}.host.inbox_lag", "gauge", "s", ("module",),
-                   "age of the oldest unprocessed message per module (the product's named metric)")
-RUNS_FAILED = Metric(f"{METRIC_PREFIX}.provisioning.runs_failed", "counter", "{run}", ("reason", "environment_class"),
-                     "provisioning runs that ended failed")
-LEASE_DENIALS = Metric(f"{METRIC_PREFIX}.capacity.lease_denials", "counter", "{denial}", ("pool", "reason"),
-                       "lease acquisitions refused (quota-exceeded, capacity-unavailable)")
-STALE_TARGETS = Metric(f"{METRIC_PREFIX}.inventory.stale_targets", "gauge", "{environment}", ("target",),
-                       "environments whose last observation failed (their target could not be read)")
+INBOX_LAG = Metric(
+    f"{METRIC_PREFIX}.host.inbox_lag",
+    "gauge",
+    "s",
+    ("module",),
+    "age of the oldest unprocessed message per module (the product's named metric)",
+)
+RUNS_FAILED = Metric(
+    f"{METRIC_PREFIX}.provisioning.runs_failed",
+    "counter",
+    "{run}",
+    ("reason", "environment_class"),
+    "provisioning runs that ended failed",
+)
+LEASE_DENIALS = Metric(
+    f"{METRIC_PREFIX}.capacity.lease_denials",
+    "counter",
+    "{denial}",
+    ("pool", "reason"),
+    "lease acquisitions refused (quota-exceeded, capacity-unavailable)",
+)
+STALE_TARGETS = Metric(
+    f"{METRIC_PREFIX}.inventory.stale_targets",
+    "gauge",
+    "{environment}",
+    ("target",),
+    "environments whose last observation failed (their target could not be read)",
+)
 
 METRICS = (INBOX_LAG, RUNS_FAILED, LEASE_DENIALS, STALE_TARGETS)
 
@@ -45,24 +65,31 @@ def _series(metric: Metric) -> str:
 
 def inbox_lag_query() -> str:
     """Largest lag per module in the window."""
-    return (f'{_series(INBOX_LAG)} | extend module = tostring(Properties["module"]) '
-            "| summarize lag_seconds = max(Max) by module")
+    return (
+        f'{_series(INBOX_LAG)} | extend module = tostring(Properties["module"]) '
+        "| summarize lag_seconds = max(Max) by module"
+    )
 
 
 def failed_runs_query() -> str:
-    return (f'{_series(RUNS_FAILED)} | extend reason = tostring(Properties["reason"]) '
-            "| summarize failed = sum(Sum) by reason")
+    return (
+        f'{_series(RUNS_FAILED)} | extend reason = tostring(Properties["reason"]) '
+        "| summarize failed = sum(Sum) by reason"
+    )
 
 
 def lease_denials_query() -> str:
-    return (f'{_series(LEASE_DENIALS)} | extend pool = tostring(Properties["pool"]) '
-            "| summarize denials = sum(Sum) by pool")
+    return (
+        f'{_series(LEASE_DENIALS)} | extend pool = tostring(Properties["pool"]) | summarize denials = sum(Sum) by pool'
+    )
 
 
 def stale_targets_query() -> str:
     """Targets reported stale through the whole window (the smallest value seen is still above zero)."""
-    return (f'{_series(STALE_TARGETS)} | extend target = tostring(Properties["target"]) '
-            "| summarize stale = min(Min) by target")
+    return (
+        f'{_series(STALE_TARGETS)} | extend target = tostring(Properties["target"]) '
+        "| summarize stale = min(Min) by target"
+    )
 
 
 def _chart(title: str, query: str, chart: str) -> dict[str, object]:
@@ -86,17 +113,40 @@ def workbook(workspace_id: str) -> str:
     """The Azure Monitor workbook (Notebook/1.0 JSON) of the host's health over the last day."""
     over_time = "| summarize {0} by bin(TimeGenerated, 5m), {1}"
     items = [
-        {"type": 1, "name": "about", "content": {"json": (
-            "## Runtime Cloud host\nInbox lag per module, failed runs, lease denials and stale targets, "
-            "from the metrics the host exports (names in infra/runtime_cloud_infra/telemetry.py).")}},
-        _chart("Inbox lag per module (s)", f'{_series(INBOX_LAG)} | extend module = tostring(Properties["module"]) '
-               + over_time.format("lag = max(Max)", "module"), "timechart"),
-        _chart("Failed runs", f'{_series(RUNS_FAILED)} | extend reason = tostring(Properties["reason"]) '
-               + over_time.format("failed = sum(Sum)", "reason"), "barchart"),
-        _chart("Lease denials per pool", f'{_series(LEASE_DENIALS)} | extend pool = tostring(Properties["pool"]) '
-               + over_time.format("denials = sum(Sum)", "pool"), "timechart"),
-        _chart("Stale targets", f'{_series(STALE_TARGETS)} | extend target = tostring(Properties["target"]) '
-               + over_time.format("stale = max(Max)", "target"), "timechart"),
+        {
+            "type": 1,
+            "name": "about",
+            "content": {
+                "json": (
+                    "## Runtime Cloud host\nInbox lag per module, failed runs, lease denials and stale targets, "
+                    "from the metrics the host exports (names in infra/runtime_cloud_infra/telemetry.py)."
+                )
+            },
+        },
+        _chart(
+            "Inbox lag per module (s)",
+            f'{_series(INBOX_LAG)} | extend module = tostring(Properties["module"]) '
+            + over_time.format("lag = max(Max)", "module"),
+            "timechart",
+        ),
+        _chart(
+            "Failed runs",
+            f'{_series(RUNS_FAILED)} | extend reason = tostring(Properties["reason"]) '
+            + over_time.format("failed = sum(Sum)", "reason"),
+            "barchart",
+        ),
+        _chart(
+            "Lease denials per pool",
+            f'{_series(LEASE_DENIALS)} | extend pool = tostring(Properties["pool"]) '
+            + over_time.format("denials = sum(Sum)", "pool"),
+            "timechart",
+        ),
+        _chart(
+            "Stale targets",
+            f'{_series(STALE_TARGETS)} | extend target = tostring(Properties["target"]) '
+            + over_time.format("stale = max(Max)", "target"),
+            "timechart",
+        ),
     ]
     schema = "https://github.com/Microsoft/Application-Insights-Workbooks/blob/master/schema/workbook.json"
     document = {"version": "Notebook/1.0", "items": items, "fallbackResourceIds": [workspace_id], "$schema": schema}

@@ -88,8 +88,7 @@ class TokenValidator:
         if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in (exp, iat)):
             raise AuthenticationFailed("the 'exp' and 'iat' claims must be numbers")
         if exp - iat > self._settings.max_token_lifetime_seconds:  # type: ignore[operator]
-            raise AuthenticationFailed(
-                f"token lifetime exceeds {self._settings.max_token_lifetime_seconds} seconds")
+            raise AuthenticationFailed(f"token lifetime exceeds {self._settings.max_token_lifetime_seconds} seconds")
 
 
 def _identity(claims: dict[str, Any], *names: str) -> str | None:

@@ -63,14 +63,21 @@ class _Aggregator:
 _aggregator = _Aggregator()
 
 
-def record_denial(store: CapacityStore, pool_id: str, tenant: str, kind: str, reason: str, holder: str,
-                  detail: str) -> None:
+def record_denial(
+    store: CapacityStore, pool_id: str, tenant: str, kind: str, reason: str, holder: str, detail: str
+) -> None:
     count = _aggregator.admit(pool_id, reason)
     if not count:
         return
     try:
-        _write_denial(store, pool_id, tenant, stamp(utcnow()), count,
-                      {"kind": kind, "reason": reason, "holder": holder, "detail": detail})
+        _write_denial(
+            store,
+            pool_id,
+            tenant,
+            stamp(utcnow()),
+            count,
+            {"kind": kind, "reason": reason, "holder": holder, "detail": detail},
+        )
     except ConcurrencyConflict:
         log.warning("denial of %s on %s not recorded: too much contention", tenant, pool_id, extra=ids(tenant=tenant))
     except StoreError as error:  # a denial is a record for operators: never fail the refusal for it
@@ -78,13 +85,20 @@ def record_denial(store: CapacityStore, pool_id: str, tenant: str, kind: str, re
 
 
 @on_conflict(attempts=4)
-def _write_denial(store: CapacityStore, pool_id: str, tenant: str, now: str, count: int,
-                  what: dict[str, str]) -> None:
+def _write_denial(store: CapacityStore, pool_id: str, tenant: str, now: str, count: int, what: dict[str, str]) -> None:
     """Write the denial row and its event in a random shard (another shard on each attempt)."""
     partition = denial_partition(pool_id, random.randrange(DENIAL_SHARDS))
-    row = {"PartitionKey": partition, "RowKey": f"{now}|{uuid.uuid4().hex[:12]}", "Pool": pool_id,
-           "Tenant": tenant, "Kind": what["kind"], "Reason": what["reason"], "Holder": what["holder"], "At": now,
-           "Count": count}
+    row = {
+        "PartitionKey": partition,
+        "RowKey": f"{now}|{uuid.uuid4().hex[:12]}",
+        "Pool": pool_id,
+        "Tenant": tenant,
+        "Kind": what["kind"],
+        "Reason": what["reason"],
+        "Holder": what["holder"],
+        "At": now,
+        "Count": count,
+    }
     event = NewEvent("LeaseDenied", f"pools/{pool_id}", tenant, {"pool": pool_id, **what, "count": count})
     try:
         commit_and_dispatch(store.pools_outbox, partition, [("create", row)], [event])
@@ -92,14 +106,20 @@ def _write_denial(store: CapacityStore, pool_id: str, tenant: str, now: str, cou
         raise ConcurrencyConflict(f"denial row of {pool_id} taken") from None
 
 
-def recent_denials(store: CapacityStore, pool_id: str, since: datetime, window: timedelta,
-                   viewer_tenant: str | None = None) -> dict[str, Any]:
+def recent_denials(
+    store: CapacityStore, pool_id: str, since: datetime, window: timedelta, viewer_tenant: str | None = None
+) -> dict[str, Any]:
     """The pool's denials in ``window``; another tenant's name and holder are blanked unless
     ``viewer_tenant`` is None (a platform administrator)."""
     low = denial_partition(pool_id, 0)[:-1]
     # Denial rows are keyed by time; the partitions' outbox rows ("~outbox...") sort after every time.
-    rows = query(store.pools, "PartitionKey ge @low and PartitionKey lt @high and RowKey ge @since and RowKey lt '~'",
-                 low=low, high=after(low), since=stamp(since))
+    rows = query(
+        store.pools,
+        "PartitionKey ge @low and PartitionKey lt @high and RowKey ge @since and RowKey lt '~'",
+        low=low,
+        high=after(low),
+        since=stamp(since),
+    )
     rows.sort(key=lambda row: row["RowKey"], reverse=True)
     by_reason: dict[str, int] = {}
     for row in rows:
@@ -114,17 +134,27 @@ def recent_denials(store: CapacityStore, pool_id: str, since: datetime, window: 
 
 def _denial_view(row: dict[str, Any], viewer_tenant: str | None) -> dict[str, Any]:
     visible = viewer_tenant is None or row["Tenant"] == viewer_tenant
-    return {"at": row["At"], "tenant": row["Tenant"] if visible else None, "kind": row["Kind"],
-            "reason": row["Reason"], "holder": row["Holder"] if visible else None,
-            "count": int(row.get("Count", 1))}
+    return {
+        "at": row["At"],
+        "tenant": row["Tenant"] if visible else None,
+        "kind": row["Kind"],
+        "reason": row["Reason"],
+        "holder": row["Holder"] if visible else None,
+        "count": int(row.get("Count", 1)),
+    }
 
 
 def purge_denials(store: CapacityStore, older_than: timedelta) -> int:
     cutoff = stamp(utcnow() - older_than)
     low = "denials|"
     purged = 0
-    for row in query(store.pools, "PartitionKey ge @low and PartitionKey lt @high and RowKey lt @cutoff",
-                     low=low, high=after(low), cutoff=cutoff):
+    for row in query(
+        store.pools,
+        "PartitionKey ge @low and PartitionKey lt @high and RowKey lt @cutoff",
+        low=low,
+        high=after(low),
+        cutoff=cutoff,
+    ):
         if not row["RowKey"].startswith("~"):  # outbox rows are the outbox purge's business
             store.pools.delete_entity(row["PartitionKey"], row["RowKey"])
             purged += 1

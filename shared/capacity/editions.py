@@ -47,8 +47,13 @@ def forget_cached() -> None:
 
 
 def _edition_entity(name: str, limits: dict[PoolKind, int]) -> dict[str, Any]:
-    return {"PartitionKey": EDITIONS_PARTITION, "RowKey": name, "Name": name,
-            "Limits": json.dumps({kind.value: limit for kind, limit in limits.items()}), "UpdatedAt": stamp(utcnow())}
+    return {
+        "PartitionKey": EDITIONS_PARTITION,
+        "RowKey": name,
+        "Name": name,
+        "Limits": json.dumps({kind.value: limit for kind, limit in limits.items()}),
+        "UpdatedAt": stamp(utcnow()),
+    }
 
 
 def _edition(row: dict[str, Any]) -> Edition:
@@ -98,8 +103,15 @@ def put_edition(store: CapacityStore, name: str, spec: EditionSpec) -> tuple[Edi
     created = read_row(store.pools, EDITIONS_PARTITION, name) is None
     store.pools.upsert_entity(_edition_entity(name, spec.limits))
     for tenant in spec.tenants:
-        store.pools.upsert_entity({"PartitionKey": TENANT_EDITIONS_PARTITION, "RowKey": tenant_key(tenant),
-                                   "Tenant": tenant, "Edition": name, "UpdatedAt": stamp(utcnow())})
+        store.pools.upsert_entity(
+            {
+                "PartitionKey": TENANT_EDITIONS_PARTITION,
+                "RowKey": tenant_key(tenant),
+                "Tenant": tenant,
+                "Edition": name,
+                "UpdatedAt": stamp(utcnow()),
+            }
+        )
     forget_cached()
     return Edition(name=name, limits=spec.limits), created
 

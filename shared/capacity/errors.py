@@ -27,8 +27,10 @@ class QuotaExceeded(CapacityError):
     retry_ceiling_seconds: float | None = None  # until its last one ends: waiting longer is never needed
 
     def __str__(self) -> str:
-        return (f"edition '{self.edition}' allows {self.limit} concurrent {self.kind} lease(s) "
-                "and all are held; release one or wait for one to expire")
+        return (
+            f"edition '{self.edition}' allows {self.limit} concurrent {self.kind} lease(s) "
+            "and all are held; release one or wait for one to expire"
+        )
 
 
 @dataclass
@@ -39,8 +41,9 @@ class KindNotInEdition(CapacityError):
     kind: str
 
     def __str__(self) -> str:
-        return (f"edition '{self.edition}' includes no {self.kind} leases; "
-                "a platform administrator can change the edition")
+        return (
+            f"edition '{self.edition}' includes no {self.kind} leases; a platform administrator can change the edition"
+        )
 
 
 @dataclass
@@ -99,8 +102,10 @@ class LeaseIdInUse(CapacityError):
     lease_id: str
 
     def __str__(self) -> str:
-        return (f"lease id {self.lease_id} already names a lease acquired with a different "
-                "kind, region, purpose or holder; choose a new id")
+        return (
+            f"lease id {self.lease_id} already names a lease acquired with a different "
+            "kind, region, purpose or holder; choose a new id"
+        )
 
 
 @dataclass

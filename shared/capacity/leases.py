@@ -103,9 +103,16 @@ class LeaseService:
         if isinstance(claimed, LeaseView):
             return claimed, True  # a concurrent acquire with this id took the last token
         token, expires_at = claimed
-        claim = Claim(lease_id=lease_id, tenant=tenant, kind=request.kind.value,
-                      requested_region=request.region or "", holder=request.holder, purpose=request.purpose.value,
-                      token_index=token, ttl_seconds=request.ttl_seconds)
+        claim = Claim(
+            lease_id=lease_id,
+            tenant=tenant,
+            kind=request.kind.value,
+            requested_region=request.region or "",
+            holder=request.holder,
+            purpose=request.purpose.value,
+            token_index=token,
+            ttl_seconds=request.ttl_seconds,
+        )
         try:
             pool, slot = self._allocate(pools, claim, expires_at)
         except CapacityUnavailable as refusal:
@@ -116,8 +123,15 @@ class LeaseService:
             raise
         return self._record(pool, slot, claim), False
 
-    def _claim_token(self, tenant: str, request: AcquireRequest, pools: list[Pool], edition: Edition,
-                     lease_id: str, tokens: quota.TenantTokens | None) -> tuple[int, datetime] | LeaseView:
+    def _claim_token(
+        self,
+        tenant: str,
+        request: AcquireRequest,
+        pools: list[Pool],
+        edition: Edition,
+        lease_id: str,
+        tokens: quota.TenantTokens | None,
+    ) -> tuple[int, datetime] | LeaseView:
         """A quota token (and the expiry it was claimed until), or the lease a concurrent same-id acquire got.
 
         Every token taken is not every lease held: 429 only when the tenant holds its limit in
@@ -131,17 +145,19 @@ class LeaseService:
         for round_number in range(SETTLE_ROUNDS + 1):
             expires_at = utcnow() + timedelta(seconds=request.ttl_seconds)
             try:
-                return quota.claim(self.store, tenant, request.kind, limit, lease_id, expires_at, utcnow,
-                                   self.grace, tokens), expires_at
+                return quota.claim(
+                    self.store, tenant, request.kind, limit, lease_id, expires_at, utcnow, self.grace, tokens
+                ), expires_at
             except quota.QuotaFull as full:
-                if (request.lease_id
-                        and (joined := self._join_in_flight(tenant, request, pools, full.tokens)) is not None):
+                if (
+                    request.lease_id
+                    and (joined := self._join_in_flight(tenant, request, pools, full.tokens)) is not None
+                ):
                     return joined
                 census = refusals.take_census(self.store, tenant, full.tokens, limit)
             tokens = None
             if census.holds_limit(limit):
-                refusal = QuotaExceeded(edition.name, request.kind.value, limit,
-                                        *census.waits(utcnow(), self.grace))
+                refusal = QuotaExceeded(edition.name, request.kind.value, limit, *census.waits(utcnow(), self.grace))
                 self._deny(pools[0], tenant, request, "quota-exceeded", str(refusal))
                 raise refusal
             if census.ended and refusals.return_ended(self.store, tenant, request.kind, census):
@@ -155,8 +171,9 @@ class LeaseService:
                 pressure = None
         raise self._busy(tenant, request, pools, pressure)
 
-    def _busy(self, tenant: str, request: AcquireRequest, pools: list[Pool],
-              pressure: refusals.PoolPressure | None) -> CapacityUnavailable:
+    def _busy(
+        self, tenant: str, request: AcquireRequest, pools: list[Pool], pressure: refusals.PoolPressure | None
+    ) -> CapacityUnavailable:
         """The pool is full, or the tenant's own acquires kept every token while slots were free."""
         pressure = pressure or refusals.read_pressure(self.store, pools, self.grace)
         refusal = pressure.refusal(request.kind.value, pools, utcnow(), self.grace, contended=pressure.free > 0)
@@ -165,8 +182,9 @@ class LeaseService:
 
     def _check_ttl(self, ttl_seconds: int) -> None:
         if ttl_seconds > self.store.settings.max_ttl_seconds:
-            raise InvalidInput([{"path": "/ttl_seconds",
-                                 "message": f"must be at most {self.store.settings.max_ttl_seconds} seconds"}])
+            raise InvalidInput(
+                [{"path": "/ttl_seconds", "message": f"must be at most {self.store.settings.max_ttl_seconds} seconds"}]
+            )
 
     def _replay(self, tenant: str, request: AcquireRequest) -> LeaseView | None:
         assert request.lease_id
@@ -177,8 +195,9 @@ class LeaseService:
             raise LeaseIdInUse(request.lease_id)
         return records.view(record, utcnow())
 
-    def _join_in_flight(self, tenant: str, request: AcquireRequest, pools: list[Pool],
-                        tokens: quota.TenantTokens | None = None) -> LeaseView | None:
+    def _join_in_flight(
+        self, tenant: str, request: AcquireRequest, pools: list[Pool], tokens: quota.TenantTokens | None = None
+    ) -> LeaseView | None:
         """A live token names this id but no record does: another attempt is in flight, or died.
 
         Wait briefly for the in-flight attempt's record; adopt the slot a dead
@@ -205,10 +224,16 @@ class LeaseService:
         for pool in pools:
             for row in slots.read_pool_slots(self.store, pool):
                 if row.holds(request.lease_id, tenant) and row.valid_at(now):
-                    claim = Claim(lease_id=request.lease_id, tenant=tenant, kind=request.kind.value,
-                                  requested_region=request.region or "", holder=request.holder,
-                                  purpose=request.purpose.value, token_index=row.token_index,
-                                  ttl_seconds=request.ttl_seconds)
+                    claim = Claim(
+                        lease_id=request.lease_id,
+                        tenant=tenant,
+                        kind=request.kind.value,
+                        requested_region=request.region or "",
+                        holder=request.holder,
+                        purpose=request.purpose.value,
+                        token_index=row.token_index,
+                        ttl_seconds=request.ttl_seconds,
+                    )
                     return self._record(pool, row, claim)
         return None  # the earlier attempt holds a token but no slot (yet): acquire normally
 
@@ -250,18 +275,34 @@ class LeaseService:
     def _tidy_taken_over(self, previous: SlotRow) -> None:
         """The expired lease we replaced: its record says so and its token returns (best effort)."""
         try:
-            records.update_record(self.store, previous.tenant, previous.lease_id, State=LeaseState.EXPIRED.value,
-                                  EndedAt=previous.expires_at)
+            records.update_record(
+                self.store,
+                previous.tenant,
+                previous.lease_id,
+                State=LeaseState.EXPIRED.value,
+                EndedAt=previous.expires_at,
+            )
         except StoreError as error:
             log.warning("lease %s: record not marked expired: %s", previous.lease_id, error)
 
     def _record(self, pool: Pool, slot: SlotRow, claim: Claim) -> LeaseView:
         record = records.new_record(
-            tenant=claim.tenant, lease_id=claim.lease_id, pool=pool.id, kind=pool.kind.value, region=pool.region,
-            requested_region=claim.requested_region, slot=slot.index, shard=slot.shard,
-            token_index=slot.token_index, fencing_token=slot.generation, holder=claim.holder,
-            purpose=claim.purpose, ttl_seconds=claim.ttl_seconds, granted_at=slot.granted_at,
-            expires_at=slot.expires_at)
+            tenant=claim.tenant,
+            lease_id=claim.lease_id,
+            pool=pool.id,
+            kind=pool.kind.value,
+            region=pool.region,
+            requested_region=claim.requested_region,
+            slot=slot.index,
+            shard=slot.shard,
+            token_index=slot.token_index,
+            fencing_token=slot.generation,
+            holder=claim.holder,
+            purpose=claim.purpose,
+            ttl_seconds=claim.ttl_seconds,
+            granted_at=slot.granted_at,
+            expires_at=slot.expires_at,
+        )
         try:
             records.insert_record(self.store, record)
             return records.view(record, utcnow())
@@ -269,7 +310,10 @@ class LeaseService:
             winner = records.read_record(self.store, claim.tenant, claim.lease_id)
             assert winner is not None
             if (winner["Pool"], int(winner["Slot"]), int(winner["FencingToken"])) != (
-                    pool.id, slot.index, slot.generation):
+                pool.id,
+                slot.index,
+                slot.generation,
+            ):
                 self._give_back(slot, claim)
             return records.view(winner, utcnow())
 
@@ -319,8 +363,9 @@ class LeaseService:
                 jittered_pause(attempt)
                 continue  # the row moved (a drain, a sweep, a takeover): look again
             records.update_record(self.store, tenant, lease_id, ExpiresAt=stamp(until))
-            return records.view({**record, "State": LeaseState.ACTIVE.value, "ExpiresAt": stamp(until),
-                                 "TtlSeconds": ttl}, utcnow())
+            return records.view(
+                {**record, "State": LeaseState.ACTIVE.value, "ExpiresAt": stamp(until), "TtlSeconds": ttl}, utcnow()
+            )
         raise ContentionExhausted(f"lease {lease_id}: renew kept losing races")
 
     def release(self, tenant: str, lease_id: str) -> None:
@@ -348,9 +393,13 @@ class LeaseService:
                 continue
             released = row.valid_at(now)
             quota.release(self.store, tenant, PoolKind(record["Kind"]), row.token_index, lease_id)
-            records.update_record(self.store, tenant, lease_id,
-                                  State=(LeaseState.RELEASED if released else LeaseState.EXPIRED).value,
-                                  EndedAt=stamp(now) if released else row.expires_at)
+            records.update_record(
+                self.store,
+                tenant,
+                lease_id,
+                State=(LeaseState.RELEASED if released else LeaseState.EXPIRED).value,
+                EndedAt=stamp(now) if released else row.expires_at,
+            )
             return
         raise ContentionExhausted(f"lease {lease_id}: release kept losing races")
 
@@ -362,8 +411,9 @@ class LeaseService:
     def list_leases(self, tenant: str, **filters: Any) -> records.LeasePage:
         """The tenant's leases, each as its slot says (so the list and GET never disagree)."""
         now = utcnow()
-        return records.list_records(self.store, tenant, now, settle=lambda record: settled(self.store, record, now),
-                                    **filters)
+        return records.list_records(
+            self.store, tenant, now, settle=lambda record: settled(self.store, record, now), **filters
+        )
 
     def _record_of(self, tenant: str, lease_id: str) -> dict[str, Any]:
         record = records.read_record(self.store, tenant, lease_id)

@@ -30,7 +30,8 @@ def measured_acquire(tenant: str, kind: str) -> Iterator[Callable[[str, str], No
         yield granted
     except (QuotaExceeded, KindNotInEdition, CapacityUnavailable) as error:
         reason = {QuotaExceeded: "quota-exceeded", KindNotInEdition: "kind-not-in-edition"}.get(
-            type(error), "capacity-unavailable")
+            type(error), "capacity-unavailable"
+        )
         pools = getattr(error, "pools", None) or []
         pool = pools[0] if len(pools) == 1 else f"kind:{kind}"
         telemetry.count(names.LEASE_DENIALS, pool=pool, reason=reason)

@@ -156,8 +156,12 @@ class AcquireRequest(_Request):
 
     def same_request(self, other: dict[str, Any]) -> bool:
         """Does a stored lease answer this request (for an idempotent retry)?"""
-        return bool(other["Kind"] == self.kind.value and other["Purpose"] == self.purpose.value
-                    and other["Holder"] == self.holder and other.get("RequestedRegion", "") == (self.region or ""))
+        return bool(
+            other["Kind"] == self.kind.value
+            and other["Purpose"] == self.purpose.value
+            and other["Holder"] == self.holder
+            and other.get("RequestedRegion", "") == (self.region or "")
+        )
 
 
 class RenewRequest(_Request):

@@ -48,17 +48,41 @@ class StoredPool:
 
 
 def _entity(pool: Pool) -> dict[str, Any]:
-    return {"PartitionKey": pool_partition(pool.id), "RowKey": POOL_ROW, "Id": pool.id, "Kind": pool.kind.value,
-            "Region": pool.region, "Scope": pool.scope.value, "Tenant": pool.tenant or "", "Size": pool.size,
-            "Min": pool.min, "Max": pool.max, "Draining": pool.draining, "SlotsPerShard": pool.slots_per_shard,
-            "SlotsCreated": pool.slots_created, "CreatedAt": pool.created_at, "UpdatedAt": pool.updated_at}
+    return {
+        "PartitionKey": pool_partition(pool.id),
+        "RowKey": POOL_ROW,
+        "Id": pool.id,
+        "Kind": pool.kind.value,
+        "Region": pool.region,
+        "Scope": pool.scope.value,
+        "Tenant": pool.tenant or "",
+        "Size": pool.size,
+        "Min": pool.min,
+        "Max": pool.max,
+        "Draining": pool.draining,
+        "SlotsPerShard": pool.slots_per_shard,
+        "SlotsCreated": pool.slots_created,
+        "CreatedAt": pool.created_at,
+        "UpdatedAt": pool.updated_at,
+    }
 
 
 def _pool(row: dict[str, Any]) -> Pool:
-    return Pool(id=row["Id"], kind=PoolKind(row["Kind"]), region=row["Region"], scope=PoolScope(row["Scope"]),
-                tenant=row.get("Tenant") or None, size=int(row["Size"]), min=int(row["Min"]), max=int(row["Max"]),
-                draining=bool(row["Draining"]), slots_per_shard=int(row["SlotsPerShard"]),
-                slots_created=int(row["SlotsCreated"]), created_at=row["CreatedAt"], updated_at=row["UpdatedAt"])
+    return Pool(
+        id=row["Id"],
+        kind=PoolKind(row["Kind"]),
+        region=row["Region"],
+        scope=PoolScope(row["Scope"]),
+        tenant=row.get("Tenant") or None,
+        size=int(row["Size"]),
+        min=int(row["Min"]),
+        max=int(row["Max"]),
+        draining=bool(row["Draining"]),
+        slots_per_shard=int(row["SlotsPerShard"]),
+        slots_created=int(row["SlotsCreated"]),
+        created_at=row["CreatedAt"],
+        updated_at=row["UpdatedAt"],
+    )
 
 
 def read_pool(store: CapacityStore, pool_id: str) -> StoredPool | None:
@@ -68,8 +92,13 @@ def read_pool(store: CapacityStore, pool_id: str) -> StoredPool | None:
 
 def list_pools(store: CapacityStore) -> list[Pool]:
     low = pool_partition("")
-    rows = query(store.pools, "PartitionKey ge @low and PartitionKey lt @high and RowKey eq @row",
-                 low=low, high=after(low), row=POOL_ROW)
+    rows = query(
+        store.pools,
+        "PartitionKey ge @low and PartitionKey lt @high and RowKey eq @row",
+        low=low,
+        high=after(low),
+        row=POOL_ROW,
+    )
     return sorted((_pool(row) for row in rows), key=lambda p: p.id)
 
 
@@ -120,11 +149,21 @@ def _write_pool(store: CapacityStore, pool_id: str, spec: PoolSpec) -> tuple[Poo
     now = stamp(utcnow())
     current = read_pool(store, pool_id)
     if current is None:
-        pool = Pool(id=pool_id, kind=spec.kind, region=spec.region, scope=spec.scope, tenant=spec.tenant,
-                    size=spec.size, min=spec.min, max=spec.max, draining=bool(spec.draining),
-                    slots_per_shard=spec.slots_per_shard or store.settings.slots_per_shard,
-                    slots_created=spec.size,
-                    created_at=now, updated_at=now)
+        pool = Pool(
+            id=pool_id,
+            kind=spec.kind,
+            region=spec.region,
+            scope=spec.scope,
+            tenant=spec.tenant,
+            size=spec.size,
+            min=spec.min,
+            max=spec.max,
+            draining=bool(spec.draining),
+            slots_per_shard=spec.slots_per_shard or store.settings.slots_per_shard,
+            slots_created=spec.size,
+            created_at=now,
+            updated_at=now,
+        )
         _commit(store, pool, None, old_size=0)
         return pool, True
     pool = _resized(current.pool, spec, now)
@@ -139,16 +178,31 @@ def _reconcile_latest(store: CapacityStore, written: Pool) -> None:
 
 
 def _resized(pool: Pool, spec: PoolSpec, now: str) -> Pool:
-    changed = [name for name, old, new in (("kind", pool.kind, spec.kind), ("region", pool.region, spec.region),
-                                           ("scope", pool.scope, spec.scope), ("tenant", pool.tenant, spec.tenant))
-               if old != new]
+    changed = [
+        name
+        for name, old, new in (
+            ("kind", pool.kind, spec.kind),
+            ("region", pool.region, spec.region),
+            ("scope", pool.scope, spec.scope),
+            ("tenant", pool.tenant, spec.tenant),
+        )
+        if old != new
+    ]
     if spec.slots_per_shard not in (None, pool.slots_per_shard):
         changed.append("slots_per_shard")
     if changed:
         raise PoolChangeRefused(f"a pool's {', '.join(changed)} cannot change; create another pool")
     draining = pool.draining if spec.draining is None else spec.draining
-    return pool.model_copy(update={"size": spec.size, "min": spec.min, "max": spec.max, "draining": draining,
-                                   "slots_created": max(pool.slots_created, spec.size), "updated_at": now})
+    return pool.model_copy(
+        update={
+            "size": spec.size,
+            "min": spec.min,
+            "max": spec.max,
+            "draining": draining,
+            "slots_created": max(pool.slots_created, spec.size),
+            "updated_at": now,
+        }
+    )
 
 
 def drain_pool(store: CapacityStore, pool_id: str) -> Pool:
@@ -174,13 +228,28 @@ def _commit(store: CapacityStore, pool: Pool, current: StoredPool | None, old_si
     if current is None:
         operation: tuple[Any, ...] = ("create", _entity(pool))
     else:
-        operation = ("update", _entity(pool), {"mode": UpdateMode.REPLACE, "etag": current.etag,
-                                               "match_condition": MatchConditions.IfNotModified})
+        operation = (
+            "update",
+            _entity(pool),
+            {"mode": UpdateMode.REPLACE, "etag": current.etag, "match_condition": MatchConditions.IfNotModified},
+        )
     events = []
     if current is None or current.pool.size != pool.size or current.pool.draining != pool.draining:
-        events.append(NewEvent("PoolResized", f"pools/{pool.id}", pool.tenant or PLATFORM_TENANT,
-                               {"pool": pool.id, "kind": pool.kind.value, "region": pool.region,
-                                "old_size": old_size, "new_size": pool.size, "draining": pool.draining}))
+        events.append(
+            NewEvent(
+                "PoolResized",
+                f"pools/{pool.id}",
+                pool.tenant or PLATFORM_TENANT,
+                {
+                    "pool": pool.id,
+                    "kind": pool.kind.value,
+                    "region": pool.region,
+                    "old_size": old_size,
+                    "new_size": pool.size,
+                    "draining": pool.draining,
+                },
+            )
+        )
     try:
         commit_and_dispatch(store.pools_outbox, pool_partition(pool.id), [operation], events)
     except AlreadyExists:  # created concurrently: read it again
@@ -206,8 +275,15 @@ def seed_pools(store: CapacityStore) -> None:
     """Create the settings' pools that do not exist; never change one that does."""
     for seed in store.settings.pools:
         if read_pool(store, seed.id) is None:
-            spec = PoolSpec(kind=seed.kind, region=seed.region, scope=seed.scope, tenant=seed.tenant,
-                            size=seed.size, min=seed.min, max=seed.max)
+            spec = PoolSpec(
+                kind=seed.kind,
+                region=seed.region,
+                scope=seed.scope,
+                tenant=seed.tenant,
+                size=seed.size,
+                min=seed.min,
+                max=seed.max,
+            )
             put_pool(store, seed.id, spec)
 
 
@@ -218,8 +294,16 @@ def pool_view(store: CapacityStore, pool: Pool, now: datetime, viewer_tenant: st
     held = [s for s in slots if s.valid_at(now)]
     window = timedelta(minutes=store.settings.recent_denials_minutes)
     return PoolView(
-        id=pool.id, kind=pool.kind, region=pool.region, scope=pool.scope, tenant=pool.tenant, size=pool.size,
-        min=pool.min, max=pool.max, draining=pool.draining, held=len(held),
+        id=pool.id,
+        kind=pool.kind,
+        region=pool.region,
+        scope=pool.scope,
+        tenant=pool.tenant,
+        size=pool.size,
+        min=pool.min,
+        max=pool.max,
+        draining=pool.draining,
+        held=len(held),
         free=sum(1 for s in slots if s.takeable_at(now, grace)),
         held_on_closed_slots=sum(1 for s in held if not s.open),
         recent_denials=recent_denials(store, pool.id, now - window, window, viewer_tenant),

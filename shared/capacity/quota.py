@@ -78,8 +78,13 @@ class QuotaToken:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> QuotaToken:
-        return cls(index=int(row["Index"]), lease_id=row.get("LeaseId", ""),
-                   expires_at=row.get("ExpiresAt", ""), etag=row["etag"], claimed_at=row.get("ClaimedAt", ""))
+        return cls(
+            index=int(row["Index"]),
+            lease_id=row.get("LeaseId", ""),
+            expires_at=row.get("ExpiresAt", ""),
+            etag=row["etag"],
+            claimed_at=row.get("ClaimedAt", ""),
+        )
 
     def live_at(self, now: datetime) -> bool:
         return bool(self.lease_id) and parse_stamp(self.expires_at) > now
@@ -118,13 +123,27 @@ class QuotaFull(Exception):
 
 
 def read_tokens(store: CapacityStore, tenant: str, kind: PoolKind, now: datetime) -> TenantTokens:
-    rows = query(store.quotas, "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
-                 pk=quota_partition(tenant, kind), low=TOKEN_PREFIX, high=after(TOKEN_PREFIX))
+    rows = query(
+        store.quotas,
+        "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
+        pk=quota_partition(tenant, kind),
+        low=TOKEN_PREFIX,
+        high=after(TOKEN_PREFIX),
+    )
     return TenantTokens({int(r["Index"]): QuotaToken.from_row(r) for r in rows}, now)
 
 
-def claim(store: CapacityStore, tenant: str, kind: PoolKind, limit: int, lease_id: str,
-          expires_at: datetime, now_fn: Any, grace: timedelta, tokens: TenantTokens | None = None) -> int:
+def claim(
+    store: CapacityStore,
+    tenant: str,
+    kind: PoolKind,
+    limit: int,
+    lease_id: str,
+    expires_at: datetime,
+    now_fn: Any,
+    grace: timedelta,
+    tokens: TenantTokens | None = None,
+) -> int:
     """Hold one of tokens ``0..limit-1`` for ``lease_id`` until ``expires_at``; QuotaFull if none is free.
 
     ``tokens`` is the caller's fresh read, if it has one (saves a round trip).
@@ -132,14 +151,20 @@ def claim(store: CapacityStore, tenant: str, kind: PoolKind, limit: int, lease_i
     partition = quota_partition(tenant, kind)
     tokens = tokens or read_tokens(store, tenant, kind, now_fn())
     for round_number in range(CLAIM_ROUNDS):
-        free = [i for i in range(limit)
-                if i not in tokens.tokens or tokens.tokens[i].takeable_at(tokens.now, grace)]
+        free = [i for i in range(limit) if i not in tokens.tokens or tokens.tokens[i].takeable_at(tokens.now, grace)]
         if len(tokens.live()) >= limit or not free:
             raise QuotaFull(tokens)
         for index in shuffled(free):
-            entity = {"PartitionKey": partition, "RowKey": token_row(index), "Index": index,
-                      "Tenant": tenant, "Kind": kind.value, "LeaseId": lease_id,
-                      "ExpiresAt": stamp(expires_at), "ClaimedAt": stamp(tokens.now)}
+            entity = {
+                "PartitionKey": partition,
+                "RowKey": token_row(index),
+                "Index": index,
+                "Tenant": tenant,
+                "Kind": kind.value,
+                "LeaseId": lease_id,
+                "ExpiresAt": stamp(expires_at),
+                "ClaimedAt": stamp(tokens.now),
+            }
             try:
                 current = tokens.tokens.get(index)
                 if current is None:
@@ -168,8 +193,7 @@ def _rows(store: CapacityStore, key: tuple[str, str]) -> Iterator[tuple[dict[str
         yield read_row(store.quotas, *key), False
 
 
-def extend(store: CapacityStore, tenant: str, kind: PoolKind, index: int, lease_id: str,
-           expires_at: datetime) -> bool:
+def extend(store: CapacityStore, tenant: str, kind: PoolKind, index: int, lease_id: str, expires_at: datetime) -> bool:
     """Move the token's expiry; False if the token no longer belongs to ``lease_id``."""
     key = (quota_partition(tenant, kind), token_row(index))
     for row, from_cache in _rows(store, key):
@@ -196,8 +220,16 @@ def give_back(store: CapacityStore, tenant: str, kind: PoolKind, token: QuotaTok
     it again, has moved the ETag on, and the token is left alone.
     """
     key = (quota_partition(tenant, kind), token_row(token.index))
-    entity = {"PartitionKey": key[0], "RowKey": key[1], "Index": token.index, "Tenant": tenant,
-              "Kind": kind.value, "LeaseId": "", "ExpiresAt": "", "ClaimedAt": token.claimed_at}
+    entity = {
+        "PartitionKey": key[0],
+        "RowKey": key[1],
+        "Index": token.index,
+        "Tenant": tenant,
+        "Kind": kind.value,
+        "LeaseId": "",
+        "ExpiresAt": "",
+        "ClaimedAt": token.claimed_at,
+    }
     try:
         replace_if_unchanged(store.quotas, entity, token.etag)
     except (ConcurrencyConflict, NotFound):

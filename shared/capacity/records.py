@@ -72,14 +72,45 @@ def insert_record(store: CapacityStore, record: dict[str, Any]) -> None:
     _remember(record)
 
 
-def new_record(*, tenant: str, lease_id: str, pool: str, kind: str, region: str, requested_region: str, slot: int,
-               shard: int, token_index: int, fencing_token: int, holder: str, purpose: str, ttl_seconds: int,
-               granted_at: str, expires_at: str) -> dict[str, Any]:
-    return {"PartitionKey": lease_partition(tenant, lease_id), "RowKey": lease_id, "LeaseId": lease_id,
-            "Tenant": tenant, "Pool": pool, "Kind": kind, "Region": region, "RequestedRegion": requested_region,
-            "Slot": slot, "Shard": shard, "TokenIndex": token_index, "FencingToken": fencing_token,
-            "Holder": holder, "Purpose": purpose, "TtlSeconds": ttl_seconds, "GrantedAt": granted_at,
-            "ExpiresAt": expires_at, "State": LeaseState.ACTIVE.value, "EndedAt": ""}
+def new_record(
+    *,
+    tenant: str,
+    lease_id: str,
+    pool: str,
+    kind: str,
+    region: str,
+    requested_region: str,
+    slot: int,
+    shard: int,
+    token_index: int,
+    fencing_token: int,
+    holder: str,
+    purpose: str,
+    ttl_seconds: int,
+    granted_at: str,
+    expires_at: str,
+) -> dict[str, Any]:
+    return {
+        "PartitionKey": lease_partition(tenant, lease_id),
+        "RowKey": lease_id,
+        "LeaseId": lease_id,
+        "Tenant": tenant,
+        "Pool": pool,
+        "Kind": kind,
+        "Region": region,
+        "RequestedRegion": requested_region,
+        "Slot": slot,
+        "Shard": shard,
+        "TokenIndex": token_index,
+        "FencingToken": fencing_token,
+        "Holder": holder,
+        "Purpose": purpose,
+        "TtlSeconds": ttl_seconds,
+        "GrantedAt": granted_at,
+        "ExpiresAt": expires_at,
+        "State": LeaseState.ACTIVE.value,
+        "EndedAt": "",
+    }
 
 
 def update_record(store: CapacityStore, tenant: str, lease_id: str, **changes: Any) -> None:
@@ -109,11 +140,22 @@ def state_of(record: dict[str, Any], now: datetime) -> LeaseState:
 def view(record: dict[str, Any], now: datetime) -> LeaseView:
     state = state_of(record, now)
     ended_at = record.get("EndedAt") or (record["ExpiresAt"] if state is LeaseState.EXPIRED else None)
-    return LeaseView(lease_id=record["LeaseId"], tenant=record["Tenant"], pool=record["Pool"], kind=record["Kind"],
-                     region=record["Region"], slot=int(record["Slot"]), fencing_token=int(record["FencingToken"]),
-                     holder=record["Holder"], purpose=record["Purpose"], state=state,
-                     ttl_seconds=int(record["TtlSeconds"]), granted_at=record["GrantedAt"],
-                     expires_at=record["ExpiresAt"], ended_at=ended_at or None)
+    return LeaseView(
+        lease_id=record["LeaseId"],
+        tenant=record["Tenant"],
+        pool=record["Pool"],
+        kind=record["Kind"],
+        region=record["Region"],
+        slot=int(record["Slot"]),
+        fencing_token=int(record["FencingToken"]),
+        holder=record["Holder"],
+        purpose=record["Purpose"],
+        state=state,
+        ttl_seconds=int(record["TtlSeconds"]),
+        granted_at=record["GrantedAt"],
+        expires_at=record["ExpiresAt"],
+        ended_at=ended_at or None,
+    )
 
 
 @dataclass(frozen=True)
@@ -122,10 +164,18 @@ class LeasePage:
     continuation: str | None
 
 
-def list_records(store: CapacityStore, tenant: str, now: datetime, *, pool: str | None = None,
-                 holder: str | None = None, state: LeaseState | None = None, limit: int = 100,
-                 continuation: str | None = None,
-                 settle: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> LeasePage:
+def list_records(
+    store: CapacityStore,
+    tenant: str,
+    now: datetime,
+    *,
+    pool: str | None = None,
+    holder: str | None = None,
+    state: LeaseState | None = None,
+    limit: int = 100,
+    continuation: str | None = None,
+    settle: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> LeasePage:
     """The tenant's leases, filtered; ``continuation`` pages through more than ``limit``.
 
     ``settle`` brings a record in line with its slot before it is shown and filtered by state.
@@ -171,8 +221,12 @@ def _decoded_continuation(continuation: str) -> dict[str, str | None]:
         token = json.loads(base64.urlsafe_b64decode(continuation.encode("ascii")))
     except (ValueError, UnicodeEncodeError, RecursionError):  # not base64, not UTF-8, not JSON
         token = None
-    if not (isinstance(token, dict) and token and set(token) <= {"PartitionKey", "RowKey"}
-            and all(value is None or (isinstance(value, str) and len(value) <= 1024) for value in token.values())):
+    if not (
+        isinstance(token, dict)
+        and token
+        and set(token) <= {"PartitionKey", "RowKey"}
+        and all(value is None or (isinstance(value, str) and len(value) <= 1024) for value in token.values())
+    ):
         raise InvalidInput([{"path": "/continuation", "message": "not a continuation this service handed out"}])
     return token
 

@@ -101,8 +101,9 @@ def take_census(store: CapacityStore, tenant: str, tokens: TenantTokens, limit: 
         if row is None or not row.holds(token.lease_id, tenant) or row.generation != int(record["FencingToken"]):
             census.ended.append((token, record))  # the slot moved past the lease: it cannot come back
         elif row.valid_at(seen):
-            census.held.append(HeldLease(token.lease_id, parse_stamp(row.granted_at),
-                                         parse_stamp(row.expires_at), seen))
+            census.held.append(
+                HeldLease(token.lease_id, parse_stamp(row.granted_at), parse_stamp(row.expires_at), seen)
+            )
         else:
             census.lapsed.append(token)  # expired, not ended: a renew in flight may still revive it
     return census
@@ -115,8 +116,11 @@ def _admitted_by(token: QuotaToken, record: dict[str, Any]) -> bool:
     another acquire with the same lease id claimed later (its duplicate grant, about to be
     given back, may still be valid) fails one or the other, and is not judged by this record.
     """
-    return (int(record.get("TokenIndex", -1)) == token.index and bool(token.claimed_at)
-            and parse_stamp(token.claimed_at) <= parse_stamp(record["GrantedAt"]))
+    return (
+        int(record.get("TokenIndex", -1)) == token.index
+        and bool(token.claimed_at)
+        and parse_stamp(token.claimed_at) <= parse_stamp(record["GrantedAt"])
+    )
 
 
 def return_ended(store: CapacityStore, tenant: str, kind: PoolKind, census: TokenCensus) -> int:
@@ -141,8 +145,9 @@ class PoolPressure:
     latest_end: datetime | None
     draining: bool
 
-    def refusal(self, kind: str, pools: list[Pool], now: datetime, grace: timedelta,
-                contended: bool = False) -> CapacityUnavailable:
+    def refusal(
+        self, kind: str, pools: list[Pool], now: datetime, grace: timedelta, contended: bool = False
+    ) -> CapacityUnavailable:
         names = [p.id for p in pools]
         if self.draining:
             return CapacityUnavailable(kind, names, True, DRAINING_RETRY_SECONDS)
@@ -150,22 +155,35 @@ class PoolPressure:
             return CapacityUnavailable(kind, names, False, CONTENDED_RETRY_SECONDS, contended=True)
         if self.earliest_end is None or self.latest_end is None:  # no lease to wait for: slots in their grace
             return CapacityUnavailable(kind, names, False, _seconds(grace))
-        return CapacityUnavailable(kind, names, False, _seconds(self.earliest_end + grace - now),
-                                   retry_ceiling_seconds=_seconds(self.latest_end - now))
+        return CapacityUnavailable(
+            kind,
+            names,
+            False,
+            _seconds(self.earliest_end + grace - now),
+            retry_ceiling_seconds=_seconds(self.latest_end - now),
+        )
 
 
 def pressure_of(rows: list[slots.SlotRow], pools: list[Pool], now: datetime, grace: timedelta) -> PoolPressure:
     """From the open slots of the pools: how many are free, and when their leases end."""
     open_rows = [row for row in rows if row.open]
     ends = [parse_stamp(row.expires_at) for row in open_rows if row.valid_at(now)]
-    return PoolPressure(free=sum(1 for row in open_rows if row.takeable_at(now, grace)),
-                        earliest_end=min(ends) if ends else None, latest_end=max(ends) if ends else None,
-                        draining=all(p.draining for p in pools))
+    return PoolPressure(
+        free=sum(1 for row in open_rows if row.takeable_at(now, grace)),
+        earliest_end=min(ends) if ends else None,
+        latest_end=max(ends) if ends else None,
+        draining=all(p.draining for p in pools),
+    )
 
 
 def read_pressure(store: CapacityStore, pools: list[Pool], grace: timedelta) -> PoolPressure:
-    rows = [row for pool in pools if not pool.draining
-            for shard in pool.shards(upto=pool.size) for row in slots.read_shard(store, pool.id, shard)]
+    rows = [
+        row
+        for pool in pools
+        if not pool.draining
+        for shard in pool.shards(upto=pool.size)
+        for row in slots.read_shard(store, pool.id, shard)
+    ]
     return pressure_of(rows, pools, utcnow(), grace)
 
 

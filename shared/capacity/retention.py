@@ -29,8 +29,13 @@ class PurgeResult:
 def purge_grant_history(store: CapacityStore, older_than: timedelta) -> int:
     cutoff = stamp(utcnow() - older_than)
     purged = 0
-    rows = query(store.slots, "RowKey ge @low and RowKey lt @high and Outcome ne 'held' and EndedAt lt @cutoff",
-                 low=GRANT_PREFIX, high=after(GRANT_PREFIX), cutoff=cutoff)
+    rows = query(
+        store.slots,
+        "RowKey ge @low and RowKey lt @high and Outcome ne 'held' and EndedAt lt @cutoff",
+        low=GRANT_PREFIX,
+        high=after(GRANT_PREFIX),
+        cutoff=cutoff,
+    )
     for row in rows:
         try:
             store.slots.delete_entity(row["PartitionKey"], row["RowKey"])

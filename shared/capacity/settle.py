@@ -32,22 +32,32 @@ def settled(store: CapacityStore, record: dict[str, Any], now: datetime) -> dict
     if records.state_of(record, now) is not LeaseState.ACTIVE:
         return record
     row = slots.read_slot(store, record["Pool"], int(record["Shard"]), int(record["Slot"]))
-    if row is not None and row.holds(record["LeaseId"], record["Tenant"]) and row.generation == int(
-            record["FencingToken"]):
+    if (
+        row is not None
+        and row.holds(record["LeaseId"], record["Tenant"])
+        and row.generation == int(record["FencingToken"])
+    ):
         return {**record, "ExpiresAt": row.expires_at}  # a renew may not have reached the record yet
     state, ended_at = _outcome(store, record)
     try:
         records.update_record(store, record["Tenant"], record["LeaseId"], State=state.value, EndedAt=ended_at)
     except StoreError as error:
-        log.warning("lease %s: record not repaired: %s", record["LeaseId"], error,
-                    extra=ids(tenant=record["Tenant"], lease=record["LeaseId"]))
+        log.warning(
+            "lease %s: record not repaired: %s",
+            record["LeaseId"],
+            error,
+            extra=ids(tenant=record["Tenant"], lease=record["LeaseId"]),
+        )
     return {**record, "State": state.value, "EndedAt": ended_at}
 
 
 def _outcome(store: CapacityStore, record: dict[str, Any]) -> tuple[LeaseState, str]:
     """How the lease ended, from its grant history row (ended in the same batch as its slot)."""
-    history = read_row(store.slots, shard_partition(record["Pool"], int(record["Shard"])),
-                       grant_row(int(record["Slot"]), int(record["FencingToken"])))
+    history = read_row(
+        store.slots,
+        shard_partition(record["Pool"], int(record["Shard"])),
+        grant_row(int(record["Slot"]), int(record["FencingToken"])),
+    )
     if history is not None and history.get("Outcome") == LeaseState.RELEASED.value and history.get("EndedAt"):
         return LeaseState.RELEASED, history["EndedAt"]
     # A slot is taken over only after its lease expired: not held any more, and not released, is expired

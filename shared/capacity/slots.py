@@ -108,10 +108,19 @@ class SlotRow:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> SlotRow:
-        return cls(pool=row["Pool"], index=int(row["Slot"]), shard=int(row["Shard"]), open=bool(row["Open"]),
-                   generation=int(row["Generation"]), lease_id=row.get("LeaseId", ""),
-                   tenant=row.get("Tenant", ""), token_index=int(row.get("TokenIndex", -1)),
-                   granted_at=row.get("GrantedAt", ""), expires_at=row.get("ExpiresAt", ""), etag=row["etag"])
+        return cls(
+            pool=row["Pool"],
+            index=int(row["Slot"]),
+            shard=int(row["Shard"]),
+            open=bool(row["Open"]),
+            generation=int(row["Generation"]),
+            lease_id=row.get("LeaseId", ""),
+            tenant=row.get("Tenant", ""),
+            token_index=int(row.get("TokenIndex", -1)),
+            granted_at=row.get("GrantedAt", ""),
+            expires_at=row.get("ExpiresAt", ""),
+            etag=row["etag"],
+        )
 
     @property
     def partition(self) -> str:
@@ -130,10 +139,20 @@ class SlotRow:
 
     def entity(self, **changes: Any) -> dict[str, Any]:
         row = replace(self, **changes) if changes else self
-        return {"PartitionKey": row.partition, "RowKey": slot_row(row.index), "Pool": row.pool,
-                "Slot": row.index, "Shard": row.shard, "Open": row.open, "Generation": row.generation,
-                "LeaseId": row.lease_id, "Tenant": row.tenant, "TokenIndex": row.token_index,
-                "GrantedAt": row.granted_at, "ExpiresAt": row.expires_at}
+        return {
+            "PartitionKey": row.partition,
+            "RowKey": slot_row(row.index),
+            "Pool": row.pool,
+            "Slot": row.index,
+            "Shard": row.shard,
+            "Open": row.open,
+            "Generation": row.generation,
+            "LeaseId": row.lease_id,
+            "Tenant": row.tenant,
+            "TokenIndex": row.token_index,
+            "GrantedAt": row.granted_at,
+            "ExpiresAt": row.expires_at,
+        }
 
     def free_entity(self) -> dict[str, Any]:
         return self.entity(lease_id="", tenant="", token_index=-1, granted_at="", expires_at="")
@@ -148,8 +167,13 @@ def _merge(partition: str, row_key: str, **fields: Any) -> Operation:
 
 
 def read_shard(store: CapacityStore, pool_id: str, shard: int) -> list[SlotRow]:
-    rows = query(store.slots, "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
-                 pk=shard_partition(pool_id, shard), low=SLOT_PREFIX, high=after(SLOT_PREFIX))
+    rows = query(
+        store.slots,
+        "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
+        pk=shard_partition(pool_id, shard),
+        low=SLOT_PREFIX,
+        high=after(SLOT_PREFIX),
+    )
     return [SlotRow.from_row(row) for row in rows]
 
 
@@ -180,9 +204,19 @@ def ensure_slot(store: CapacityStore, pool: Pool, index: int, should_be_open: bo
     """Create the slot row, or set its ``Open`` flag; held leases are left alone."""
     current = read_slot(store, pool.id, pool.shard_of(index), index)
     if current is None:
-        fresh = SlotRow(pool=pool.id, index=index, shard=pool.shard_of(index), open=should_be_open,
-                        generation=0, lease_id="", tenant="", token_index=-1, granted_at="",
-                        expires_at="", etag="")
+        fresh = SlotRow(
+            pool=pool.id,
+            index=index,
+            shard=pool.shard_of(index),
+            open=should_be_open,
+            generation=0,
+            lease_id="",
+            tenant="",
+            token_index=-1,
+            granted_at="",
+            expires_at="",
+            etag="",
+        )
         try:
             insert_if_absent(store.slots, fresh.entity())
         except AlreadyExists:
@@ -192,28 +226,59 @@ def ensure_slot(store: CapacityStore, pool: Pool, index: int, should_be_open: bo
         replace_if_unchanged(store.slots, current.entity(open=should_be_open), current.etag)
 
 
-def grant(store: CapacityStore, pool: Pool, row: SlotRow, claim: Claim, now: datetime,
-          expires_at: datetime) -> tuple[SlotRow, list[CloudEvent]]:
+def grant(
+    store: CapacityStore, pool: Pool, row: SlotRow, claim: Claim, now: datetime, expires_at: datetime
+) -> tuple[SlotRow, list[CloudEvent]]:
     """Give ``row`` to ``claim``; a lost race raises ConcurrencyConflict (or AlreadyExists)."""
     generation = row.generation + 1
-    granted = replace(row, generation=generation, lease_id=claim.lease_id, tenant=claim.tenant,
-                      token_index=claim.token_index, granted_at=stamp(now), expires_at=stamp(expires_at))
+    granted = replace(
+        row,
+        generation=generation,
+        lease_id=claim.lease_id,
+        tenant=claim.tenant,
+        token_index=claim.token_index,
+        granted_at=stamp(now),
+        expires_at=stamp(expires_at),
+    )
     history = {
-        "PartitionKey": row.partition, "RowKey": grant_row(row.index, generation), "Pool": pool.id,
-        "Slot": row.index, "FencingToken": generation, "LeaseId": claim.lease_id, "Tenant": claim.tenant,
-        "Kind": pool.kind.value, "Region": pool.region, "Holder": claim.holder, "Purpose": claim.purpose,
-        "TokenIndex": claim.token_index, "GrantedAt": granted.granted_at, "ExpiresAt": granted.expires_at,
-        "EndedAt": "", "Outcome": "held",
+        "PartitionKey": row.partition,
+        "RowKey": grant_row(row.index, generation),
+        "Pool": pool.id,
+        "Slot": row.index,
+        "FencingToken": generation,
+        "LeaseId": claim.lease_id,
+        "Tenant": claim.tenant,
+        "Kind": pool.kind.value,
+        "Region": pool.region,
+        "Holder": claim.holder,
+        "Purpose": claim.purpose,
+        "TokenIndex": claim.token_index,
+        "GrantedAt": granted.granted_at,
+        "ExpiresAt": granted.expires_at,
+        "EndedAt": "",
+        "Outcome": "held",
     }
     operations: list[Operation] = [("update", granted.entity(), _conditional(row.etag)), ("create", history)]
     events: list[NewEvent] = []
     if row.lease_id:  # taking over an expired lease: end it in the same batch
-        operations.append(_merge(row.partition, grant_row(row.index, row.generation),
-                                 Outcome="expired", EndedAt=row.expires_at))
+        operations.append(
+            _merge(row.partition, grant_row(row.index, row.generation), Outcome="expired", EndedAt=row.expires_at)
+        )
         events.append(_event("LeaseExpired", row, row.lease_id, row.tenant, expired_at=row.expires_at))
-    events.append(_event("LeaseGranted", granted, claim.lease_id, claim.tenant, holder=claim.holder,
-                         purpose=claim.purpose, kind=pool.kind.value, region=pool.region,
-                         granted_at=granted.granted_at, expires_at=granted.expires_at))
+    events.append(
+        _event(
+            "LeaseGranted",
+            granted,
+            claim.lease_id,
+            claim.tenant,
+            holder=claim.holder,
+            purpose=claim.purpose,
+            kind=pool.kind.value,
+            region=pool.region,
+            granted_at=granted.granted_at,
+            expires_at=granted.expires_at,
+        )
+    )
     key = (row.pool, row.shard, row.index)
     _known.forget(key)
     sent, results = commit_dispatch_etags(store.slots_outbox, row.partition, operations, events)
@@ -229,10 +294,13 @@ def renew(store: CapacityStore, row: SlotRow, expires_at: datetime) -> SlotRow:
     until = stamp(expires_at)
     key = (row.pool, row.shard, row.index)
     try:
-        results = submit_batch(store.slots, [
-            ("update", row.entity(expires_at=until), _conditional(row.etag)),
-            _merge(row.partition, grant_row(row.index, row.generation), ExpiresAt=until),
-        ])
+        results = submit_batch(
+            store.slots,
+            [
+                ("update", row.entity(expires_at=until), _conditional(row.etag)),
+                _merge(row.partition, grant_row(row.index, row.generation), ExpiresAt=until),
+            ],
+        )
     except Exception:
         _known.forget(key)
         raise
@@ -248,8 +316,7 @@ def end(store: CapacityStore, row: SlotRow, now: datetime, reason: str = "") -> 
     ended_at = row.expires_at if expired else stamp(now)
     operations: list[Operation] = [
         ("update", row.free_entity(), _conditional(row.etag)),
-        _merge(row.partition, grant_row(row.index, row.generation), Outcome=outcome, EndedAt=ended_at,
-               Reason=reason),
+        _merge(row.partition, grant_row(row.index, row.generation), Outcome=outcome, EndedAt=ended_at, Reason=reason),
     ]
     extra = {"expired_at": ended_at} if expired else {"released_at": ended_at}
     if reason:
@@ -266,15 +333,25 @@ def shuffled(items: Iterable[T]) -> list[T]:
 
 
 def _event(event_type: str, row: SlotRow, lease_id: str, tenant: str, **data: Any) -> NewEvent:
-    return NewEvent(event_type, f"leases/{lease_id}", tenant,
-                    {"lease_id": lease_id, "pool": row.pool, "slot": row.index, "fencing_token": row.generation,
-                     **data})
+    return NewEvent(
+        event_type,
+        f"leases/{lease_id}",
+        tenant,
+        {"lease_id": lease_id, "pool": row.pool, "slot": row.index, "fencing_token": row.generation, **data},
+    )
 
 
 def grant_history(store: CapacityStore, pool: Pool) -> list[dict[str, Any]]:
     """Every grant record of the pool's slots (for audits and the storm test's checks)."""
     rows: list[dict[str, Any]] = []
     for shard in pool.shards():
-        rows.extend(query(store.slots, "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
-                          pk=shard_partition(pool.id, shard), low=GRANT_PREFIX, high=after(GRANT_PREFIX)))
+        rows.extend(
+            query(
+                store.slots,
+                "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
+                pk=shard_partition(pool.id, shard),
+                low=GRANT_PREFIX,
+                high=after(GRANT_PREFIX),
+            )
+        )
     return rows

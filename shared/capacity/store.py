@@ -60,7 +60,7 @@ class CapacityStore:
 def jittered_pause(attempt: int, cap_seconds: float = 0.05) -> None:
     """After a lost race: sleep a random time up to an exponentially growing cap ("full jitter"),
     so that contenders spread out instead of colliding again in step."""
-    time.sleep(random.uniform(0, min(cap_seconds, 0.002 * 2 ** attempt)))
+    time.sleep(random.uniform(0, min(cap_seconds, 0.002 * 2**attempt)))
 
 
 class LruCache(Generic[K, V]):
@@ -129,14 +129,16 @@ class _BackgroundDispatch:
 _dispatcher = _BackgroundDispatch()
 
 
-def commit_and_dispatch(outbox: Outbox, stream: str, operations: Sequence[tuple[Any, ...]],
-                        events: Iterable[NewEvent]) -> list[CloudEvent]:
+def commit_and_dispatch(
+    outbox: Outbox, stream: str, operations: Sequence[tuple[Any, ...]], events: Iterable[NewEvent]
+) -> list[CloudEvent]:
     """Commit state and events atomically, then send the events in the background."""
     return commit_dispatch_etags(outbox, stream, operations, events)[0]
 
 
-def commit_dispatch_etags(outbox: Outbox, stream: str, operations: Sequence[tuple[Any, ...]],
-                          events: Iterable[NewEvent]) -> tuple[list[CloudEvent], list[Mapping[str, Any]]]:
+def commit_dispatch_etags(
+    outbox: Outbox, stream: str, operations: Sequence[tuple[Any, ...]], events: Iterable[NewEvent]
+) -> tuple[list[CloudEvent], list[Mapping[str, Any]]]:
     """:func:`commit_and_dispatch`, also returning each operation's metadata (its new ``etag``)."""
     committed, results = outbox.commit_batch(stream, operations, events)
     if committed:

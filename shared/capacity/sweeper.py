@@ -58,8 +58,9 @@ def sweep_pool(store: CapacityStore, pool_id: str) -> SweepResult:
                 continue
             expired += 1
             quota.release(store, row.tenant, pool.kind, row.token_index, row.lease_id)
-            records.update_record(store, row.tenant, row.lease_id, State=LeaseState.EXPIRED.value,
-                                  EndedAt=row.expires_at)
+            records.update_record(
+                store, row.tenant, row.lease_id, State=LeaseState.EXPIRED.value, EndedAt=row.expires_at
+            )
     if expired:
         log.info("pool %s: %d expired lease(s) swept", pool_id, expired)
     return SweepResult(pool_id, expired, contended)

@@ -69,8 +69,10 @@ class EnvironmentSpecification(Strict):
     @classmethod
     def _unique_resources(cls, resources: list[EmbeddedResource]) -> list[EmbeddedResource]:
         if len(resources) > MAX_RESOURCES:
-            raise ValueError(f"a specification declares at most {MAX_RESOURCES} resources; this one declares "
-                             f"{len(resources)}: split the environment")
+            raise ValueError(
+                f"a specification declares at most {MAX_RESOURCES} resources; this one declares "
+                f"{len(resources)}: split the environment"
+            )
         # Table names are case-insensitive in Azure Storage: "Ledger" and "ledger" are one table.
         if twice := repeated(r.address.lower() if r.type is ResourceType.TABLE else r.address for r in resources):
             raise ValueError(f"resources repeat: {twice}")
@@ -87,8 +89,9 @@ class EnvironmentSpecification(Strict):
             raise ValueError("configuration and secret reference names must be unique")
         size = len(self.canonical_json())
         if size > MAX_SPECIFICATION_BYTES:
-            raise ValueError(f"a specification is at most {MAX_SPECIFICATION_BYTES} bytes as canonical JSON; "
-                             f"this one is {size}")
+            raise ValueError(
+                f"a specification is at most {MAX_SPECIFICATION_BYTES} bytes as canonical JSON; this one is {size}"
+            )
         return self
 
     def canonical_json(self) -> bytes:

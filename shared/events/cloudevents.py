@@ -43,8 +43,9 @@ class CloudEvent:
     tracestate: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        tracing = {name: value for name, value in (("traceparent", self.traceparent),
-                                                    ("tracestate", self.tracestate)) if value}
+        tracing = {
+            name: value for name, value in (("traceparent", self.traceparent), ("tracestate", self.tracestate)) if value
+        }
         return tracing | {
             "specversion": SPEC_VERSION,
             "id": self.id,

@@ -94,20 +94,31 @@ def outbox_row_key(sequence: int) -> str:
 
 
 class Outbox:
-    def __init__(self, table: TableClient, queue: QueueClient, source: str,
-                 subscribers: Sequence[QueueClient] = (), markers: TableClient | None = None) -> None:
+    def __init__(
+        self,
+        table: TableClient,
+        queue: QueueClient,
+        source: str,
+        subscribers: Sequence[QueueClient] = (),
+        markers: TableClient | None = None,
+    ) -> None:
         self._table = table
         self._queues = [queue, *subscribers]  # the public queue, then modules of this host that listen in
         self._source = source
         self._markers = markers
 
-    def commit(self, stream: str, operations: Sequence[TransactionOperation],
-               events: Iterable[NewEvent]) -> list[CloudEvent]:
+    def commit(
+        self, stream: str, operations: Sequence[TransactionOperation], events: Iterable[NewEvent]
+    ) -> list[CloudEvent]:
         """Apply ``operations`` and record ``events`` atomically in partition ``stream``."""
         return self.commit_batch(stream, operations, events)[0]
 
-    def commit_batch(self, stream: str, operations: Sequence[TransactionOperation], events: Iterable[NewEvent],
-                     ) -> tuple[list[CloudEvent], list[Mapping[str, Any]]]:
+    def commit_batch(
+        self,
+        stream: str,
+        operations: Sequence[TransactionOperation],
+        events: Iterable[NewEvent],
+    ) -> tuple[list[CloudEvent], list[Mapping[str, Any]]]:
         """:meth:`commit`, also returning each of ``operations``' metadata (its new ``etag``), in order.
 
         The stream's sequence row is not read when this process wrote it last:
@@ -141,8 +152,11 @@ class Outbox:
             except ConcurrencyConflict as conflict:
                 _sequences.forget(key)
                 cause = conflict.__cause__
-                if (remembered is not None and isinstance(cause, TableTransactionError)
-                        and cause.index == len(batch) - 1):
+                if (
+                    remembered is not None
+                    and isinstance(cause, TableTransactionError)
+                    and cause.index == len(batch) - 1
+                ):
                     remembered = None  # only the remembered sequence row was stale: read it, send again
                     continue
                 raise
@@ -150,7 +164,7 @@ class Outbox:
                 _sequences.forget(key)
                 raise
             _sequences.put(key, (last + len(pending), str(results[-1]["etag"])))
-            return cloud_events, list(results[:len(operations)])
+            return cloud_events, list(results[: len(operations)])
 
     def dispatch(self, events: Iterable[CloudEvent]) -> None:
         """Send events now; failures are left for the dispatcher timer, never raised."""
@@ -204,8 +218,7 @@ class Outbox:
         marked = _marked.get(key)
         if marked is not None and time.monotonic() - marked < MARKER_REFRESH.total_seconds():
             return
-        self._markers.upsert_entity({"PartitionKey": self._table.table_name, "RowKey": stream},
-                                    mode=UpdateMode.REPLACE)
+        self._markers.upsert_entity({"PartitionKey": self._table.table_name, "RowKey": stream}, mode=UpdateMode.REPLACE)
         _marked.put(key, time.monotonic())
 
     def _unmark(self, marker: Any) -> None:
@@ -213,8 +226,12 @@ class Outbox:
         if self._markers is None or touched is None or datetime.now(UTC) - touched < MARKER_GRACE:
             return  # no markers kept; or a writer may be between its marker and its commit
         try:
-            self._markers.delete_entity(marker["PartitionKey"], marker["RowKey"], etag=marker.metadata["etag"],
-                                        match_condition=MatchConditions.IfNotModified)
+            self._markers.delete_entity(
+                marker["PartitionKey"],
+                marker["RowKey"],
+                etag=marker.metadata["etag"],
+                match_condition=MatchConditions.IfNotModified,
+            )
         except (ResourceModifiedError, ResourceNotFoundError, HttpResponseError):
             pass  # touched again since: keep it
 
@@ -223,7 +240,8 @@ class Outbox:
         query = "RowKey ge @start and RowKey lt @end and Dispatched eq true and DispatchedAt lt @cutoff"
         purged = 0
         for row in self._table.query_entities(
-                query, parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END, "cutoff": cutoff}):
+            query, parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END, "cutoff": cutoff}
+        ):
             self._table.delete_entity(row["PartitionKey"], row["RowKey"])
             purged += 1
         return purged
@@ -232,29 +250,53 @@ class Outbox:
         for queue in self._queues:
             queue.send_message(event_json)
         self._table.update_entity(
-            {"PartitionKey": stream, "RowKey": row_key, "Dispatched": True,
-             "DispatchedAt": datetime.now(UTC).isoformat()},
+            {
+                "PartitionKey": stream,
+                "RowKey": row_key,
+                "Dispatched": True,
+                "DispatchedAt": datetime.now(UTC).isoformat(),
+            },
             mode=UpdateMode.MERGE,
         )
 
     def _envelope(self, stream: str, event: NewEvent, sequence: int, now: str) -> CloudEvent:
         tracing = current_trace_context()  # the Distributed Tracing extension: the trace that emitted it
-        return CloudEvent(id=str(uuid.uuid4()), source=self._source, type=event.type, subject=event.subject,
-                          time=now, tenant=event.tenant, stream=stream, sequence=sequence, data=event.data,
-                          traceparent=tracing.get("traceparent"), tracestate=tracing.get("tracestate"))
+        return CloudEvent(
+            id=str(uuid.uuid4()),
+            source=self._source,
+            type=event.type,
+            subject=event.subject,
+            time=now,
+            tenant=event.tenant,
+            stream=stream,
+            sequence=sequence,
+            data=event.data,
+            traceparent=tracing.get("traceparent"),
+            tracestate=tracing.get("tracestate"),
+        )
 
     @staticmethod
     def _outbox_entity(stream: str, event: CloudEvent) -> dict[str, Any]:
-        return {"PartitionKey": stream, "RowKey": outbox_row_key(event.sequence), "EventId": event.id,
-                "EventType": event.type, "Event": event.to_json(), "Dispatched": False, "CreatedAt": event.time}
+        return {
+            "PartitionKey": stream,
+            "RowKey": outbox_row_key(event.sequence),
+            "EventId": event.id,
+            "EventType": event.type,
+            "Event": event.to_json(),
+            "Dispatched": False,
+            "CreatedAt": event.time,
+        }
 
     @staticmethod
     def _sequence_operation(stream: str, current: tuple[int, str] | None, last: int) -> TransactionOperation:
         entity = {"PartitionKey": stream, "RowKey": SEQUENCE_ROW, "Last": last}
         if current is None:
             return ("create", entity)
-        return ("update", entity, {"mode": UpdateMode.REPLACE, "etag": current[1],
-                                   "match_condition": MatchConditions.IfNotModified})
+        return (
+            "update",
+            entity,
+            {"mode": UpdateMode.REPLACE, "etag": current[1], "match_condition": MatchConditions.IfNotModified},
+        )
 
     def _submit(self, batch: list[TransactionOperation]) -> list[Mapping[str, Any]]:
         return submit_batch(self._table, batch)
@@ -293,15 +335,22 @@ _marked: _Remembered[tuple[str, str, str], float] = _Remembered(20_000)
 def _check_size(event: CloudEvent) -> None:
     size = len(event.to_json().encode("utf-8"))
     if size > MAX_EVENT_BYTES:
-        raise EventTooLarge(f"event {event.type} of {event.subject} is {size} bytes, over the {MAX_EVENT_BYTES} "
-                            "an event may hold: put what grows with the environment in a blob and reference it")
+        raise EventTooLarge(
+            f"event {event.type} of {event.subject} is {size} bytes, over the {MAX_EVENT_BYTES} "
+            "an event may hold: put what grows with the environment in a blob and reference it"
+        )
 
 
 def outbox_for(storage: StorageClients, table_name: str, source: str) -> Outbox:
     """The outbox of ``table_name``: the public events queue plus the table's subscriber queues."""
     subscribers = [storage.queue(name) for name in OUTBOX_SUBSCRIBERS.get(table_name, ())]
-    return Outbox(storage.tables.get_table_client(table_name), storage.queue(EVENTS_QUEUE), source, subscribers,
-                  storage.tables.get_table_client(PENDING_TABLE))
+    return Outbox(
+        storage.tables.get_table_client(table_name),
+        storage.queue(EVENTS_QUEUE),
+        source,
+        subscribers,
+        storage.tables.get_table_client(PENDING_TABLE),
+    )
 
 
 def read_events(queue: QueueClient, max_messages: int = 32) -> list[dict[str, Any]]:

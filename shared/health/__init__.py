@@ -256,6 +256,8 @@ def _report(settings: Settings, checks: list[Check], inbox: list[InboxLag]) -> H
 def inbox_lags(settings: Settings) -> list[InboxLag]:
     """The lag of every inbound queue of the enabled modules (the ``host.inbox_lag`` gauge reads it)."""
     clients = _probe_clients(settings.runtime_cloud.health.probe_timeout_seconds)
-    return [_inbox_lag(clients, module, queue)
-            for module in settings.runtime_cloud.host.enabled_modules
-            for queue in KNOWN_MODULES[module].inbound_queues]
+    return [
+        _inbox_lag(clients, module, queue)
+        for module in settings.runtime_cloud.host.enabled_modules
+        for queue in KNOWN_MODULES[module].inbound_queues
+    ]

@@ -71,8 +71,9 @@ def authenticate(req: func.HttpRequest) -> Caller:
         raise problems.unauthorized(str(error)) from None
 
 
-def authorize(caller: Caller, scopes: Iterable[Scope | str], roles: Iterable[Role | str],
-              any_scopes: Iterable[Scope | str] = ()) -> None:
+def authorize(
+    caller: Caller, scopes: Iterable[Scope | str], roles: Iterable[Role | str], any_scopes: Iterable[Scope | str] = ()
+) -> None:
     missing = [s for s in scopes if not caller.has_scope(s)]
     if missing:
         raise problems.forbidden(f"missing scope: {', '.join(names(missing))}")
@@ -84,8 +85,13 @@ def authorize(caller: Caller, scopes: Iterable[Scope | str], roles: Iterable[Rol
         raise problems.forbidden(f"requires role {' or '.join(names(wanted))}")
 
 
-def endpoint(*, scopes: Iterable[Scope | str] = (), roles: Iterable[Role | str] = (),
-             any_scopes: Iterable[Scope | str] = (), **documented: Any) -> Callable[[Handler], Handler]:
+def endpoint(
+    *,
+    scopes: Iterable[Scope | str] = (),
+    roles: Iterable[Role | str] = (),
+    any_scopes: Iterable[Scope | str] = (),
+    **documented: Any,
+) -> Callable[[Handler], Handler]:
     """The pipeline: ``scopes`` are all required, ``any_scopes`` one of them, ``roles`` any one.
 
     ``documented`` is the endpoint's contract for the API document (see
@@ -115,9 +121,17 @@ def endpoint(*, scopes: Iterable[Scope | str] = (), roles: Iterable[Role | str] 
                 return _error_response(error, request, handler.__name__)
 
         _present_as(pipeline, handler, signature)
-        setattr(pipeline, CONTRACT_ATTRIBUTE, Contract(
-            scopes=names(required_scopes), any_scopes=names(alternative_scopes), roles=names(required_roles),
-            description=inspect.getdoc(handler), **documented))
+        setattr(
+            pipeline,
+            CONTRACT_ATTRIBUTE,
+            Contract(
+                scopes=names(required_scopes),
+                any_scopes=names(alternative_scopes),
+                roles=names(required_roles),
+                description=inspect.getdoc(handler),
+                **documented,
+            ),
+        )
         return pipeline
 
     return decorate
@@ -160,7 +174,8 @@ def _present_as(pipeline: Handler, handler: Handler, signature: inspect.Signatur
     pipeline.__doc__ = handler.__doc__
     pipeline.__module__ = handler.__module__
     pipeline.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=parameters, return_annotation=func.HttpResponse)
+        parameters=parameters, return_annotation=func.HttpResponse
+    )
     pipeline.__annotations__ = {
         **{p.name: p.annotation for p in parameters if p.annotation is not inspect.Parameter.empty},
         "return": func.HttpResponse,

@@ -66,8 +66,7 @@ PROBLEM_REASONS: dict[int, str] = {
     500: "an unexpected failure, logged under the reference in detail",
     503: "a dependency did not answer, or no capacity is free (see Retry-After)",
 }
-PROBLEM_HEADERS: dict[int, tuple[str, ...]] = {401: ("WWW-Authenticate",), 429: ("Retry-After",),
-                                               503: ("Retry-After",)}
+PROBLEM_HEADERS: dict[int, tuple[str, ...]] = {401: ("WWW-Authenticate",), 429: ("Retry-After",), 503: ("Retry-After",)}
 HEADER_DESCRIPTIONS: dict[str, str] = {
     "Location": "where the resource (or the status of the accepted work) is",
     "Retry-After": "seconds to wait before trying again (jittered)",
@@ -102,8 +101,11 @@ def openapi_path(route: str) -> str:
 
 def build_document(functions: Iterable[Function], title: str, version: str, description: str = "") -> dict[str, Any]:
     """The document for ``functions`` (the app's, as ``FunctionApp.get_functions()`` lists them)."""
-    operations = [(function, trigger, contract) for function, trigger in http_functions(functions)
-                  if (contract := contract_of(function.get_user_function())) is not None and contract.documented]
+    operations = [
+        (function, trigger, contract)
+        for function, trigger in http_functions(functions)
+        if (contract := contract_of(function.get_user_function())) is not None and contract.documented
+    ]
     schemas = SchemaRegistry()
     paths: dict[str, dict[str, Any]] = {}
     for function, trigger, contract in operations:
@@ -115,10 +117,18 @@ def build_document(functions: Iterable[Function], title: str, version: str, desc
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": version, "description": description},
         "paths": dict(sorted(paths.items())),
-        "components": {"schemas": components, "securitySchemes": {SECURITY_SCHEME: {
-            "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
-            "description": "an OAuth2 client-credentials access token (Entra ID; locally `devhost token`); "
-                           "the tenant claim is the row filter of everything the caller reads or writes"}}},
+        "components": {
+            "schemas": components,
+            "securitySchemes": {
+                SECURITY_SCHEME: {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "JWT",
+                    "description": "an OAuth2 client-credentials access token (Entra ID; locally `devhost token`); "
+                    "the tenant claim is the row filter of everything the caller reads or writes",
+                }
+            },
+        },
     }
 
 
@@ -154,8 +164,15 @@ class SchemaRegistry:
         for name, info in model.model_fields.items():
             schema: dict[str, Any] = {}
             self._query_placeholders.append((model, info.alias or name, schema))
-            parameters.append({"name": info.alias or name, "in": "query", "required": info.is_required(),
-                               "description": info.description or "", "schema": schema})
+            parameters.append(
+                {
+                    "name": info.alias or name,
+                    "in": "query",
+                    "required": info.is_required(),
+                    "description": info.description or "",
+                    "schema": schema,
+                }
+            )
         return parameters
 
     def resolve(self) -> dict[str, Any]:
@@ -179,8 +196,7 @@ def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
     return {**rest, **kept[0]} if len(kept) == 1 else {**rest, "anyOf": kept}
 
 
-def _operation(function: Function, trigger: HttpTrigger, contract: Contract,
-               schemas: SchemaRegistry) -> dict[str, Any]:
+def _operation(function: Function, trigger: HttpTrigger, contract: Contract, schemas: SchemaRegistry) -> dict[str, Any]:
     user_function: Callable[..., Any] = function.get_user_function()
     route_names = [m.group("name") for m in ROUTE_PARAMETER.finditer(route_of(function, trigger))]
     operation: dict[str, Any] = {
@@ -189,13 +205,16 @@ def _operation(function: Function, trigger: HttpTrigger, contract: Contract,
         "summary": contract.summary or _first_line(contract.description) or _spoken(function_name(function)),
         "description": _describe(contract),
         "security": _security(contract),
-        "parameters": _path_parameters(route_names, contract) + _header_parameters(contract)
+        "parameters": _path_parameters(route_names, contract)
+        + _header_parameters(contract)
         + (schemas.query_parameters(contract.query) if contract.query else []),
         "responses": _responses(contract, schemas, bool(route_names)),
     }
     if contract.body is not None:
-        operation["requestBody"] = {"required": contract.body_required, "content": {
-            "application/json": {"schema": schemas.ref(contract.body, "validation")}}}
+        operation["requestBody"] = {
+            "required": contract.body_required,
+            "content": {"application/json": {"schema": schemas.ref(contract.body, "validation")}},
+        }
     if not operation["parameters"]:
         del operation["parameters"]
     return operation
@@ -234,9 +253,15 @@ def _path_parameters(route_names: list[str], contract: Contract) -> list[dict[st
 
 
 def _header_parameters(contract: Contract) -> list[dict[str, Any]]:
-    return [{"name": name, "in": "header", "required": False,
-             "schema": {"type": "string", "pattern": pattern_text(pattern)}}
-            for name, pattern in contract.headers.items()]
+    return [
+        {
+            "name": name,
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "pattern": pattern_text(pattern)},
+        }
+        for name, pattern in contract.headers.items()
+    ]
 
 
 def _responses(contract: Contract, schemas: SchemaRegistry, has_path_parameters: bool) -> dict[str, Any]:
@@ -271,9 +296,10 @@ def _problem_statuses(contract: Contract, has_path_parameters: bool) -> list[int
 
 
 def _problem_response(status: int, schemas: SchemaRegistry) -> dict[str, Any]:
-    answer: dict[str, Any] = {"description": PROBLEM_REASONS.get(status, "a problem"),
-                              "content": {PROBLEM_MEDIA_TYPE: {"schema": schemas.ref(ProblemDocument,
-                                                                                    "serialization")}}}
+    answer: dict[str, Any] = {
+        "description": PROBLEM_REASONS.get(status, "a problem"),
+        "content": {PROBLEM_MEDIA_TYPE: {"schema": schemas.ref(ProblemDocument, "serialization")}},
+    }
     if status in PROBLEM_HEADERS:
         answer["headers"] = {name: _header(name, required=True) for name in PROBLEM_HEADERS[status]}
     return answer
@@ -284,5 +310,6 @@ def _header(name: str, required: bool = False) -> dict[str, Any]:
 
 
 def _success_description(status: int) -> str:
-    return {200: "OK", 201: "Created", 202: "Accepted: the work goes on; follow Location",
-            204: "Done; no content"}.get(status, "Success")
+    return {200: "OK", 201: "Created", 202: "Accepted: the work goes on; follow Location", 204: "Done; no content"}.get(
+        status, "Success"
+    )

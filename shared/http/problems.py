@@ -77,7 +77,10 @@ def unauthorized(detail: str) -> Problem:
 
 def missing_token() -> Problem:
     return Problem(
-        401, "unauthorized", "Authentication required", "send a bearer token in the Authorization header",
+        401,
+        "unauthorized",
+        "Authentication required",
+        "send a bearer token in the Authorization header",
         headers={"WWW-Authenticate": 'Bearer realm="runtime-cloud"'},
     )
 
@@ -91,8 +94,13 @@ def not_found(detail: str = "no such resource") -> Problem:
 
 
 def method_not_allowed(allowed: list[str]) -> Problem:
-    return Problem(405, "method-not-allowed", "Method not allowed", f"allowed: {', '.join(allowed)}",
-                   headers={"Allow": ", ".join(allowed)})
+    return Problem(
+        405,
+        "method-not-allowed",
+        "Method not allowed",
+        f"allowed: {', '.join(allowed)}",
+        headers={"Allow": ", ".join(allowed)},
+    )
 
 
 def conflict(detail: str, kind: str = "conflict") -> Problem:
@@ -119,18 +127,29 @@ def validation_failed(errors: list[dict[str, str]]) -> Problem:
     return Problem(422, "validation-failed", "The request is not valid", "see errors", errors=errors)
 
 
-def too_many_requests(kind: str, detail: str, retry_after_seconds: float,
-                      ceiling_seconds: float | None = None) -> Problem:
-    return Problem(429, kind, "Too many requests", detail,
-                   headers={"Retry-After": jittered_retry_after(retry_after_seconds, ceiling_seconds)})
+def too_many_requests(
+    kind: str, detail: str, retry_after_seconds: float, ceiling_seconds: float | None = None
+) -> Problem:
+    return Problem(
+        429,
+        kind,
+        "Too many requests",
+        detail,
+        headers={"Retry-After": jittered_retry_after(retry_after_seconds, ceiling_seconds)},
+    )
 
 
-def service_unavailable(kind: str, detail: str, retry_after_seconds: float,
-                        ceiling_seconds: float | None = None) -> Problem:
-    return Problem(503, kind, "Service unavailable", detail,
-                   headers={"Retry-After": jittered_retry_after(retry_after_seconds, ceiling_seconds)})
+def service_unavailable(
+    kind: str, detail: str, retry_after_seconds: float, ceiling_seconds: float | None = None
+) -> Problem:
+    return Problem(
+        503,
+        kind,
+        "Service unavailable",
+        detail,
+        headers={"Retry-After": jittered_retry_after(retry_after_seconds, ceiling_seconds)},
+    )
 
 
 def internal_error(reference: str) -> Problem:
-    return Problem(500, "internal-error", "Internal error",
-                   f"the failure was logged with reference {reference}")
+    return Problem(500, "internal-error", "Internal error", f"the failure was logged with reference {reference}")

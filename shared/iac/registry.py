@@ -33,14 +33,28 @@ class TracedRunner:
         return getattr(self._runner, name)
 
     def plan(self, specification: EnvironmentSpecification, target: ProvisioningTarget) -> PlanResult:
-        with telemetry.span("iac.plan", attributes=self._attributes(target),
-                            tenant=specification.tenant, environment=specification.environment):
+        with telemetry.span(
+            "iac.plan",
+            attributes=self._attributes(target),
+            tenant=specification.tenant,
+            environment=specification.environment,
+        ):
             return self._runner.plan(specification, target)
 
-    def apply(self, specification: EnvironmentSpecification, target: ProvisioningTarget, plan: PlanResult,
-              *args: Any, **kwargs: Any) -> ApplyResult:
-        with telemetry.span("iac.apply", attributes=self._attributes(target),
-                            tenant=specification.tenant, environment=specification.environment):
+    def apply(
+        self,
+        specification: EnvironmentSpecification,
+        target: ProvisioningTarget,
+        plan: PlanResult,
+        *args: Any,
+        **kwargs: Any,
+    ) -> ApplyResult:
+        with telemetry.span(
+            "iac.apply",
+            attributes=self._attributes(target),
+            tenant=specification.tenant,
+            environment=specification.environment,
+        ):
             return self._runner.apply(specification, target, plan, *args, **kwargs)
 
     def _attributes(self, target: ProvisioningTarget) -> dict[str, str]:

@@ -51,8 +51,9 @@ class Declared:
     kept: list[AdoptedChange] = field(default_factory=list)  # left as observed: not the decision's to change
 
 
-def declared_specification(applied: EnvironmentSpecification, open_findings: Iterable[Finding],
-                           decided: Mapping[str, str]) -> Declared:
+def declared_specification(
+    applied: EnvironmentSpecification, open_findings: Iterable[Finding], decided: Mapping[str, str]
+) -> Declared:
     """``decided`` maps finding ids to ``revert`` or ``adopt``; every other open finding is kept."""
     findings = sorted(open_findings, key=lambda f: (f.address, f.kind.value))
     adopted = [f for f in findings if decided.get(f.id) == "adopt"]
@@ -75,13 +76,17 @@ def declared_specification(applied: EnvironmentSpecification, open_findings: Ite
 
 def _program(applied: EnvironmentSpecification, adopted: list[Finding], kept: list[Finding]) -> Declared:
     if adopted:
-        raise NotAdoptable(f"the {applied.runner.value} runner's desired state is a program: change it in its "
-                           "repository and promote it")
+        raise NotAdoptable(
+            f"the {applied.runner.value} runner's desired state is a program: change it in its "
+            "repository and promote it"
+        )
     # A program's run leaves alone what its state does not hold (unexpected resources), nothing else.
     touched = [f.address for f in kept if f.kind is not FindingKind.UNEXPECTED]
     if touched:
-        raise NotAdoptable(f"a run of the {applied.runner.value} program would also revert drift that is not "
-                           f"this decision's (ignored, or another proposal's): {', '.join(touched[:10])}")
+        raise NotAdoptable(
+            f"a run of the {applied.runner.value} program would also revert drift that is not "
+            f"this decision's (ignored, or another proposal's): {', '.join(touched[:10])}"
+        )
     return Declared(applied)
 
 
@@ -90,13 +95,17 @@ def _adopt(resources: dict[str, EmbeddedResource], finding: Finding) -> AdoptedC
     declared = _declared(resources, finding)
     if finding.kind is FindingKind.MISSING and declared is not None:
         resources.pop(declared.address)
-        return AdoptedChange(address=declared.address, action="remove",
-                             fields=_fields({"metadata": declared.metadata}, None))
+        return AdoptedChange(
+            address=declared.address, action="remove", fields=_fields({"metadata": declared.metadata}, None)
+        )
     if finding.kind is FindingKind.CHANGED and declared is not None:
         metadata = _user_metadata(finding.observed)
         resources[declared.address] = _resource(declared.type, declared.name, metadata)
-        return AdoptedChange(address=declared.address, action="update",
-                             fields=_fields({"metadata": declared.metadata}, {"metadata": metadata}))
+        return AdoptedChange(
+            address=declared.address,
+            action="update",
+            fields=_fields({"metadata": declared.metadata}, {"metadata": metadata}),
+        )
     if finding.kind is FindingKind.UNEXPECTED:
         metadata = _user_metadata(finding.observed)
         added = _resource(ResourceType(finding.type), finding.name, metadata)
@@ -124,8 +133,11 @@ def _keep_hidden_fields(resources: dict[str, EmbeddedResource], finding: Finding
     if metadata == declared.metadata:
         return None
     resources[declared.address] = _resource(declared.type, declared.name, metadata)
-    return AdoptedChange(address=declared.address, action="update",
-                         fields=_fields({"metadata": declared.metadata}, {"metadata": metadata}))
+    return AdoptedChange(
+        address=declared.address,
+        action="update",
+        fields=_fields({"metadata": declared.metadata}, {"metadata": metadata}),
+    )
 
 
 def _declared(resources: dict[str, EmbeddedResource], finding: Finding) -> EmbeddedResource | None:

@@ -34,25 +34,51 @@ def compare(expected: Iterable[ExpectedResource], observation: Observation) -> l
         declared.add(resource.key)
         found = observed.get(resource.key)
         if found is None:
-            drift.append(Drift(kind=FindingKind.MISSING, key=resource.key, address=resource.address,
-                               type=resource.type, name=resource.name, expected=resource.state,
-                               fields=_differences(resource.state, None, resource.compared_fields)))
+            drift.append(
+                Drift(
+                    kind=FindingKind.MISSING,
+                    key=resource.key,
+                    address=resource.address,
+                    type=resource.type,
+                    name=resource.name,
+                    expected=resource.state,
+                    fields=_differences(resource.state, None, resource.compared_fields),
+                )
+            )
             continue
         fields = _differences(resource.state, found.state, resource.compared_fields)
         if fields:
-            drift.append(Drift(kind=FindingKind.CHANGED, key=resource.key, address=resource.address,
-                               type=resource.type, name=found.name, fields=fields,
-                               expected=resource.state, observed=found.state))
+            drift.append(
+                Drift(
+                    kind=FindingKind.CHANGED,
+                    key=resource.key,
+                    address=resource.address,
+                    type=resource.type,
+                    name=found.name,
+                    fields=fields,
+                    expected=resource.state,
+                    observed=found.state,
+                )
+            )
     for item in observation.items:
         if item.managed_here and item.key not in declared:
-            drift.append(Drift(kind=FindingKind.UNEXPECTED, key=item.key, address=item.address, type=item.type,
-                               name=item.name, observed=item.state,
-                               fields=_differences(None, item.state, None)))
+            drift.append(
+                Drift(
+                    kind=FindingKind.UNEXPECTED,
+                    key=item.key,
+                    address=item.address,
+                    type=item.type,
+                    name=item.name,
+                    observed=item.state,
+                    fields=_differences(None, item.state, None),
+                )
+            )
     return sorted(drift, key=lambda d: (d.kind.value, d.address))
 
 
-def _differences(before: dict[str, Any] | None, after: dict[str, Any] | None,
-                 compared: tuple[str, ...] | None) -> list[FieldDifference]:
+def _differences(
+    before: dict[str, Any] | None, after: dict[str, Any] | None, compared: tuple[str, ...] | None
+) -> list[FieldDifference]:
     if before is not None and before == after:
         return []  # the common case, decided by one comparison in C: nothing flattened, nothing allocated
     changes = field_changes(before, after)

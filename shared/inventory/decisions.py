@@ -64,8 +64,9 @@ class AcceptBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     option: OptionName | None = Field(default=None, description="the whole proposal's option")
-    decisions: list[FindingDecision] | None = Field(default=None, min_length=1, max_length=500,
-                                                    description="each finding's option, instead of option")
+    decisions: list[FindingDecision] | None = Field(
+        default=None, min_length=1, max_length=500, description="each finding's option, instead of option"
+    )
     reason: str = Field(default="", max_length=2000)
     expires_at: datetime | None = Field(default=None, description="for option accept: when the ignore rules end")
 
@@ -100,44 +101,61 @@ class Accepted:
 
 
 class ProposalDecisions:
-    def __init__(self, store: InventoryStore, provisioning: ProvisioningApi, *, settings: InventorySettings,
-                 targets: Sequence[ProvisioningTarget]) -> None:
+    def __init__(
+        self,
+        store: InventoryStore,
+        provisioning: ProvisioningApi,
+        *,
+        settings: InventorySettings,
+        targets: Sequence[ProvisioningTarget],
+    ) -> None:
         self._store = store
         self._provisioning = provisioning
         self._settings = settings
         self._targets = targets
 
     @on_conflict
-    def accept(self, tenant: str, proposal_id: str, body: AcceptBody, operator: str,
-               client: str | None = None) -> Accepted:
+    def accept(
+        self, tenant: str, proposal_id: str, body: AcceptBody, operator: str, client: str | None = None
+    ) -> Accepted:
         versioned = self._open(tenant, proposal_id, body)
         proposal = versioned.value
         if proposal.state is ProposalState.ACCEPTED:  # the same request again
             return self._declare(proposal)
         now = datetime.now(UTC)
-        decision = ProposalDecision(option=body.option, by=operator, client=client, at=now.isoformat(),
-                                    reason=body.reason)
+        decision = ProposalDecision(
+            option=body.option, by=operator, client=client, at=now.isoformat(), reason=body.reason
+        )
         rules = self._decide(proposal, body, decision, now)
-        accepted = proposal.model_copy(update={"state": ProposalState.ACCEPTED, "decision": decision,
-                                               "updated_at": now.isoformat()})
-        operations = [self._store.proposal_operation(accepted, versioned.etag),
-                      *(self._store.rule_operation(rule) for rule in rules)]
+        accepted = proposal.model_copy(
+            update={"state": ProposalState.ACCEPTED, "decision": decision, "updated_at": now.isoformat()}
+        )
+        operations = [
+            self._store.proposal_operation(accepted, versioned.etag),
+            *(self._store.rule_operation(rule) for rule in rules),
+        ]
         self._commit(accepted, operations, events.proposal_accepted(accepted))
         return self._declare(accepted)
 
     @on_conflict
-    def reject(self, tenant: str, proposal_id: str, body: RejectBody, operator: str,
-               client: str | None = None) -> Proposal:
+    def reject(
+        self, tenant: str, proposal_id: str, body: RejectBody, operator: str, client: str | None = None
+    ) -> Proposal:
         versioned = self._found(tenant, proposal_id)
         proposal = versioned.value
         if proposal.state is not ProposalState.OPEN:
             raise ProposalClosed(proposal.id, proposal.state.value)
         now = datetime.now(UTC).isoformat()
-        rejected = proposal.model_copy(update={
-            "state": ProposalState.REJECTED, "updated_at": now,
-            "decision": ProposalDecision(by=operator, client=client, at=now, reason=body.reason)})
-        self._commit(rejected, [self._store.proposal_operation(rejected, versioned.etag)],
-                     events.proposal_rejected(rejected))
+        rejected = proposal.model_copy(
+            update={
+                "state": ProposalState.REJECTED,
+                "updated_at": now,
+                "decision": ProposalDecision(by=operator, client=client, at=now, reason=body.reason),
+            }
+        )
+        self._commit(
+            rejected, [self._store.proposal_operation(rejected, versioned.etag)], events.proposal_rejected(rejected)
+        )
         return rejected
 
     # -- steps -----------------------------------------------------------------------------------
@@ -158,20 +176,31 @@ class ProposalDecisions:
             note = f" ({proposal.public_view()['note']})" if proposal.superseded_by else ""
             raise ProposalClosed(proposal.id, proposal.state.value, note)
         applied = self._provisioning.applied(tenant, proposal.environment)
-        if applied is None or applied.digest != proposal.basis_digest or (
-                proposal.basis_run_id and applied.run_id and applied.run_id != proposal.basis_run_id):
+        if (
+            applied is None
+            or applied.digest != proposal.basis_digest
+            or (proposal.basis_run_id and applied.run_id and applied.run_id != proposal.basis_run_id)
+        ):
             now = datetime.now(UTC).isoformat()
             run_id, digest = (applied.run_id or "", applied.digest) if applied else ("", "")
-            superseded = proposal.model_copy(update={
-                "state": ProposalState.SUPERSEDED, "updated_at": now,
-                "superseded_by": Supersession(run_id=run_id, specification_digest=digest, at=now)})
+            superseded = proposal.model_copy(
+                update={
+                    "state": ProposalState.SUPERSEDED,
+                    "updated_at": now,
+                    "superseded_by": Supersession(run_id=run_id, specification_digest=digest, at=now),
+                }
+            )
             self._commit(superseded, [self._store.proposal_operation(superseded, versioned.etag)], None)
-            raise ProposalSuperseded(proposal.id, f"run {run_id} applied a newer specification of "
-                                                  f"{proposal.environment}; scan again for a current proposal")
+            raise ProposalSuperseded(
+                proposal.id,
+                f"run {run_id} applied a newer specification of "
+                f"{proposal.environment}; scan again for a current proposal",
+            )
         return versioned
 
-    def _decide(self, proposal: Proposal, body: AcceptBody, decision: ProposalDecision,
-                now: datetime) -> list[IgnoreRule]:
+    def _decide(
+        self, proposal: Proposal, body: AcceptBody, decision: ProposalDecision, now: datetime
+    ) -> list[IgnoreRule]:
         """Fill in ``decision`` (each finding's option, the run it declares) and return the rules it writes.
 
         Only what is still drift is acted on: a resolved finding needs nothing, and a suppressed
@@ -190,8 +219,9 @@ class ProposalDecisions:
         decision.ignore_rule_ids = [rule.id for rule in rules]
         return rules
 
-    def _specification_for(self, proposal: Proposal, open_findings: list[Finding], to_run: Mapping[str, str],
-                           body: AcceptBody) -> EnvironmentSpecification:
+    def _specification_for(
+        self, proposal: Proposal, open_findings: list[Finding], to_run: Mapping[str, str], body: AcceptBody
+    ) -> EnvironmentSpecification:
         """The specification the decision declares (saved, so the run and a retry can load it)."""
         label = body.option or "decisions"
         applied = self._provisioning.load_specification(proposal.tenant, proposal.environment, proposal.basis_digest)
@@ -204,14 +234,26 @@ class ProposalDecisions:
         self._provisioning.save_specification(specification)
         return specification
 
-    def _rules_for(self, proposal: Proposal, findings: list[Finding], body: AcceptBody, operator: str,
-                   now: datetime) -> list[IgnoreRule]:
+    def _rules_for(
+        self, proposal: Proposal, findings: list[Finding], body: AcceptBody, operator: str, now: datetime
+    ) -> list[IgnoreRule]:
         inventory = self._settings
         reason = body.reason or f"accepted drift of proposal {proposal.id}"
         try:
-            return [new_rule(proposal.tenant, proposal.environment, request, operator, now,
-                             inventory.default_ignore_days, inventory.max_ignore_days, proposal.id)
-                    for finding in findings for request in _rule_requests(finding, reason, body.expires_at)]
+            return [
+                new_rule(
+                    proposal.tenant,
+                    proposal.environment,
+                    request,
+                    operator,
+                    now,
+                    inventory.default_ignore_days,
+                    inventory.max_ignore_days,
+                    proposal.id,
+                )
+                for finding in findings
+                for request in _rule_requests(finding, reason, body.expires_at)
+            ]
         except ValueError as error:
             raise InvalidInput([{"path": "/expires_at", "message": str(error)}]) from None
 
@@ -219,12 +261,17 @@ class ProposalDecisions:
         decision = proposal.decision
         if decision is None or decision.option == "accept" or not decision.specification_digest:
             return Accepted(proposal)
-        specification = self._provisioning.load_specification(proposal.tenant, proposal.environment,
-                                                              decision.specification_digest)
+        specification = self._provisioning.load_specification(
+            proposal.tenant, proposal.environment, decision.specification_digest
+        )
         source = SourceInfo(kind="proposal", path=f"proposals/{proposal.id}/{decision.option or 'decisions'}")
-        run, created = self._provisioning.declare(specification, source=source,
-                                                  idempotency_key=_key(proposal, decision),
-                                                  requested_by=decision.by, requested_by_client=decision.client)
+        run, created = self._provisioning.declare(
+            specification,
+            source=source,
+            idempotency_key=_key(proposal, decision),
+            requested_by=decision.by,
+            requested_by_client=decision.client,
+        )
         return Accepted(proposal, run, created)
 
     def _commit(self, proposal: Proposal, operations: list[TransactionOperation], event: NewEvent | None) -> None:
@@ -257,20 +304,31 @@ def _chosen(proposal: Proposal, body: AcceptBody, open_ids: set[str]) -> dict[st
     if body.option is not None:
         return dict.fromkeys(proposal.finding_ids, body.option)
     decisions = body.decisions or []
-    wrong = [{"path": f"/decisions/{index}/finding", "message": f"not a finding of proposal {proposal.id}"}
-             for index, decision in enumerate(decisions) if decision.finding not in proposal.finding_ids]
+    wrong = [
+        {"path": f"/decisions/{index}/finding", "message": f"not a finding of proposal {proposal.id}"}
+        for index, decision in enumerate(decisions)
+        if decision.finding not in proposal.finding_ids
+    ]
     if wrong:
         raise InvalidInput(wrong)
     chosen = body.per_finding()
     missing = [fid for fid in proposal.finding_ids if fid not in chosen and fid in open_ids]
     if missing:
-        raise InvalidInput([{"path": "/decisions", "message": "decide every open finding of the proposal; "
-                                                              f"missing: {', '.join(missing)}"}])
+        raise InvalidInput(
+            [
+                {
+                    "path": "/decisions",
+                    "message": f"decide every open finding of the proposal; missing: {', '.join(missing)}",
+                }
+            ]
+        )
     return chosen
 
 
 def _rule_requests(finding: Finding, reason: str, expires_at: datetime | None) -> list[NewIgnoreRule]:
     if finding.kind is FindingKind.CHANGED and finding.fields:
-        return [NewIgnoreRule(resource=finding.address, field=f.path, reason=reason, expires_at=expires_at)
-                for f in finding.fields]
+        return [
+            NewIgnoreRule(resource=finding.address, field=f.path, reason=reason, expires_at=expires_at)
+            for f in finding.fields
+        ]
     return [NewIgnoreRule(resource=finding.address, reason=reason, expires_at=expires_at)]

@@ -78,8 +78,14 @@ class FindingChanges:
         return [*self.opened, *self.seen_again]
 
 
-def reconcile(tenant: str, environment: str, open_findings: Iterable[Finding], drift: Iterable[Drift],
-              rules: Iterable[IgnoreRule], now: datetime) -> FindingChanges:
+def reconcile(
+    tenant: str,
+    environment: str,
+    open_findings: Iterable[Finding],
+    drift: Iterable[Drift],
+    rules: Iterable[IgnoreRule],
+    now: datetime,
+) -> FindingChanges:
     stamp = now.isoformat()
     rule_list = list(rules)
     by_identity = {finding.identity: finding for finding in open_findings}
@@ -88,15 +94,38 @@ def reconcile(tenant: str, environment: str, open_findings: Iterable[Finding], d
         kept, suppressed_by = apply_rules(item, rule_list, now)
         known = by_identity.pop(item.identity, None)
         if known is None:
-            changes.opened.append(Finding(
-                id=f"fnd-{uuid.uuid4().hex[:20]}", tenant=tenant, environment=environment, kind=item.kind,
-                key=item.key, address=item.address, type=item.type, name=item.name, fields=kept.fields,
-                expected=item.expected, observed=item.observed, suppressed_by=suppressed_by,
-                first_seen=stamp, last_seen=stamp))
+            changes.opened.append(
+                Finding(
+                    id=f"fnd-{uuid.uuid4().hex[:20]}",
+                    tenant=tenant,
+                    environment=environment,
+                    kind=item.kind,
+                    key=item.key,
+                    address=item.address,
+                    type=item.type,
+                    name=item.name,
+                    fields=kept.fields,
+                    expected=item.expected,
+                    observed=item.observed,
+                    suppressed_by=suppressed_by,
+                    first_seen=stamp,
+                    last_seen=stamp,
+                )
+            )
         else:
-            changes.seen_again.append(known.model_copy(update={
-                "fields": kept.fields, "expected": item.expected, "observed": item.observed, "name": item.name,
-                "suppressed_by": suppressed_by, "last_seen": stamp, "times_seen": known.times_seen + 1}))
+            changes.seen_again.append(
+                known.model_copy(
+                    update={
+                        "fields": kept.fields,
+                        "expected": item.expected,
+                        "observed": item.observed,
+                        "name": item.name,
+                        "suppressed_by": suppressed_by,
+                        "last_seen": stamp,
+                        "times_seen": known.times_seen + 1,
+                    }
+                )
+            )
     for gone in by_identity.values():
         changes.resolved.append(gone.model_copy(update={"state": FindingState.RESOLVED, "resolved_at": stamp}))
     return changes

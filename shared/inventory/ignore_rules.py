@@ -65,8 +65,16 @@ class NewIgnoreRule(BaseModel):
     expires_at: datetime | None = None
 
 
-def new_rule(tenant: str, environment: str, request: NewIgnoreRule, author: str, now: datetime,
-             default_days: int, max_days: int, proposal_id: str | None = None) -> IgnoreRule:
+def new_rule(
+    tenant: str,
+    environment: str,
+    request: NewIgnoreRule,
+    author: str,
+    now: datetime,
+    default_days: int,
+    max_days: int,
+    proposal_id: str | None = None,
+) -> IgnoreRule:
     """A rule from a request; :class:`ValueError` naming the problem if its expiry is not acceptable."""
     expires = request.expires_at or now + timedelta(days=default_days)
     if expires.tzinfo is None:
@@ -75,9 +83,18 @@ def new_rule(tenant: str, environment: str, request: NewIgnoreRule, author: str,
         raise ValueError("expires_at is in the past")
     if expires > now + timedelta(days=max_days):
         raise ValueError(f"an ignore rule lives at most {max_days} days; adopt drift that is meant to stay")
-    return IgnoreRule(id=f"ign-{uuid.uuid4().hex[:20]}", tenant=tenant, environment=environment,
-                      resource=request.resource, field=request.field, reason=request.reason, author=author,
-                      created_at=now.isoformat(), expires_at=expires.isoformat(), proposal_id=proposal_id)
+    return IgnoreRule(
+        id=f"ign-{uuid.uuid4().hex[:20]}",
+        tenant=tenant,
+        environment=environment,
+        resource=request.resource,
+        field=request.field,
+        reason=request.reason,
+        author=author,
+        created_at=now.isoformat(),
+        expires_at=expires.isoformat(),
+        proposal_id=proposal_id,
+    )
 
 
 def apply_rules(drift: Drift, rules: Iterable[IgnoreRule], now: datetime) -> tuple[Drift, list[str]]:

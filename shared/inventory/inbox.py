@@ -37,7 +37,7 @@ class NotAnEvent(RuntimeCloudError, ValueError):
 
 def short_type(event: dict[str, Any]) -> str:
     kind = str(event.get("type", ""))
-    return kind[len(TYPE_PREFIX):] if kind.startswith(TYPE_PREFIX) else kind
+    return kind[len(TYPE_PREFIX) :] if kind.startswith(TYPE_PREFIX) else kind
 
 
 def handle_event(store: InventoryStore, event: dict[str, Any]) -> str:
@@ -57,8 +57,9 @@ def handle_event(store: InventoryStore, event: dict[str, Any]) -> str:
 
 
 @on_conflict
-def _handle_once(store: InventoryStore, kind: str, tenant: str, environment: str, event_id: str,
-                 data: dict[str, Any]) -> str:
+def _handle_once(
+    store: InventoryStore, kind: str, tenant: str, environment: str, event_id: str, data: dict[str, Any]
+) -> str:
     if store.event_handled(tenant, environment, event_id):
         return "duplicate"
     try:
@@ -68,14 +69,19 @@ def _handle_once(store: InventoryStore, kind: str, tenant: str, environment: str
     return "handled"
 
 
-def _apply(store: InventoryStore, kind: str, tenant: str, environment: str, event_id: str,
-           data: dict[str, Any]) -> None:
+def _apply(
+    store: InventoryStore, kind: str, tenant: str, environment: str, event_id: str, data: dict[str, Any]
+) -> None:
     now = datetime.now(UTC).isoformat()
     env = store.environment(tenant, environment)
     operations = [store.event_operation(tenant, environment, event_id, kind, now)]
     if kind == "SpecificationDeclared":
-        changes = {"DeclaredDigest": data.get("specification_digest", ""), "Runner": data.get("runner", ""),
-                   "Target": data.get("target", ""), "EnvironmentClass": data.get("environment_class", "")}
+        changes = {
+            "DeclaredDigest": data.get("specification_digest", ""),
+            "Runner": data.get("runner", ""),
+            "Target": data.get("target", ""),
+            "EnvironmentClass": data.get("environment_class", ""),
+        }
     else:
         run_id, digest = str(data.get("run_id", "")), str(data.get("specification_digest", ""))
         changes = {"AppliedDigest": digest, "AppliedRunId": run_id}
@@ -84,11 +90,19 @@ def _apply(store: InventoryStore, kind: str, tenant: str, environment: str, even
             proposal = versioned.value
             if proposal.id in promotion or proposal.basis_run_id == run_id:
                 continue  # its own revert/adopt run, or the very run it was measured against
-            superseded = proposal.model_copy(update={
-                "state": ProposalState.SUPERSEDED, "updated_at": now,
-                "superseded_by": Supersession(run_id=run_id, specification_digest=digest, at=now)})
+            superseded = proposal.model_copy(
+                update={
+                    "state": ProposalState.SUPERSEDED,
+                    "updated_at": now,
+                    "superseded_by": Supersession(run_id=run_id, specification_digest=digest, at=now),
+                }
+            )
             operations.append(store.proposal_operation(superseded, versioned.etag))
-            log.info("proposal %s superseded by run %s", proposal.id, run_id,
-                     extra=ids(tenant=tenant, environment=environment, run=run_id))
+            log.info(
+                "proposal %s superseded by run %s",
+                proposal.id,
+                run_id,
+                extra=ids(tenant=tenant, environment=environment, run=run_id),
+            )
     operations.insert(0, store.environment_operation(env, changes))
     store.commit(tenant, environment, operations)

@@ -77,13 +77,24 @@ class ProposalRefresher:
             finding.proposal_id = proposal.id
         members = [f for f in still_open if f.active and f.proposal_id == proposal.id]
         if not members:
-            result.writes.append((proposal.model_copy(update={
-                "state": ProposalState.RESOLVED, "resolved_at": stamp, "updated_at": stamp}), etag))
+            result.writes.append(
+                (
+                    proposal.model_copy(
+                        update={"state": ProposalState.RESOLVED, "resolved_at": stamp, "updated_at": stamp}
+                    ),
+                    etag,
+                )
+            )
             return result
         options, specifications = self.options(applied, members, still_open)
-        refreshed = proposal.model_copy(update={
-            "finding_ids": [f.id for f in members], "findings": [summarize(f) for f in members],
-            "options": options, "updated_at": stamp})
+        refreshed = proposal.model_copy(
+            update={
+                "finding_ids": [f.id for f in members],
+                "findings": [summarize(f) for f in members],
+                "options": options,
+                "updated_at": stamp,
+            }
+        )
         result.proposal_id = proposal.id
         if etag is not None and _same(refreshed, proposal):
             return result
@@ -95,8 +106,9 @@ class ProposalRefresher:
         result.writes.append((refreshed, etag))
         return result
 
-    def options(self, applied: AppliedEnvironment, members: list[Finding],
-                open_findings: list[Finding]) -> tuple[Options, list[EnvironmentSpecification]]:
+    def options(
+        self, applied: AppliedEnvironment, members: list[Finding], open_findings: list[Finding]
+    ) -> tuple[Options, list[EnvironmentSpecification]]:
         """The three options for ``members``, and the specifications they would declare."""
         requires = self._provisioning.requires_approval(applied.environment_class)
         specifications: list[EnvironmentSpecification] = []
@@ -113,10 +125,15 @@ class ProposalRefresher:
         try:
             declared = declared_specification(applied.specification, open_findings, {f.id: "adopt" for f in members})
             specifications.append(declared.specification)
-            adopt = {"available": True, "specification_digest": declared.specification.digest(),
-                     "requires_approval": requires, "diff": _dump(declared.diff), **_kept(declared),
-                     "description": "declare the specification changed as the diff shows, so desired state "
-                                    "matches what is observed"}
+            adopt = {
+                "available": True,
+                "specification_digest": declared.specification.digest(),
+                "requires_approval": requires,
+                "diff": _dump(declared.diff),
+                **_kept(declared),
+                "description": "declare the specification changed as the diff shows, so desired state "
+                "matches what is observed",
+            }
         except NotAdoptable as error:
             adopt = {"available": False, "reason": str(error)}
         accept = accept_option(self._settings.default_ignore_days)
@@ -124,8 +141,9 @@ class ProposalRefresher:
 
     # -- steps -----------------------------------------------------------------------------------
 
-    def _current(self, applied: AppliedEnvironment, stamp: str,
-                 result: Refresh) -> tuple[Versioned[Proposal] | None, dict[str, ProposalState]]:
+    def _current(
+        self, applied: AppliedEnvironment, stamp: str, result: Refresh
+    ) -> tuple[Versioned[Proposal] | None, dict[str, ProposalState]]:
         """The open proposal still measured against the applied state; every proposal's state by id."""
         current: Versioned[Proposal] | None = None
         states: dict[str, ProposalState] = {}
@@ -134,8 +152,9 @@ class ProposalRefresher:
             states[proposal.id] = proposal.state
             if proposal.state is not ProposalState.OPEN:
                 continue
-            if proposal.basis_digest != applied.digest or (applied.run_id and proposal.basis_run_id
-                                                           and proposal.basis_run_id != applied.run_id):
+            if proposal.basis_digest != applied.digest or (
+                applied.run_id and proposal.basis_run_id and proposal.basis_run_id != applied.run_id
+            ):
                 result.writes.append((superseded(proposal, applied, stamp), versioned.etag))
                 states[proposal.id] = ProposalState.SUPERSEDED
             elif current is None:
@@ -144,16 +163,28 @@ class ProposalRefresher:
 
     @staticmethod
     def _new(applied: AppliedEnvironment, stamp: str) -> Proposal:
-        return Proposal(id=new_proposal_id(), tenant=applied.tenant, environment=applied.environment,
-                        created_at=stamp, updated_at=stamp, finding_ids=[], basis_digest=applied.digest,
-                        basis_run_id=applied.run_id, environment_class=applied.environment_class,
-                        options=Options(revert={}, adopt={}, accept={}))
+        return Proposal(
+            id=new_proposal_id(),
+            tenant=applied.tenant,
+            environment=applied.environment,
+            created_at=stamp,
+            updated_at=stamp,
+            finding_ids=[],
+            basis_digest=applied.digest,
+            basis_run_id=applied.run_id,
+            environment_class=applied.environment_class,
+            options=Options(revert={}, adopt={}, accept={}),
+        )
 
 
 def superseded(proposal: Proposal, applied: AppliedEnvironment, stamp: str) -> Proposal:
-    return proposal.model_copy(update={
-        "state": ProposalState.SUPERSEDED, "updated_at": stamp,
-        "superseded_by": Supersession(run_id=applied.run_id or "", specification_digest=applied.digest, at=stamp)})
+    return proposal.model_copy(
+        update={
+            "state": ProposalState.SUPERSEDED,
+            "updated_at": stamp,
+            "superseded_by": Supersession(run_id=applied.run_id or "", specification_digest=applied.digest, at=stamp),
+        }
+    )
 
 
 def _leaves(finding: Finding, state: ProposalState | None) -> bool:
@@ -166,8 +197,11 @@ def _leaves(finding: Finding, state: ProposalState | None) -> bool:
 
 
 def _same(refreshed: Proposal, stored: Proposal) -> bool:
-    return (refreshed.finding_ids == stored.finding_ids and refreshed.findings == stored.findings
-            and refreshed.options.model_dump(mode="json") == stored.options.model_dump(mode="json"))
+    return (
+        refreshed.finding_ids == stored.finding_ids
+        and refreshed.findings == stored.findings
+        and refreshed.options.model_dump(mode="json") == stored.options.model_dump(mode="json")
+    )
 
 
 def _kept(declared: Declared) -> dict[str, Any]:

@@ -104,14 +104,20 @@ class Proposal(BaseModel):
     def public_view(self) -> dict[str, Any]:
         view = self.model_dump(mode="json", exclude={"tenant"})
         if self.superseded_by is not None:
-            view["note"] = (f"superseded: run {self.superseded_by.run_id} applied a newer specification "
-                            f"({self.superseded_by.specification_digest[:12]}) of this environment")
+            view["note"] = (
+                f"superseded: run {self.superseded_by.run_id} applied a newer specification "
+                f"({self.superseded_by.specification_digest[:12]}) of this environment"
+            )
         return view
 
 
 def summarize(finding: Finding) -> dict[str, Any]:
-    return {"id": finding.id, "kind": finding.kind.value, "address": finding.address,
-            "fields": [f.model_dump(mode="json") for f in finding.fields]}
+    return {
+        "id": finding.id,
+        "kind": finding.kind.value,
+        "address": finding.address,
+        "fields": [f.model_dump(mode="json") for f in finding.fields],
+    }
 
 
 def new_proposal_id() -> str:
@@ -119,15 +125,27 @@ def new_proposal_id() -> str:
 
 
 def revert_option(digest: str, environment_class: str, approval_required: bool) -> dict[str, Any]:
-    note = ("a provisioning run that puts these findings back as last applied (drift listed under kept "
-            "stays as it is); "
-            + ("an operator other than the one accepting must approve its plan" if approval_required
-               else "it applies without approval in this environment class"))
-    return {"available": True, "specification_digest": digest, "requires_approval": approval_required,
-            "description": note}
+    note = (
+        "a provisioning run that puts these findings back as last applied (drift listed under kept "
+        "stays as it is); "
+        + (
+            "an operator other than the one accepting must approve its plan"
+            if approval_required
+            else "it applies without approval in this environment class"
+        )
+    )
+    return {
+        "available": True,
+        "specification_digest": digest,
+        "requires_approval": approval_required,
+        "description": note,
+    }
 
 
 def accept_option(default_days: int) -> dict[str, Any]:
-    return {"available": True, "default_expiry_days": default_days,
-            "description": "one ignore rule per finding (scoped to the resource and, for changed fields, the "
-                           "field), expiring; the drift is shown again when they expire"}
+    return {
+        "available": True,
+        "default_expiry_days": default_days,
+        "description": "one ignore rule per finding (scoped to the resource and, for changed fields, the "
+        "field), expiring; the drift is shown again when they expire",
+    }

@@ -33,11 +33,14 @@ class PurgeResult:
 
 def purge(store: InventoryStore, retention_days: int, now: datetime | None = None) -> PurgeResult:
     cutoff = ((now or datetime.now(UTC)) - timedelta(days=retention_days)).isoformat()
-    findings = _delete(store, "RowKey ge 'finding|' and RowKey lt 'finding}' and State eq 'resolved' "
-                              "and ResolvedAt lt @cutoff", cutoff)
+    findings = _delete(
+        store, "RowKey ge 'finding|' and RowKey lt 'finding}' and State eq 'resolved' and ResolvedAt lt @cutoff", cutoff
+    )
     proposals = 0
-    for row in store.table.query_entities("RowKey ge 'proposal|' and RowKey lt 'proposal}' and State ne 'open' "
-                                          "and UpdatedAt lt @cutoff", parameters={"cutoff": cutoff}):
+    for row in store.table.query_entities(
+        "RowKey ge 'proposal|' and RowKey lt 'proposal}' and State ne 'open' and UpdatedAt lt @cutoff",
+        parameters={"cutoff": cutoff},
+    ):
         tenant = str(row["PartitionKey"]).split("|", 1)[0]
         proposal_id = str(row["RowKey"]).split("|", 1)[1]
         for partition, key in ((row["PartitionKey"], row["RowKey"]), (tenant, f"proposal|{proposal_id}")):

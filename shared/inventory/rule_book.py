@@ -32,13 +32,29 @@ class RuleBook:
     def create(self, tenant: str, environment: str, request: NewIgnoreRule, author: str) -> IgnoreRule:
         self._require(tenant, environment)
         if request.resource not in self.addresses(tenant, environment):
-            raise InvalidInput([{"path": "/resource", "message": (
-                f"{request.resource} is not a resource of environment {environment}: name its address (e.g. "
-                "queue/orders) as declared, observed or reported by a finding (scan first if it appeared since)")}])
+            raise InvalidInput(
+                [
+                    {
+                        "path": "/resource",
+                        "message": (
+                            f"{request.resource} is not a resource of environment {environment}: name its "
+                            "address (e.g. queue/orders) as declared, observed or reported by a finding "
+                            "(scan first if it appeared since)"
+                        ),
+                    }
+                ]
+            )
         inventory = self._settings
         try:
-            rule = new_rule(tenant, environment, request, author, datetime.now(UTC),
-                            inventory.default_ignore_days, inventory.max_ignore_days)
+            rule = new_rule(
+                tenant,
+                environment,
+                request,
+                author,
+                datetime.now(UTC),
+                inventory.default_ignore_days,
+                inventory.max_ignore_days,
+            )
         except ValueError as error:
             raise InvalidInput([{"path": "/expires_at", "message": str(error)}]) from None
         self._store.commit(tenant, environment, [self._store.rule_operation(rule)])

@@ -66,17 +66,32 @@ class ScanOutcome:
     proposal_id: str | None = None
 
     def public_view(self) -> dict[str, Any]:
-        return {"environment": self.environment, "status": self.status.value, "compared": self.compared,
-                "observed_at": self.observed_at, "error": self.error, "note": self.note,
-                "opened_findings": self.opened, "resolved_findings": self.resolved,
-                "open_findings": self.open_findings, "suppressed_findings": self.suppressed_findings,
-                "proposal_id": self.proposal_id}
+        return {
+            "environment": self.environment,
+            "status": self.status.value,
+            "compared": self.compared,
+            "observed_at": self.observed_at,
+            "error": self.error,
+            "note": self.note,
+            "opened_findings": self.opened,
+            "resolved_findings": self.resolved,
+            "open_findings": self.open_findings,
+            "suppressed_findings": self.suppressed_findings,
+            "proposal_id": self.proposal_id,
+        }
 
 
 class Scanner:
-    def __init__(self, store: InventoryStore, provisioning: ProvisioningApi, *, settings: InventorySettings,
-                 targets: Sequence[ProvisioningTarget], observers: ObserverFactory,
-                 clock: Callable[[], datetime] = current_time) -> None:
+    def __init__(
+        self,
+        store: InventoryStore,
+        provisioning: ProvisioningApi,
+        *,
+        settings: InventorySettings,
+        targets: Sequence[ProvisioningTarget],
+        observers: ObserverFactory,
+        clock: Callable[[], datetime] = current_time,
+    ) -> None:
         self._store = store
         self._provisioning = provisioning
         self._settings = settings
@@ -90,14 +105,22 @@ class Scanner:
             raise NotFound(f"environment {environment}")
         applied = self._provisioning.applied(tenant, environment)
         if applied is None:
-            return ScanOutcome(environment, ObservationStatus.NEVER, compared=False,
-                               note="nothing has been applied to this environment yet: there is nothing to compare")
+            return ScanOutcome(
+                environment,
+                ObservationStatus.NEVER,
+                compared=False,
+                note="nothing has been applied to this environment yet: there is nothing to compare",
+            )
         owner = uuid.uuid4().hex
         previous = self._claim(tenant, environment, owner)
         started = time.perf_counter()
         try:
-            with telemetry.span("inventory.scan", tenant=tenant, environment=environment,
-                                attributes={"iac.target": applied.specification.target}):
+            with telemetry.span(
+                "inventory.scan",
+                tenant=tenant,
+                environment=environment,
+                attributes={"iac.target": applied.specification.target},
+            ):
                 outcome = self._scan(applied)
         finally:
             self._release(tenant, environment, owner)
@@ -113,48 +136,75 @@ class Scanner:
         if target is None:
             return self._stale(applied, f"target {applied.specification.target} is no longer configured")
         expected = expected_resources(applied, self._provisioning)
-        request = ObservationRequest(tenant=tenant, environment=environment, target=target,
-                                     specification=applied.specification, expected=tuple(expected))
+        request = ObservationRequest(
+            tenant=tenant,
+            environment=environment,
+            target=target,
+            specification=applied.specification,
+            expected=tuple(expected),
+        )
         try:
             observation = self._observers(applied.specification.runner, target.kind).observe(request)
         except ObservationFailed as error:
-            log.warning("inventory of %s/%s is stale: %s", tenant, environment, error,
-                        extra=ids(tenant=tenant, environment=environment))
+            log.warning(
+                "inventory of %s/%s is stale: %s",
+                tenant,
+                environment,
+                error,
+                extra=ids(tenant=tenant, environment=environment),
+            )
             return self._stale(applied, str(error))
         self._store.save_observation(tenant, environment, observation)
         if applied.run_in_flight:
-            return self._fresh_only(applied, observation, target,
-                                    f"run {applied.run_in_flight} is changing the environment: compared next scan")
+            return self._fresh_only(
+                applied,
+                observation,
+                target,
+                f"run {applied.run_in_flight} is changing the environment: compared next scan",
+            )
         drift = compare(observation.expected if observation.expected is not None else expected, observation)
         return self._record(applied, observation, target, drift)
 
     @on_conflict
-    def _record(self, applied: AppliedEnvironment, observation: Observation, target: ProvisioningTarget,
-                drift: list[Drift]) -> ScanOutcome:
+    def _record(
+        self, applied: AppliedEnvironment, observation: Observation, target: ProvisioningTarget, drift: list[Drift]
+    ) -> ScanOutcome:
         tenant, environment = applied.tenant, applied.environment
         now = self._clock()
         env = self._store.environment(tenant, environment)
         rules = [versioned.value for versioned in self._store.rules(tenant, environment)]
-        changes = reconcile(tenant, environment, self._store.findings(tenant, environment, FindingState.OPEN),
-                            drift, rules, now)
+        changes = reconcile(
+            tenant, environment, self._store.findings(tenant, environment, FindingState.OPEN), drift, rules, now
+        )
         refresh = self._refresher.refresh(applied, changes.still_open(), now)
         proposals, new_events, proposal_id = refresh.writes, refresh.events, refresh.proposal_id
         active = [f for f in changes.still_open() if f.active]
         opened_active = [f for f in changes.opened if f.active]
         if opened_active:
-            new_events.insert(0, events.drift_detected(tenant, environment, opened_active, len(active),
-                                                       applied.digest))
-        env_changes = {**self._observed(observation, now), "BasisDigest": applied.digest,
-                       "OpenFindings": len(active), "SuppressedFindings": len(changes.still_open()) - len(active),
-                       "LastScanAt": now.isoformat(), "LastScanNote": ""}
+            new_events.insert(0, events.drift_detected(tenant, environment, opened_active, len(active), applied.digest))
+        env_changes = {
+            **self._observed(observation, now),
+            "BasisDigest": applied.digest,
+            "OpenFindings": len(active),
+            "SuppressedFindings": len(changes.still_open()) - len(active),
+            "LastScanAt": now.isoformat(),
+            "LastScanNote": "",
+        }
         operations = [self._store.environment_operation(env, env_changes)]
         operations += [self._store.proposal_operation(p, etag) for p, etag in proposals]
         bulk = [self._store.finding_operation(f) for f in changes.written]
         self._commit(tenant, environment, operations, new_events, bulk)
-        return ScanOutcome(environment, ObservationStatus.FRESH, compared=True, observed_at=observation.observed_at,
-                           opened=[f.id for f in changes.opened], resolved=[f.id for f in changes.resolved],
-                           open_findings=len(active), suppressed_findings=int(env_changes["SuppressedFindings"]),
-                           proposal_id=proposal_id)
+        return ScanOutcome(
+            environment,
+            ObservationStatus.FRESH,
+            compared=True,
+            observed_at=observation.observed_at,
+            opened=[f.id for f in changes.opened],
+            resolved=[f.id for f in changes.resolved],
+            open_findings=len(active),
+            suppressed_findings=int(env_changes["SuppressedFindings"]),
+            proposal_id=proposal_id,
+        )
 
     # -- recording without comparing ---------------------------------------------------------
 
@@ -165,37 +215,76 @@ class Scanner:
     def _record_stale(self, applied: AppliedEnvironment, error: str, now: datetime) -> ScanOutcome:
         env = self._store.environment(applied.tenant, applied.environment)
         has_good = bool(env.get("ObservedAt"))
-        self._commit(applied.tenant, applied.environment, [self._store.environment_operation(env, {
-            "ObservationStatus": ObservationStatus.STALE.value, "LastAttemptAt": now.isoformat(),
-            "LastError": error[:4000], "LastScanAt": now.isoformat(),
-            "LastScanNote": "the target could not be read: the last good observation is kept"})], [], [])
-        return ScanOutcome(applied.environment, ObservationStatus.STALE, compared=False,
-                           observed_at=env.get("ObservedAt") if has_good else None, error=error,
-                           note="the target could not be read; the last good observation and the open "
-                                "findings are kept as they were",
-                           open_findings=int(env.get("OpenFindings", 0)),
-                           suppressed_findings=int(env.get("SuppressedFindings", 0)))
+        self._commit(
+            applied.tenant,
+            applied.environment,
+            [
+                self._store.environment_operation(
+                    env,
+                    {
+                        "ObservationStatus": ObservationStatus.STALE.value,
+                        "LastAttemptAt": now.isoformat(),
+                        "LastError": error[:4000],
+                        "LastScanAt": now.isoformat(),
+                        "LastScanNote": "the target could not be read: the last good observation is kept",
+                    },
+                )
+            ],
+            [],
+            [],
+        )
+        return ScanOutcome(
+            applied.environment,
+            ObservationStatus.STALE,
+            compared=False,
+            observed_at=env.get("ObservedAt") if has_good else None,
+            error=error,
+            note="the target could not be read; the last good observation and the open findings are kept as they were",
+            open_findings=int(env.get("OpenFindings", 0)),
+            suppressed_findings=int(env.get("SuppressedFindings", 0)),
+        )
 
-    def _fresh_only(self, applied: AppliedEnvironment, observation: Observation, target: ProvisioningTarget,
-                    note: str) -> ScanOutcome:
+    def _fresh_only(
+        self, applied: AppliedEnvironment, observation: Observation, target: ProvisioningTarget, note: str
+    ) -> ScanOutcome:
         return self._record_fresh_only(applied, observation, note, self._clock())
 
     @on_conflict
-    def _record_fresh_only(self, applied: AppliedEnvironment, observation: Observation, note: str,
-                           now: datetime) -> ScanOutcome:
+    def _record_fresh_only(
+        self, applied: AppliedEnvironment, observation: Observation, note: str, now: datetime
+    ) -> ScanOutcome:
         env = self._store.environment(applied.tenant, applied.environment)
-        self._commit(applied.tenant, applied.environment, [self._store.environment_operation(env, {
-            **self._observed(observation, now), "LastScanAt": now.isoformat(), "LastScanNote": note})],
-            [], [])
-        return ScanOutcome(applied.environment, ObservationStatus.FRESH, compared=False,
-                           observed_at=observation.observed_at, note=note,
-                           open_findings=int(env.get("OpenFindings", 0)))
+        self._commit(
+            applied.tenant,
+            applied.environment,
+            [
+                self._store.environment_operation(
+                    env, {**self._observed(observation, now), "LastScanAt": now.isoformat(), "LastScanNote": note}
+                )
+            ],
+            [],
+            [],
+        )
+        return ScanOutcome(
+            applied.environment,
+            ObservationStatus.FRESH,
+            compared=False,
+            observed_at=observation.observed_at,
+            note=note,
+            open_findings=int(env.get("OpenFindings", 0)),
+        )
 
     @staticmethod
     def _observed(observation: Observation, now: datetime) -> dict[str, Any]:
-        return {"ObservationStatus": ObservationStatus.FRESH.value, "ObservedAt": observation.observed_at,
-                "LastAttemptAt": now.isoformat(), "LastError": "", "ResourceCount": len(observation.items),
-                "Observer": observation.observer, "Target": observation.target}
+        return {
+            "ObservationStatus": ObservationStatus.FRESH.value,
+            "ObservedAt": observation.observed_at,
+            "LastAttemptAt": now.isoformat(),
+            "LastError": "",
+            "ResourceCount": len(observation.items),
+            "Observer": observation.observer,
+            "Target": observation.target,
+        }
 
     # -- the lease ---------------------------------------------------------------------------
 
@@ -203,13 +292,24 @@ class Scanner:
         """Keep health's cross-tenant index of stale environments in step (best effort: the next scan repairs)."""
         try:
             if outcome.status is ObservationStatus.STALE:
-                mark_stale(self._store.table, applied.tenant, applied.environment, applied.specification.target,
-                           self._clock().isoformat(), outcome.observed_at)
+                mark_stale(
+                    self._store.table,
+                    applied.tenant,
+                    applied.environment,
+                    applied.specification.target,
+                    self._clock().isoformat(),
+                    outcome.observed_at,
+                )
             elif previous == ObservationStatus.STALE.value:
                 clear_stale(self._store.table, applied.tenant, applied.environment)
         except Exception as error:  # noqa: BLE001 - the scan itself is recorded; the index is a summary
-            log.warning("stale index of %s/%s not updated: %s", applied.tenant, applied.environment, error,
-                        extra=ids(tenant=applied.tenant, environment=applied.environment))
+            log.warning(
+                "stale index of %s/%s not updated: %s",
+                applied.tenant,
+                applied.environment,
+                error,
+                extra=ids(tenant=applied.tenant, environment=applied.environment),
+            )
 
     @on_conflict
     def _claim(self, tenant: str, environment: str, owner: str) -> str:
@@ -221,27 +321,43 @@ class Scanner:
         if holder and holder != owner and until > now.isoformat():
             raise ScanInProgress(environment, until)
         until = (now + timedelta(seconds=lease)).isoformat()
-        self._commit(tenant, environment, [self._store.environment_operation(
-            env, {"ScanOwner": owner, "ScanLeaseUntil": until})], [], [])
+        self._commit(
+            tenant,
+            environment,
+            [self._store.environment_operation(env, {"ScanOwner": owner, "ScanLeaseUntil": until})],
+            [],
+            [],
+        )
         return str(env.get("ObservationStatus") or ObservationStatus.NEVER.value)
 
     def _release(self, tenant: str, environment: str, owner: str) -> None:
         try:
             self._release_once(tenant, environment, owner)
         except Exception as error:  # noqa: BLE001 - the lease expires on its own
-            log.warning("scan lease of %s/%s not released (it expires): %s", tenant, environment, error,
-                        extra=ids(tenant=tenant, environment=environment))
+            log.warning(
+                "scan lease of %s/%s not released (it expires): %s",
+                tenant,
+                environment,
+                error,
+                extra=ids(tenant=tenant, environment=environment),
+            )
 
     @on_conflict
     def _release_once(self, tenant: str, environment: str, owner: str) -> None:
         env = self._store.environment(tenant, environment)
         if env.get("ScanOwner") != owner:
             return
-        self._commit(tenant, environment, [self._store.environment_operation(
-            env, {"ScanOwner": "", "ScanLeaseUntil": ""})], [], [])
+        self._commit(
+            tenant,
+            environment,
+            [self._store.environment_operation(env, {"ScanOwner": "", "ScanLeaseUntil": ""})],
+            [],
+            [],
+        )
 
-    def _commit(self, tenant: str, environment: str, operations: list[Any], new_events: list[Any],
-                bulk: list[Any]) -> None:
+    def _commit(
+        self, tenant: str, environment: str, operations: list[Any], new_events: list[Any], bulk: list[Any]
+    ) -> None:
         try:
             self._store.commit(tenant, environment, operations, new_events, bulk)
         except AlreadyExists:

@@ -24,11 +24,19 @@ from shared.storage.streams import stream_key
 STALE_PARTITION = "~stale"
 
 
-def mark_stale(table: TableClient, tenant: str, environment: str, target: str, attempt_at: str,
-               last_good_at: str | None) -> None:
-    table.upsert_entity({"PartitionKey": STALE_PARTITION, "RowKey": stream_key(tenant, environment),
-                         "Target": target, "LastAttemptAt": attempt_at, "LastGoodAt": last_good_at or ""},
-                        mode=UpdateMode.REPLACE)
+def mark_stale(
+    table: TableClient, tenant: str, environment: str, target: str, attempt_at: str, last_good_at: str | None
+) -> None:
+    table.upsert_entity(
+        {
+            "PartitionKey": STALE_PARTITION,
+            "RowKey": stream_key(tenant, environment),
+            "Target": target,
+            "LastAttemptAt": attempt_at,
+            "LastGoodAt": last_good_at or "",
+        },
+        mode=UpdateMode.REPLACE,
+    )
 
 
 def clear_stale(table: TableClient, tenant: str, environment: str) -> None:
@@ -42,16 +50,23 @@ def stale_summary(table: TableClient) -> dict[str, Any]:
     """``{"stale_environments": n, "targets": [{"target", "stale_environments", "last_attempt_at",
     "oldest_good_observation_at"}]}``: per target, how many environments cannot be read."""
     by_target: dict[str, dict[str, Any]] = {}
-    rows = table.query_entities("PartitionKey eq @p", parameters={"p": STALE_PARTITION},
-                                select=["Target", "LastAttemptAt", "LastGoodAt"])
+    rows = table.query_entities(
+        "PartitionKey eq @p", parameters={"p": STALE_PARTITION}, select=["Target", "LastAttemptAt", "LastGoodAt"]
+    )
     for row in rows:
-        entry = by_target.setdefault(row.get("Target") or "", {
-            "target": row.get("Target") or None, "stale_environments": 0, "last_attempt_at": None,
-            "oldest_good_observation_at": None})
+        entry = by_target.setdefault(
+            row.get("Target") or "",
+            {
+                "target": row.get("Target") or None,
+                "stale_environments": 0,
+                "last_attempt_at": None,
+                "oldest_good_observation_at": None,
+            },
+        )
         entry["stale_environments"] += 1
-        entry["last_attempt_at"] = max(filter(None, [entry["last_attempt_at"], row.get("LastAttemptAt")]),
-                                       default=None)
+        entry["last_attempt_at"] = max(filter(None, [entry["last_attempt_at"], row.get("LastAttemptAt")]), default=None)
         entry["oldest_good_observation_at"] = min(
-            filter(None, [entry["oldest_good_observation_at"], row.get("LastGoodAt")]), default=None)
+            filter(None, [entry["oldest_good_observation_at"], row.get("LastGoodAt")]), default=None
+        )
     targets = sorted(by_target.values(), key=lambda entry: entry["target"] or "")
     return {"stale_environments": sum(entry["stale_environments"] for entry in targets), "targets": targets}

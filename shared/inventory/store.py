@@ -45,7 +45,7 @@ CHUNK_CHARS = 30_000  # a string property holds 64 KiB of UTF-16
 
 def pack(document: str) -> dict[str, str]:
     starts = range(0, len(document) or 1, CHUNK_CHARS)
-    return {f"Document{n}": document[i:i + CHUNK_CHARS] for n, i in enumerate(starts)}
+    return {f"Document{n}": document[i : i + CHUNK_CHARS] for n, i in enumerate(starts)}
 
 
 def unpack(row: dict[str, Any]) -> str:
@@ -84,14 +84,16 @@ class InventoryStore:
     def known_environments(self) -> list[tuple[str, str]]:
         """(tenant, environment) of every environment the inventory has a row for, across tenants."""
         rows = self.table.query_entities(f"RowKey eq '{ENVIRONMENT_ROW}'", select=["Tenant", "Environment"])
-        return sorted({(row["Tenant"], row["Environment"]) for row in rows
-                       if row.get("Tenant") and row.get("Environment")})
+        return sorted(
+            {(row["Tenant"], row["Environment"]) for row in rows if row.get("Tenant") and row.get("Environment")}
+        )
 
     # -- observations --------------------------------------------------------------------
 
     def save_observation(self, tenant: str, environment: str, observation: Observation) -> None:
-        self._blobs.upload_blob(f"{tenant}/{environment}/observation.json", observation.model_dump_json(),
-                                overwrite=True)
+        self._blobs.upload_blob(
+            f"{tenant}/{environment}/observation.json", observation.model_dump_json(), overwrite=True
+        )
 
     def load_observation(self, tenant: str, environment: str) -> Observation | None:
         try:
@@ -115,19 +117,35 @@ class InventoryStore:
         return Finding.model_validate_json(unpack(row)) if row else None
 
     def finding_operation(self, finding: Finding) -> TransactionOperation:
-        return ("upsert", {"PartitionKey": stream_key(finding.tenant, finding.environment),
-                           "RowKey": f"finding|{finding.id}", "State": finding.state.value,
-                           "Kind": finding.kind.value, "Address": finding.address,
-                           "LastSeen": finding.last_seen, "ResolvedAt": finding.resolved_at or "",
-                           **pack(finding.model_dump_json())}, {"mode": UpdateMode.REPLACE})
+        return (
+            "upsert",
+            {
+                "PartitionKey": stream_key(finding.tenant, finding.environment),
+                "RowKey": f"finding|{finding.id}",
+                "State": finding.state.value,
+                "Kind": finding.kind.value,
+                "Address": finding.address,
+                "LastSeen": finding.last_seen,
+                "ResolvedAt": finding.resolved_at or "",
+                **pack(finding.model_dump_json()),
+            },
+            {"mode": UpdateMode.REPLACE},
+        )
 
     def rules(self, tenant: str, environment: str) -> list[Versioned[IgnoreRule]]:
         rows = self._query(tenant, environment, "rule|", "", {})
         return [Versioned(IgnoreRule.model_validate_json(unpack(row)), row.metadata["etag"]) for row in rows]
 
     def rule_operation(self, rule: IgnoreRule) -> TransactionOperation:
-        return ("create", {"PartitionKey": stream_key(rule.tenant, rule.environment), "RowKey": f"rule|{rule.id}",
-                           "ExpiresAt": rule.expires_at, **pack(rule.model_dump_json())})
+        return (
+            "create",
+            {
+                "PartitionKey": stream_key(rule.tenant, rule.environment),
+                "RowKey": f"rule|{rule.id}",
+                "ExpiresAt": rule.expires_at,
+                **pack(rule.model_dump_json()),
+            },
+        )
 
     def delete_rule(self, tenant: str, environment: str, rule_id: str) -> bool:
         if read_row(self.table, stream_key(tenant, environment), f"rule|{rule_id}") is None:
@@ -152,14 +170,19 @@ class InventoryStore:
 
     def index_proposal(self, proposal: Proposal) -> None:
         """The tenant's id -> environment row, written before the proposal itself (harmless if it stays alone)."""
-        self.table.upsert_entity({"PartitionKey": proposal.tenant, "RowKey": f"proposal|{proposal.id}",
-                                  "Environment": proposal.environment})
+        self.table.upsert_entity(
+            {"PartitionKey": proposal.tenant, "RowKey": f"proposal|{proposal.id}", "Environment": proposal.environment}
+        )
 
     def proposal_operation(self, proposal: Proposal, etag: str | None) -> TransactionOperation:
-        entity = {"PartitionKey": stream_key(proposal.tenant, proposal.environment),
-                  "RowKey": f"proposal|{proposal.id}", "State": proposal.state.value,
-                  "CreatedAt": proposal.created_at, "UpdatedAt": proposal.updated_at,
-                  **pack(proposal.model_dump_json())}
+        entity = {
+            "PartitionKey": stream_key(proposal.tenant, proposal.environment),
+            "RowKey": f"proposal|{proposal.id}",
+            "State": proposal.state.value,
+            "CreatedAt": proposal.created_at,
+            "UpdatedAt": proposal.updated_at,
+            **pack(proposal.model_dump_json()),
+        }
         if etag is None:
             return ("create", entity)
         return ("update", entity, if_unchanged(etag))
@@ -169,15 +192,29 @@ class InventoryStore:
     def event_handled(self, tenant: str, environment: str, event_id: str) -> bool:
         return read_row(self.table, stream_key(tenant, environment), f"event|{event_id}") is not None
 
-    def event_operation(self, tenant: str, environment: str, event_id: str, event_type: str,
-                        at: str) -> TransactionOperation:
-        return ("create", {"PartitionKey": stream_key(tenant, environment), "RowKey": f"event|{event_id}",
-                           "EventType": event_type, "HandledAt": at})
+    def event_operation(
+        self, tenant: str, environment: str, event_id: str, event_type: str, at: str
+    ) -> TransactionOperation:
+        return (
+            "create",
+            {
+                "PartitionKey": stream_key(tenant, environment),
+                "RowKey": f"event|{event_id}",
+                "EventType": event_type,
+                "HandledAt": at,
+            },
+        )
 
     # -- committing ----------------------------------------------------------------------------
 
-    def commit(self, tenant: str, environment: str, operations: Sequence[TransactionOperation],
-               events: Iterable[NewEvent] = (), bulk: Sequence[TransactionOperation] = ()) -> list[CloudEvent]:
+    def commit(
+        self,
+        tenant: str,
+        environment: str,
+        operations: Sequence[TransactionOperation],
+        events: Iterable[NewEvent] = (),
+        bulk: Sequence[TransactionOperation] = (),
+    ) -> list[CloudEvent]:
         """Commit ``operations`` and ``events`` atomically; ``bulk`` (idempotent upserts) may go first in chunks.
 
         Why the split: a table transaction holds at most 100 operations. Bulk rows
@@ -188,9 +225,9 @@ class InventoryStore:
         room = BATCH_LIMIT - len(operations) - (len(pending) + 1 if pending else 0)
         if room < 0:
             raise ValueError("too many operations for one transaction")
-        leading, riding = list(bulk[:max(0, len(bulk) - room)]), list(bulk[max(0, len(bulk) - room):])
+        leading, riding = list(bulk[: max(0, len(bulk) - room)]), list(bulk[max(0, len(bulk) - room) :])
         for start in range(0, len(leading), BATCH_LIMIT):
-            submit_batch(self.table, leading[start:start + BATCH_LIMIT])
+            submit_batch(self.table, leading[start : start + BATCH_LIMIT])
         emitted = self._outbox.commit(stream_key(tenant, environment), [*riding, *operations], pending)
         self._outbox.dispatch(emitted)
         return emitted
@@ -198,14 +235,15 @@ class InventoryStore:
     def delete_rows(self, partition: str, row_keys: Iterable[str]) -> int:
         keys = list(row_keys)
         for start in range(0, len(keys), BATCH_LIMIT):
-            submit_batch(self.table, [("delete", {"PartitionKey": partition, "RowKey": key})
-                                      for key in keys[start:start + BATCH_LIMIT]])
+            submit_batch(
+                self.table,
+                [("delete", {"PartitionKey": partition, "RowKey": key}) for key in keys[start : start + BATCH_LIMIT]],
+            )
         return len(keys)
 
     def _query(self, tenant: str, environment: str, prefix: str, extra: str, parameters: dict[str, Any]) -> Any:
         end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-        return self.table.query_entities(f"PartitionKey eq @p and RowKey ge @lo and RowKey lt @hi{extra}",
-                                         parameters={"p": stream_key(tenant, environment), "lo": prefix,
-                                                     "hi": end, **parameters})
-
-
+        return self.table.query_entities(
+            f"PartitionKey eq @p and RowKey ge @lo and RowKey lt @hi{extra}",
+            parameters={"p": stream_key(tenant, environment), "lo": prefix, "hi": end, **parameters},
+        )

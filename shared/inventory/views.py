@@ -42,8 +42,11 @@ class InventoryViews:
     def findings(self, tenant: str, environment: str, state: str | None) -> dict[str, Any]:
         self.require_environment(tenant, environment)
         if state in (None, "", "open", "suppressed"):
-            found = [f for f in self._store.findings(tenant, environment, FindingState.OPEN)
-                     if (state == "suppressed") == bool(f.suppressed_by)]
+            found = [
+                f
+                for f in self._store.findings(tenant, environment, FindingState.OPEN)
+                if (state == "suppressed") == bool(f.suppressed_by)
+            ]
         elif state == "resolved":
             found = self._store.findings(tenant, environment, FindingState.RESOLVED)
         elif state == "all":
@@ -94,13 +97,18 @@ class InventoryViews:
         return {
             "environment": environment,
             "environment_class": provisioning.environment_class,
-            "applied": {"specification_digest": provisioning.applied_digest,
-                        "run_id": provisioning.applied_run_id} if provisioning.applied_digest else None,
+            "applied": {"specification_digest": provisioning.applied_digest, "run_id": provisioning.applied_run_id}
+            if provisioning.applied_digest
+            else None,
             "observation": {
-                "status": status, "fresh": status == ObservationStatus.FRESH.value,
-                "observed_at": env.get("ObservedAt") or None, "last_attempt_at": env.get("LastAttemptAt") or None,
-                "error": env.get("LastError") or None, "observer": env.get("Observer") or None,
-                "target": env.get("Target") or None, "resource_count": env.get("ResourceCount"),
+                "status": status,
+                "fresh": status == ObservationStatus.FRESH.value,
+                "observed_at": env.get("ObservedAt") or None,
+                "last_attempt_at": env.get("LastAttemptAt") or None,
+                "error": env.get("LastError") or None,
+                "observer": env.get("Observer") or None,
+                "target": env.get("Target") or None,
+                "resource_count": env.get("ResourceCount"),
                 "last_scan_note": env.get("LastScanNote") or None,
             },
             "open_findings": int(env.get("OpenFindings", 0) or 0),

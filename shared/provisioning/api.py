@@ -46,8 +46,14 @@ class AppliedEnvironment:
 
 
 class ProvisioningApi:
-    def __init__(self, store: ProvisioningStore, receipts: ReceiptStore, service: ProvisioningService, *,
-                 policy: ProvisioningSettings) -> None:
+    def __init__(
+        self,
+        store: ProvisioningStore,
+        receipts: ReceiptStore,
+        service: ProvisioningService,
+        *,
+        policy: ProvisioningSettings,
+    ) -> None:
         self._store = store
         self._receipts = receipts
         self._service = service
@@ -67,9 +73,11 @@ class ProvisioningApi:
 
     def summary(self, tenant: str, environment: str) -> EnvironmentSummary:
         row = self._store.environment(tenant, environment)
-        return EnvironmentSummary(environment_class=row.get("EnvironmentClass"),
-                                  applied_digest=row.get("AppliedDigest") or None,
-                                  applied_run_id=row.get("AppliedRunId") or None)
+        return EnvironmentSummary(
+            environment_class=row.get("EnvironmentClass"),
+            applied_digest=row.get("AppliedDigest") or None,
+            applied_run_id=row.get("AppliedRunId") or None,
+        )
 
     def applied(self, tenant: str, environment: str) -> AppliedEnvironment | None:
         """The environment's last applied state, or None when nothing was applied yet."""
@@ -84,10 +92,14 @@ class ProvisioningApi:
             if run is None or run.state.is_final or run.state is RunState.AWAITING_APPROVAL:
                 active = None  # finished (an orphaned lock), or waiting: nothing is changing the target
         return AppliedEnvironment(
-            tenant=tenant, environment=environment, digest=digest, run_id=record.get("AppliedRunId"),
+            tenant=tenant,
+            environment=environment,
+            digest=digest,
+            run_id=record.get("AppliedRunId"),
             specification=specification,
             environment_class=record.get("EnvironmentClass") or specification.environment_class.value,
-            run_in_flight=active)
+            run_in_flight=active,
+        )
 
     def apply_outputs(self, tenant: str, environment: str, run_id: str) -> dict[str, Any] | None:
         """The outputs a run's apply receipt recorded, or None when it has no apply receipt."""
@@ -111,7 +123,14 @@ class ProvisioningApi:
     def save_specification(self, specification: EnvironmentSpecification) -> None:
         self._store.save_specification(specification)
 
-    def declare(self, specification: EnvironmentSpecification, *, source: SourceInfo, idempotency_key: str,
-                requested_by: str, requested_by_client: str | None = None) -> tuple[Run, bool]:
+    def declare(
+        self,
+        specification: EnvironmentSpecification,
+        *,
+        source: SourceInfo,
+        idempotency_key: str,
+        requested_by: str,
+        requested_by_client: str | None = None,
+    ) -> tuple[Run, bool]:
         """Create the run for this desired state (or find the one this key created before)."""
         return self._service.declare(specification, source, idempotency_key, requested_by, requested_by_client)

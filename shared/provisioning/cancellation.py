@@ -18,8 +18,15 @@ from shared.provisioning.store import ProvisioningStore
 class CancelWatch:
     """Called between apply steps: has the run been cancelled since the apply began?"""
 
-    def __init__(self, store: ProvisioningStore, tenant: str, environment: str, run_id: str,
-                 interval: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        store: ProvisioningStore,
+        tenant: str,
+        environment: str,
+        run_id: str,
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._store = store
         self._run = (tenant, environment, run_id)
         self._interval = interval

@@ -53,8 +53,11 @@ class ConfigPlatformClient:
         return bool(self._base_url)
 
     def value(self, key: str, environment: str) -> str | None:
-        response = requests.get(f"{self._base_url}/v1/keys/{quote(key, safe='')}",
-                                params={"environment": environment}, timeout=self._timeout)
+        response = requests.get(
+            f"{self._base_url}/v1/keys/{quote(key, safe='')}",
+            params={"environment": environment},
+            timeout=self._timeout,
+        )
         if response.status_code == 404:
             return None
         response.raise_for_status()
@@ -62,8 +65,9 @@ class ConfigPlatformClient:
         return None if value is None else str(value)
 
 
-def resolve_configuration(references: list[ConfigReference], environment: str,
-                          client: ConfigPlatformClient) -> ResolvedConfiguration:
+def resolve_configuration(
+    references: list[ConfigReference], environment: str, client: ConfigPlatformClient
+) -> ResolvedConfiguration:
     result = ResolvedConfiguration()
     if not references:
         return result

@@ -24,18 +24,42 @@ from shared.storage.optimistic import on_conflict
 DecisionKind = Literal["approved", "rejected"]
 
 
-def decide(store: ProvisioningStore, tenant: str, run_id: str, decided_by: str, decision: DecisionKind,
-           plan_digest: str, reason: str, channel: str, client: str | None = None) -> Run:
+def decide(
+    store: ProvisioningStore,
+    tenant: str,
+    run_id: str,
+    decided_by: str,
+    decision: DecisionKind,
+    plan_digest: str,
+    reason: str,
+    channel: str,
+    client: str | None = None,
+) -> Run:
     def check(run: Run) -> None:
         _check(run, decided_by, decision, plan_digest)
 
-    return _record(store, tenant, run_id, check, lambda run: {"decision": Decision(
-        decision=decision, by=decided_by, client=client, at=now_iso(), plan_digest=plan_digest, reason=reason,
-        channel=channel)})
+    return _record(
+        store,
+        tenant,
+        run_id,
+        check,
+        lambda run: {
+            "decision": Decision(
+                decision=decision,
+                by=decided_by,
+                client=client,
+                at=now_iso(),
+                plan_digest=plan_digest,
+                reason=reason,
+                channel=channel,
+            )
+        },
+    )
 
 
-def cancel(store: ProvisioningStore, tenant: str, run_id: str, cancelled_by: str, reason: str,
-           client: str | None = None) -> Run:
+def cancel(
+    store: ProvisioningStore, tenant: str, run_id: str, cancelled_by: str, reason: str, client: str | None = None
+) -> Run:
     """Ask a run that has not ended to end ``cancelled``; its orchestration ends it.
 
     Before it is approved, the cancel is the run's decision. Once approved or applying, it is
@@ -52,16 +76,28 @@ def cancel(store: ProvisioningStore, tenant: str, run_id: str, cancelled_by: str
             raise Conflict("run-already-decided", f"run {run.id} was already {run.decision.decision}")
 
     def record(run: Run) -> dict[str, Decision]:
-        cancelled = Decision(decision="cancelled", by=cancelled_by, client=client, at=now_iso(),
-                             plan_digest=run.plan_digest or "", reason=reason, channel="http")
+        cancelled = Decision(
+            decision="cancelled",
+            by=cancelled_by,
+            client=client,
+            at=now_iso(),
+            plan_digest=run.plan_digest or "",
+            reason=reason,
+            channel="http",
+        )
         approved = run.decision is not None or run.state is RunState.APPLYING
         return {"cancellation": cancelled} if approved else {"decision": cancelled}
 
     return _record(store, tenant, run_id, check, record)
 
 
-def _record(store: ProvisioningStore, tenant: str, run_id: str, check: Callable[[Run], None],
-            changes_for: Callable[[Run], dict[str, Decision]]) -> Run:
+def _record(
+    store: ProvisioningStore,
+    tenant: str,
+    run_id: str,
+    check: Callable[[Run], None],
+    changes_for: Callable[[Run], dict[str, Decision]],
+) -> Run:
     """Record a decision on the run if ``check`` allows it, under the run's ETag."""
     environment = store.environment_of_run(tenant, run_id)
     if environment is None:
@@ -70,8 +106,14 @@ def _record(store: ProvisioningStore, tenant: str, run_id: str, check: Callable[
 
 
 @on_conflict
-def _record_on(store: ProvisioningStore, tenant: str, environment: str, run_id: str,
-               check: Callable[[Run], None], changes_for: Callable[[Run], dict[str, Decision]]) -> Run:
+def _record_on(
+    store: ProvisioningStore,
+    tenant: str,
+    environment: str,
+    run_id: str,
+    check: Callable[[Run], None],
+    changes_for: Callable[[Run], dict[str, Decision]],
+) -> Run:
     run, etag = store.run_with_etag(tenant, environment, run_id)
     check(run)
     updated = run.model_copy(update=changes_for(run))
@@ -87,5 +129,6 @@ def _check(run: Run, decided_by: str, decision: DecisionKind, plan_digest: str) 
     if decision == "approved" and decided_by == run.requested_by:
         raise PermissionDenied("whoever requested a run cannot approve it")
     if plan_digest != run.plan_digest:
-        raise Conflict("plan-digest-mismatch",
-                       f"the decision names plan {plan_digest}, but the run's plan is {run.plan_digest}")
+        raise Conflict(
+            "plan-digest-mismatch", f"the decision names plan {plan_digest}, but the run's plan is {run.plan_digest}"
+        )

@@ -14,27 +14,54 @@ def _subject(run: Run) -> str:
 
 
 def specification_declared(run: Run) -> NewEvent:
-    return NewEvent("SpecificationDeclared", _subject(run), run.tenant, {
-        "run_id": run.id, "environment": run.environment, "environment_class": run.environment_class,
-        "specification_digest": run.specification_digest, "target": run.target, "runner": run.runner,
-        "source": run.source.model_dump(mode="json"), "requested_by": run.requested_by,
-    })
+    return NewEvent(
+        "SpecificationDeclared",
+        _subject(run),
+        run.tenant,
+        {
+            "run_id": run.id,
+            "environment": run.environment,
+            "environment_class": run.environment_class,
+            "specification_digest": run.specification_digest,
+            "target": run.target,
+            "runner": run.runner,
+            "source": run.source.model_dump(mode="json"),
+            "requested_by": run.requested_by,
+        },
+    )
 
 
 def provisioning_applied(run: Run, outputs: OutputsReference) -> NewEvent:
     # The outputs go by reference: they grow with the environment, an event may not (claim check).
-    return NewEvent("ProvisioningApplied", _subject(run), run.tenant, {
-        "run_id": run.id, "promotion_id": run.idempotency_key, "environment": run.environment,
-        "specification_digest": run.specification_digest, "plan_digest": run.plan_digest,
-        "apply_receipt_digest": run.apply_receipt_digest, "counts": run.plan_counts,
-        "outputs_ref": outputs.model_dump(mode="json"),
-    })
+    return NewEvent(
+        "ProvisioningApplied",
+        _subject(run),
+        run.tenant,
+        {
+            "run_id": run.id,
+            "promotion_id": run.idempotency_key,
+            "environment": run.environment,
+            "specification_digest": run.specification_digest,
+            "plan_digest": run.plan_digest,
+            "apply_receipt_digest": run.apply_receipt_digest,
+            "counts": run.plan_counts,
+            "outputs_ref": outputs.model_dump(mode="json"),
+        },
+    )
 
 
 def provisioning_failed(run: Run, reason: FailureReason, detail: str) -> NewEvent:
-    return NewEvent("ProvisioningFailed", _subject(run), run.tenant, {
-        "run_id": run.id, "promotion_id": run.idempotency_key, "environment": run.environment,
-        "specification_digest": run.specification_digest, "reason": reason.value,
-        "detail": detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL] + "... (truncated; see the run)",
-        "apply_receipt_digest": run.apply_receipt_digest,
-    })
+    return NewEvent(
+        "ProvisioningFailed",
+        _subject(run),
+        run.tenant,
+        {
+            "run_id": run.id,
+            "promotion_id": run.idempotency_key,
+            "environment": run.environment,
+            "specification_digest": run.specification_digest,
+            "reason": reason.value,
+            "detail": detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL] + "... (truncated; see the run)",
+            "apply_receipt_digest": run.apply_receipt_digest,
+        },
+    )

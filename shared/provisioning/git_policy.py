@@ -110,8 +110,12 @@ def locate(repository: str, allowed: list[AllowedSource]) -> LocalRepository | R
         if parts is not None:
             port, path = parts.port or 443, parts.path or "/"
             for source in allowed:
-                if (isinstance(source, UrlPrefix) and source.host == parts.hostname and source.port == port
-                        and (path.rstrip("/") + "/").startswith(source.path)):
+                if (
+                    isinstance(source, UrlPrefix)
+                    and source.host == parts.hostname
+                    and source.port == port
+                    and (path.rstrip("/") + "/").startswith(source.path)
+                ):
                     return RemoteRepository(parts.geturl())
         raise NotAllowed()
     if "://" in repository or not os.path.isabs(repository) or "\0" in repository:
@@ -131,8 +135,18 @@ def _clean_url(url: str) -> SplitResult | None:
     except ValueError:
         return None
     segments = parts.path.split("/")
-    if (parts.scheme != "https" or not parts.hostname or parts.username is not None or parts.password is not None
-            or parts.query or parts.fragment or "%" in parts.path or "\\" in parts.path
-            or any(segment in (".", "..") for segment in segments) or not url.isprintable() or " " in url):
+    if (
+        parts.scheme != "https"
+        or not parts.hostname
+        or parts.username is not None
+        or parts.password is not None
+        or parts.query
+        or parts.fragment
+        or "%" in parts.path
+        or "\\" in parts.path
+        or any(segment in (".", "..") for segment in segments)
+        or not url.isprintable()
+        or " " in url
+    ):
         return None
     return parts

@@ -64,6 +64,7 @@ def read_file(repository: str, path: str, revision: str, limits: GitLimits) -> t
 
 # -- local repositories -------------------------------------------------------------------------
 
+
 def _read_local(location: LocalRepository, path: str, revision: str) -> tuple[str, str]:
     from dulwich.repo import Repo
 
@@ -86,6 +87,7 @@ def _confined(repo: Any, location: LocalRepository) -> bool:
 
 
 # -- https repositories --------------------------------------------------------------------------
+
 
 class _OverBudget(RuntimeCloudError):
     pass
@@ -118,8 +120,9 @@ def _bounded_client(url: str, budget: _Budget) -> Any:
     class BoundedHttpGitClient(Urllib3HttpGitClient):
         """Counts every byte read against the budget; never follows a redirect (it could leave the allow-list)."""
 
-        def _http_request(self, url: str, headers: dict[str, str] | None = None, data: Any = None,
-                          raise_for_status: bool = True) -> tuple[Any, Callable[..., bytes]]:
+        def _http_request(
+            self, url: str, headers: dict[str, str] | None = None, data: Any = None, raise_for_status: bool = True
+        ) -> tuple[Any, Callable[..., bytes]]:
             budget.check_time()
             response, read = super()._http_request(url, headers, data, raise_for_status)
 
@@ -131,9 +134,11 @@ def _bounded_client(url: str, budget: _Budget) -> Any:
             return response, bounded_read
 
     per_read = min(budget.timeout_seconds, 10.0)
-    pool = urllib3.PoolManager(timeout=urllib3.Timeout(connect=per_read, read=per_read),
-                               retries=urllib3.Retry(total=1, redirect=False, raise_on_redirect=True),
-                               cert_reqs="CERT_REQUIRED")
+    pool = urllib3.PoolManager(
+        timeout=urllib3.Timeout(connect=per_read, read=per_read),
+        retries=urllib3.Retry(total=1, redirect=False, raise_on_redirect=True),
+        cert_reqs="CERT_REQUIRED",
+    )
     return BoundedHttpGitClient(url, pool_manager=pool, quiet=True)
 
 
@@ -188,6 +193,7 @@ def _ref_for(refs: dict[bytes, bytes], revision: str) -> bytes | None:
 
 
 # -- reading the file -----------------------------------------------------------------------------
+
 
 def _read(repo: Any, path: str, revision: str) -> tuple[str, str]:
     return _read_at(repo, _resolve_revision(repo, revision), path, revision)

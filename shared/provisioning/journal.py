@@ -74,5 +74,9 @@ class TableStepJournal:
         return [StepResult.model_validate_json(row["Result"]) for row in rows]
 
     def _entity(self, step: StepResult) -> dict[str, Any]:
-        return {"PartitionKey": self._run_id, "RowKey": self._row_key(step.address), "Address": step.address,
-                "Result": step.model_dump_json()}
+        return {
+            "PartitionKey": self._run_id,
+            "RowKey": self._row_key(step.address),
+            "Address": step.address,
+            "Result": step.model_dump_json(),
+        }

@@ -53,12 +53,18 @@ log = app_logger("provisioning")
 
 # What a run ends as, by the outcome its orchestration reports.
 FINAL_STATE_BY_OUTCOME = {
-    Outcome.APPLIED: RunState.APPLIED, Outcome.FAILED: RunState.FAILED, Outcome.REJECTED: RunState.REJECTED,
-    Outcome.EXPIRED: RunState.EXPIRED, Outcome.SUPERSEDED: RunState.SUPERSEDED, Outcome.CANCELLED: RunState.CANCELLED,
+    Outcome.APPLIED: RunState.APPLIED,
+    Outcome.FAILED: RunState.FAILED,
+    Outcome.REJECTED: RunState.REJECTED,
+    Outcome.EXPIRED: RunState.EXPIRED,
+    Outcome.SUPERSEDED: RunState.SUPERSEDED,
+    Outcome.CANCELLED: RunState.CANCELLED,
 }
 REASON_BY_OUTCOME = {
-    Outcome.REJECTED: FailureReason.APPROVAL_REJECTED, Outcome.EXPIRED: FailureReason.APPROVAL_EXPIRED,
-    Outcome.SUPERSEDED: FailureReason.SUPERSEDED, Outcome.CANCELLED: FailureReason.CANCELLED,
+    Outcome.REJECTED: FailureReason.APPROVAL_REJECTED,
+    Outcome.EXPIRED: FailureReason.APPROVAL_EXPIRED,
+    Outcome.SUPERSEDED: FailureReason.SUPERSEDED,
+    Outcome.CANCELLED: FailureReason.CANCELLED,
 }
 
 
@@ -77,8 +83,16 @@ class RunRef:
 
 
 class RunSteps:
-    def __init__(self, storage: StorageClients, *, source: str, policy: ProvisioningSettings, iac: IaCSettings,
-                 targets: Sequence[ProvisioningTarget], config_platform: ConfigPlatformClient) -> None:
+    def __init__(
+        self,
+        storage: StorageClients,
+        *,
+        source: str,
+        policy: ProvisioningSettings,
+        iac: IaCSettings,
+        targets: Sequence[ProvisioningTarget],
+        config_platform: ConfigPlatformClient,
+    ) -> None:
         self._storage = storage
         self._policy = policy
         self._iac = iac
@@ -106,8 +120,7 @@ class RunSteps:
         active = env.get("ActiveRunId")
         if active and active != run.id and not self._is_finished(ref, active):
             return Claim.WAIT
-        self._store.save_run(run.moved_to(RunState.PLANNING), etag,
-                             env_changes={"ActiveRunId": run.id}, env=env)
+        self._store.save_run(run.moved_to(RunState.PLANNING), etag, env_changes={"ActiveRunId": run.id}, env=env)
         return Claim.PROCEED
 
     def _is_finished(self, ref: RunRef, run_id: str) -> bool:
@@ -143,18 +156,33 @@ class RunSteps:
             return _failed(FailureReason.TARGET_UNREACHABLE, str(error))
         except RunnerError as error:
             return _failed(FailureReason.PLAN_FAILED, str(error))
-        digest = self._receipts.write(PlanReceipt(
-            run_id=run.id, tenant=run.tenant, environment=run.environment, target=run.target,
-            runner=plan.runner, runner_version=plan.runner_version, specification_digest=run.specification_digest,
-            source=run.source, changes=plan.changes, counts=plan.counts, diagnostics=plan.diagnostics,
-            binding=plan.binding, planned_at=now_iso()))
+        digest = self._receipts.write(
+            PlanReceipt(
+                run_id=run.id,
+                tenant=run.tenant,
+                environment=run.environment,
+                target=run.target,
+                runner=plan.runner,
+                runner_version=plan.runner_version,
+                specification_digest=run.specification_digest,
+                source=run.source,
+                changes=plan.changes,
+                counts=plan.counts,
+                diagnostics=plan.diagnostics,
+                binding=plan.binding,
+                planned_at=now_iso(),
+            )
+        )
         requires = self._policy.requires_approval(run.environment_class)
         return self._planned(self._update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=requires))
 
     @staticmethod
     def _planned(run: Run) -> StepAnswer:
-        return {"outcome": Outcome.PLANNED, "plan_digest": run.plan_digest,
-                "requires_approval": bool(run.requires_approval)}
+        return {
+            "outcome": Outcome.PLANNED,
+            "plan_digest": run.plan_digest,
+            "requires_approval": bool(run.requires_approval),
+        }
 
     # -- approval ---------------------------------------------------------------------------
 
@@ -201,8 +229,7 @@ class RunSteps:
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
         target = find_target(self._targets, run.target)
         plan = self._reviewed_plan(run)
-        configuration = resolve_configuration(specification.configuration, run.environment,
-                                              self._config_platform)
+        configuration = resolve_configuration(specification.configuration, run.environment, self._config_platform)
         started = now_iso()
         result: ApplyResult | None = None
         failure: tuple[FailureReason, str] | None = None
@@ -211,9 +238,15 @@ class RunSteps:
                 raise RunnerError("the reviewed plan or its target is gone")
             secrets = resolve_secrets(specification.secrets)
             runner = runner_for(specification.runner, self._iac)
-            result = runner.apply(specification, target, plan, TableStepJournal(self._storage, run.id),
-                                  {**configuration.values, **secrets}, deadline=self._slice_deadline(),
-                                  stop=CancelWatch(self._store, ref.tenant, ref.environment, ref.run_id))
+            result = runner.apply(
+                specification,
+                target,
+                plan,
+                TableStepJournal(self._storage, run.id),
+                {**configuration.values, **secrets},
+                deadline=self._slice_deadline(),
+                stop=CancelWatch(self._store, ref.tenant, ref.environment, ref.run_id),
+            )
         except ApplySliceEnded as paused:  # not an end: no receipt until the last slice
             current, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
             if current.cancel_requested:
@@ -228,9 +261,12 @@ class RunSteps:
         except RunnerError as error:  # ApplyFailed and the rest: what finished is in error.result
             result, failure = error.result, (FailureReason.APPLY_FAILED, str(error))
         digest = self._write_apply_receipt(run, started, result, failure, configuration)
-        updated = self._update(ref, apply_receipt_digest=digest,
-                               failure_reason=failure[0] if failure else None,
-                               failure_detail=failure[1] if failure else None)
+        updated = self._update(
+            ref,
+            apply_receipt_digest=digest,
+            failure_reason=failure[0] if failure else None,
+            failure_detail=failure[1] if failure else None,
+        )
         return _outcome_of(updated)  # the outputs are in the receipt: a history event stays small
 
     def _end_cancelled(self, ref: RunRef, run: Run, started: str, result: ApplyResult | None) -> StepAnswer:
@@ -239,12 +275,18 @@ class RunSteps:
             steps = {step.address: step for step in TableStepJournal(self._storage, run.id).all()}
             plan = self._reviewed_plan(run)
             done = [steps[change.address] for change in (plan.changes if plan else []) if change.address in steps]
-            result = ApplyResult(runner=run.runner, runner_version="", steps=done,
-                                 outputs={step.address: step.outputs for step in done if step.outputs})
+            result = ApplyResult(
+                runner=run.runner,
+                runner_version="",
+                steps=done,
+                outputs={step.address: step.outputs for step in done if step.outputs},
+            )
         by = run.cancellation or run.decision  # the cancel: beside an approval, or as the decision
         planned = sum((run.plan_counts or {}).values())
-        detail = (f"cancelled by {by.by if by else 'an operator'} after {len(result.steps)} of {planned} step(s); "
-                  "what was applied stays, listed in the apply receipt")
+        detail = (
+            f"cancelled by {by.by if by else 'an operator'} after {len(result.steps)} of {planned} step(s); "
+            "what was applied stays, listed in the apply receipt"
+        )
         failure = (FailureReason.CANCELLED, detail)
         digest = self._write_apply_receipt(run, started, result, failure)
         self._update(ref, apply_receipt_digest=digest, failure_reason=FailureReason.CANCELLED, failure_detail=detail)
@@ -266,26 +308,50 @@ class RunSteps:
         document, digest = self._receipts.read(run.tenant, run.environment, run.id, "plan")
         if digest != run.plan_digest:
             raise PlanNoLongerHolds(f"the plan receipt no longer verifies ({digest} != {run.plan_digest})")
-        return PlanResult(runner=document["runner"], runner_version=document["runner_version"],
-                          changes=document["changes"], diagnostics=document.get("diagnostics", []),
-                          binding=document.get("binding", {}))
+        return PlanResult(
+            runner=document["runner"],
+            runner_version=document["runner_version"],
+            changes=document["changes"],
+            diagnostics=document.get("diagnostics", []),
+            binding=document.get("binding", {}),
+        )
 
-    def _write_apply_receipt(self, run: Run, started: str, result: ApplyResult | None,
-                             failure: tuple[FailureReason, str] | None,
-                             configuration: ResolvedConfiguration | None = None) -> str:
+    def _write_apply_receipt(
+        self,
+        run: Run,
+        started: str,
+        result: ApplyResult | None,
+        failure: tuple[FailureReason, str] | None,
+        configuration: ResolvedConfiguration | None = None,
+    ) -> str:
         env = self._store.environment(run.tenant, run.environment)
-        return self._receipts.write(ApplyReceipt(
-            run_id=run.id, tenant=run.tenant, environment=run.environment, target=run.target,
-            runner=result.runner if result else run.runner,
-            runner_version=result.runner_version if result else "",
-            specification_digest=run.specification_digest, plan_digest=run.plan_digest,
-            outcome=("cancelled" if failure[0] is FailureReason.CANCELLED else "failed") if failure else "applied",
-            failure_reason=failure[0].value if failure else None, failure_detail=failure[1] if failure else None,
-            steps=result.steps if result else [], outputs=result.outputs if result else {},
-            logs=result.logs if result else [], approvals=[run.decision] if run.decision else [],
-            configuration=ConfigurationRecord(resolved=configuration.resolved, unresolved=configuration.unresolved,
-                                              note=configuration.note) if configuration else ConfigurationRecord(),
-            started_at=started, finished_at=now_iso(), previous_receipt_digest=env.get("LastReceiptDigest")))
+        return self._receipts.write(
+            ApplyReceipt(
+                run_id=run.id,
+                tenant=run.tenant,
+                environment=run.environment,
+                target=run.target,
+                runner=result.runner if result else run.runner,
+                runner_version=result.runner_version if result else "",
+                specification_digest=run.specification_digest,
+                plan_digest=run.plan_digest,
+                outcome=("cancelled" if failure[0] is FailureReason.CANCELLED else "failed") if failure else "applied",
+                failure_reason=failure[0].value if failure else None,
+                failure_detail=failure[1] if failure else None,
+                steps=result.steps if result else [],
+                outputs=result.outputs if result else {},
+                logs=result.logs if result else [],
+                approvals=[run.decision] if run.decision else [],
+                configuration=ConfigurationRecord(
+                    resolved=configuration.resolved, unresolved=configuration.unresolved, note=configuration.note
+                )
+                if configuration
+                else ConfigurationRecord(),
+                started_at=started,
+                finished_at=now_iso(),
+                previous_receipt_digest=env.get("LastReceiptDigest"),
+            )
+        )
 
     # -- finish -------------------------------------------------------------------------------
 
@@ -301,11 +367,15 @@ class RunSteps:
         failure = FailureReason(reason) if reason else REASON_BY_OUTCOME.get(outcome)
         if failure in (FailureReason.PLAN_FAILED, FailureReason.TARGET_UNREACHABLE) and not run.apply_receipt_digest:
             # Nothing was applied, but the receipt chain records that the run failed and why.
-            run = run.model_copy(update={"apply_receipt_digest": self._write_apply_receipt(
-                run, now_iso(), None, (failure, detail))})
-        final = run.moved_to(FINAL_STATE_BY_OUTCOME[outcome], note=detail,
-                             failure_reason=failure if outcome is not Outcome.APPLIED else None,
-                             failure_detail=detail if outcome is not Outcome.APPLIED else None)
+            run = run.model_copy(
+                update={"apply_receipt_digest": self._write_apply_receipt(run, now_iso(), None, (failure, detail))}
+            )
+        final = run.moved_to(
+            FINAL_STATE_BY_OUTCOME[outcome],
+            note=detail,
+            failure_reason=failure if outcome is not Outcome.APPLIED else None,
+            failure_detail=detail if outcome is not Outcome.APPLIED else None,
+        )
         env = self._store.environment(run.tenant, run.environment)
         env_changes: dict[str, Any] = {}
         if env.get("ActiveRunId") == run.id:
@@ -314,8 +384,11 @@ class RunSteps:
             env_changes["LastReceiptDigest"] = final.apply_receipt_digest
         if outcome is Outcome.APPLIED:
             env_changes.update(AppliedDigest=run.specification_digest, AppliedRunId=run.id)
-        event = (events.provisioning_applied(final, self._publish_outputs(final)) if outcome is Outcome.APPLIED
-                 else events.provisioning_failed(final, failure or FailureReason.APPLY_FAILED, detail))
+        event = (
+            events.provisioning_applied(final, self._publish_outputs(final))
+            if outcome is Outcome.APPLIED
+            else events.provisioning_failed(final, failure or FailureReason.APPLY_FAILED, detail)
+        )
         self._store.save_run(final, etag, [event], env_changes=env_changes or None, env=env)
         _measure_ended(final, outcome, failure)
 
@@ -354,8 +427,11 @@ def _measure_ended(run: Run, outcome: Outcome, failure: FailureReason | None) ->
     """Metrics of a run that ended: its outcome, why it failed, how long it spent in each state."""
     telemetry.count(names.RUNS, outcome=outcome.value, environment_class=run.environment_class)
     if outcome is Outcome.FAILED:
-        telemetry.count(names.RUNS_FAILED, reason=(failure or FailureReason.APPLY_FAILED).value,
-                        environment_class=run.environment_class)
+        telemetry.count(
+            names.RUNS_FAILED,
+            reason=(failure or FailureReason.APPLY_FAILED).value,
+            environment_class=run.environment_class,
+        )
     for entry, following in zip(run.timeline, run.timeline[1:], strict=False):
         try:
             seconds = (datetime.fromisoformat(following.at) - datetime.fromisoformat(entry.at)).total_seconds()

@@ -59,9 +59,14 @@ class OutputsStore:
             self._container.upload_blob(name, data, overwrite=False, metadata={"sha256": sha256(data)})
         except ResourceExistsError:
             data = self._container.download_blob(name).readall()
-        return OutputsReference(container=RECEIPTS_CONTAINER, blob=name, sha256=sha256(data),
-                                count=len(json.loads(data)), bytes=len(data),
-                                href=f"/runtime-cloud/runs/{run_id}/outputs")
+        return OutputsReference(
+            container=RECEIPTS_CONTAINER,
+            blob=name,
+            sha256=sha256(data),
+            count=len(json.loads(data)),
+            bytes=len(data),
+            href=f"/runtime-cloud/runs/{run_id}/outputs",
+        )
 
     def read(self, reference: OutputsReference) -> dict[str, Any]:
         """The outputs a reference names, checked against its digest."""

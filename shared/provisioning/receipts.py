@@ -97,8 +97,9 @@ class ReceiptStore:
         name = self.blob_name(receipt.tenant, receipt.environment, receipt.run_id, receipt.kind)
         data = canonical_bytes(receipt)
         try:
-            self._container.upload_blob(name, data, overwrite=False,
-                                        metadata={"sha256": sha256(data), "kind": receipt.kind})
+            self._container.upload_blob(
+                name, data, overwrite=False, metadata={"sha256": sha256(data), "kind": receipt.kind}
+            )
         except ResourceExistsError:
             return sha256(self._container.download_blob(name).readall())
         return sha256(data)

@@ -36,16 +36,24 @@ class RunState(str, Enum):
         return self in FINAL_STATES
 
 
-FINAL_STATES = frozenset({RunState.APPLIED, RunState.FAILED, RunState.REJECTED, RunState.EXPIRED,
-                          RunState.SUPERSEDED, RunState.CANCELLED})
+FINAL_STATES = frozenset(
+    {RunState.APPLIED, RunState.FAILED, RunState.REJECTED, RunState.EXPIRED, RunState.SUPERSEDED, RunState.CANCELLED}
+)
 
 ALLOWED: dict[RunState, frozenset[RunState]] = {
     RunState.QUEUED: frozenset({RunState.PLANNING, RunState.SUPERSEDED, RunState.CANCELLED, RunState.FAILED}),
-    RunState.PLANNING: frozenset({RunState.AWAITING_APPROVAL, RunState.APPLYING, RunState.FAILED,
-                                  RunState.CANCELLED}),
+    RunState.PLANNING: frozenset({RunState.AWAITING_APPROVAL, RunState.APPLYING, RunState.FAILED, RunState.CANCELLED}),
     # A run still awaiting approval has applied nothing: a newer declaration supersedes it.
-    RunState.AWAITING_APPROVAL: frozenset({RunState.APPLYING, RunState.REJECTED, RunState.EXPIRED,
-                                           RunState.CANCELLED, RunState.FAILED, RunState.SUPERSEDED}),
+    RunState.AWAITING_APPROVAL: frozenset(
+        {
+            RunState.APPLYING,
+            RunState.REJECTED,
+            RunState.EXPIRED,
+            RunState.CANCELLED,
+            RunState.FAILED,
+            RunState.SUPERSEDED,
+        }
+    ),
     # An apply stops between steps when cancelled; what it applied is in its apply receipt.
     RunState.APPLYING: frozenset({RunState.APPLIED, RunState.FAILED, RunState.CANCELLED}),
 }

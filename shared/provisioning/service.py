@@ -65,8 +65,9 @@ def _undisclosing_errors(error: ValidationError, prefix: str) -> list[dict[str, 
 
 
 class ProvisioningService:
-    def __init__(self, store: ProvisioningStore, *, policy: ProvisioningSettings,
-                 targets: Sequence[ProvisioningTarget]) -> None:
+    def __init__(
+        self, store: ProvisioningStore, *, policy: ProvisioningSettings, targets: Sequence[ProvisioningTarget]
+    ) -> None:
         self._store = store
         self._policy = policy
         self._targets = targets
@@ -87,8 +88,9 @@ class ProvisioningService:
         if not declaration.git:  # first, so that the message kept of a refused promotion can withhold it
             _refuse_secrets(document)
         if document.setdefault("tenant", tenant) != tenant:
-            raise InvalidInput([{"path": "/specification/tenant",
-                                 "message": "must be the caller's tenant (or left out)"}])
+            raise InvalidInput(
+                [{"path": "/specification/tenant", "message": "must be the caller's tenant (or left out)"}]
+            )
         try:
             specification = EnvironmentSpecification.model_validate(document)
         except ValidationError as error:
@@ -101,58 +103,109 @@ class ProvisioningService:
 
     def _git_limits(self, tenant: str) -> GitLimits:
         policy = self._policy
-        return GitLimits(sources_for(policy.git_allowed_sources, tenant), policy.git_max_fetch_bytes,
-                         policy.git_fetch_timeout_seconds)
+        return GitLimits(
+            sources_for(policy.git_allowed_sources, tenant),
+            policy.git_max_fetch_bytes,
+            policy.git_fetch_timeout_seconds,
+        )
 
     def _check_installation(self, specification: EnvironmentSpecification) -> None:
         if find_target(self._targets, specification.target) is None:
             known = [t.id for t in self._targets]
-            raise InvalidInput([{"path": "/specification/target",
-                                 "message": f"unknown target {specification.target!r}; configured: {known}"}])
+            raise InvalidInput(
+                [
+                    {
+                        "path": "/specification/target",
+                        "message": f"unknown target {specification.target!r}; configured: {known}",
+                    }
+                ]
+            )
 
-    def declare(self, specification: EnvironmentSpecification, source: SourceInfo, idempotency_key: str,
-                requested_by: str, requested_by_client: str | None = None) -> tuple[Run, bool]:
+    def declare(
+        self,
+        specification: EnvironmentSpecification,
+        source: SourceInfo,
+        idempotency_key: str,
+        requested_by: str,
+        requested_by_client: str | None = None,
+    ) -> tuple[Run, bool]:
         """Create the run for this declaration, or find the one an earlier delivery created.
 
         ``requested_by`` is the person (or promoting system) the approval rule compares with the
         approver; ``requested_by_client`` the client application they came through.
         """
-        run = self._new_run(specification.tenant, specification.environment, idempotency_key, requested_by,
-                            specification.digest(), source, specification)
+        run = self._new_run(
+            specification.tenant,
+            specification.environment,
+            idempotency_key,
+            requested_by,
+            specification.digest(),
+            source,
+            specification,
+        )
         run = run.model_copy(update={"requested_by_client": requested_by_client})
-        claimed = self._store.claim_idempotency_key(run.tenant, idempotency_key, run.id, run.environment,
-                                                    run.specification_digest)
+        claimed = self._store.claim_idempotency_key(
+            run.tenant, idempotency_key, run.id, run.environment, run.specification_digest
+        )
         self._store.save_specification(specification)
         created, emitted = self._store.create_run(run, [events.specification_declared(run)])
         return created, claimed and bool(emitted)
 
-    def record_invalid_promotion(self, tenant: str, environment: str, promotion_id: str, requested_by: str,
-                                 raw_message: str, detail: str, rejection: str) -> Run:
+    def record_invalid_promotion(
+        self,
+        tenant: str,
+        environment: str,
+        promotion_id: str,
+        requested_by: str,
+        raw_message: str,
+        detail: str,
+        rejection: str,
+    ) -> Run:
         """An invalid promotion still becomes a run: failed, with the reason and the kept message."""
         digest = hashlib.sha256(raw_message.encode()).hexdigest()
         run = self._new_run(tenant, environment, promotion_id, requested_by, digest, SourceInfo(kind="inline"))
         now = now_iso()
         detail = bounded_detail(detail)  # thousands of invalid fields would not fit the run's row
-        failed = run.model_copy(update={
-            "state": RunState.FAILED, "failure_reason": FailureReason.INVALID_SPECIFICATION,
-            "failure_detail": f"{detail} (message kept as {rejection})",
-            "timeline": [*run.timeline, TimelineEntry(state=RunState.FAILED, at=now, note=detail)],
-        })
+        failed = run.model_copy(
+            update={
+                "state": RunState.FAILED,
+                "failure_reason": FailureReason.INVALID_SPECIFICATION,
+                "failure_detail": f"{detail} (message kept as {rejection})",
+                "timeline": [*run.timeline, TimelineEntry(state=RunState.FAILED, at=now, note=detail)],
+            }
+        )
         self._store.claim_idempotency_key(tenant, promotion_id, run.id, environment, digest)
-        created, _ = self._store.create_run(failed, [events.provisioning_failed(
-            failed, FailureReason.INVALID_SPECIFICATION, failed.failure_detail or detail)])
+        created, _ = self._store.create_run(
+            failed,
+            [events.provisioning_failed(failed, FailureReason.INVALID_SPECIFICATION, failed.failure_detail or detail)],
+        )
         return created
 
-    def _new_run(self, tenant: str, environment: str, key: str, requested_by: str, digest: str,
-                 source: SourceInfo, specification: EnvironmentSpecification | None = None) -> Run:
+    def _new_run(
+        self,
+        tenant: str,
+        environment: str,
+        key: str,
+        requested_by: str,
+        digest: str,
+        source: SourceInfo,
+        specification: EnvironmentSpecification | None = None,
+    ) -> Run:
         now = now_iso()
         return Run(
-            id=run_id_for(tenant, key), tenant=tenant, environment=environment,
+            id=run_id_for(tenant, key),
+            tenant=tenant,
+            environment=environment,
             environment_class=specification.environment_class.value if specification else "unknown",
             target=specification.target if specification else "unknown",
             runner=specification.runner.value if specification else "unknown",
-            state=RunState.QUEUED, ordinal=0, requested_by=requested_by, idempotency_key=key,
-            specification_digest=digest, source=source, created_at=now,
+            state=RunState.QUEUED,
+            ordinal=0,
+            requested_by=requested_by,
+            idempotency_key=key,
+            specification_digest=digest,
+            source=source,
+            created_at=now,
             timeline=[TimelineEntry(state=RunState.QUEUED, at=now)],
         )
 
@@ -182,8 +235,9 @@ class ProvisioningService:
             "last_applied": self._specification_view(tenant, environment, applied, record.get("AppliedRunId")),
         }
 
-    def _specification_view(self, tenant: str, environment: str, digest: str | None,
-                            run_id: str | None) -> dict[str, Any] | None:
+    def _specification_view(
+        self, tenant: str, environment: str, digest: str | None, run_id: str | None
+    ) -> dict[str, Any] | None:
         if not digest:
             return None
         try:

@@ -24,7 +24,8 @@ class ProvisioningSettings(Section):
     # Where specifications may come from in Git: folders and https:// prefixes, for every tenant or per
     # tenant (see shared.provisioning.git_policy). None by default: Git sources are refused.
     git_allowed_sources: Annotated[dict[str, list[str]], NoDecode] = Field(
-        default_factory=dict, alias="GitAllowedSources")
+        default_factory=dict, alias="GitAllowedSources"
+    )
     # Bounds of one https fetch: bytes received and time taken.
     git_max_fetch_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, alias="GitMaxFetchBytes")
     git_fetch_timeout_seconds: float = Field(default=60, gt=0, le=600, alias="GitFetchTimeoutSeconds")

@@ -28,8 +28,13 @@ class GitReference(BaseModel):
 
     repository: str = Field(min_length=1, max_length=2048, description="local path or https:// URL")
     path: str = Field(min_length=1, max_length=1024, description="file inside the repository")
-    revision: str = Field(default="main", min_length=1, max_length=255, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$",
-                          description="branch, tag or commit")
+    revision: str = Field(
+        default="main",
+        min_length=1,
+        max_length=255,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]*$",
+        description="branch, tag or commit",
+    )
 
 
 class Declaration(BaseModel):
@@ -65,8 +70,9 @@ def resolve(declaration: Declaration, git_limits: GitLimits | None = None) -> tu
     except GitSourceError as error:
         raise SourceError(str(error)) from None
     media_type: Literal["json", "yaml"] = "yaml" if re.search(r"\.ya?ml$", reference.path) else "json"
-    source = SourceInfo(kind="git", repository=reference.repository, path=reference.path,
-                        revision=reference.revision, commit=commit)
+    source = SourceInfo(
+        kind="git", repository=reference.repository, path=reference.path, revision=reference.revision, commit=commit
+    )
     return _parse(text, media_type), source
 
 

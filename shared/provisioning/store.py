@@ -70,8 +70,16 @@ class ProvisioningStore:
     def claim_idempotency_key(self, tenant: str, key: str, run_id: str, environment: str, digest: str) -> bool:
         """Record key -> run. True if this call claimed it; False if the same request came before."""
         rows = [
-            ("create", {"PartitionKey": tenant, "RowKey": f"key|{key}", "RunId": run_id,
-                        "Environment": environment, "Digest": digest}),
+            (
+                "create",
+                {
+                    "PartitionKey": tenant,
+                    "RowKey": f"key|{key}",
+                    "RunId": run_id,
+                    "Environment": environment,
+                    "Digest": digest,
+                },
+            ),
             ("create", {"PartitionKey": tenant, "RowKey": f"run|{run_id}", "Environment": environment}),
             ("upsert", {"PartitionKey": tenant, "RowKey": f"env|{environment}", "Environment": environment}),
         ]
@@ -83,8 +91,7 @@ class ProvisioningStore:
             if existing is None:
                 raise
         if existing["Digest"] != digest or existing["Environment"] != environment:
-            raise IdempotencyConflict(
-                f"key {key!r} was used for run {existing['RunId']} with other desired state")
+            raise IdempotencyConflict(f"key {key!r} was used for run {existing['RunId']} with other desired state")
         return False
 
     def environment_of_run(self, tenant: str, run_id: str) -> str | None:
@@ -92,16 +99,25 @@ class ProvisioningStore:
         return row["Environment"] if row else None
 
     def environments(self, tenant: str) -> list[str]:
-        rows = self._table.query_entities("PartitionKey eq @p and RowKey ge 'env|' and RowKey lt 'env}'",
-                                          parameters={"p": tenant}, select=["Environment"])
+        rows = self._table.query_entities(
+            "PartitionKey eq @p and RowKey ge 'env|' and RowKey lt 'env}'",
+            parameters={"p": tenant},
+            select=["Environment"],
+        )
         return sorted(row["Environment"] for row in rows)
 
     def applied_environments(self) -> list[tuple[str, str]]:
         """(tenant, environment) of every environment with applied desired state, across tenants."""
-        rows = self._table.query_entities(f"RowKey eq '{ENVIRONMENT_ROW}'",
-                                          select=["Tenant", "Environment", "AppliedDigest"])
-        return sorted({(row["Tenant"], row["Environment"]) for row in rows
-                       if row.get("AppliedDigest") and row.get("Tenant") and row.get("Environment")})
+        rows = self._table.query_entities(
+            f"RowKey eq '{ENVIRONMENT_ROW}'", select=["Tenant", "Environment", "AppliedDigest"]
+        )
+        return sorted(
+            {
+                (row["Tenant"], row["Environment"])
+                for row in rows
+                if row.get("AppliedDigest") and row.get("Tenant") and row.get("Environment")
+            }
+        )
 
     # -- environments and runs -------------------------------------------------------------
 
@@ -116,8 +132,12 @@ class ProvisioningStore:
             return existing, []
         env = self.environment(run.tenant, run.environment)
         numbered = run.model_copy(update={"ordinal": int(env.get("RunCounter", 0)) + 1})
-        env_changes = {"RunCounter": numbered.ordinal, "DeclaredDigest": run.specification_digest,
-                       "DeclaredRunId": run.id, "EnvironmentClass": run.environment_class}
+        env_changes = {
+            "RunCounter": numbered.ordinal,
+            "DeclaredDigest": run.specification_digest,
+            "DeclaredRunId": run.id,
+            "EnvironmentClass": run.environment_class,
+        }
         operations = [("create", self._run_entity(numbered)), env.write_operation(env_changes)]
         try:
             emitted = self._outbox.commit(stream_key(run.tenant, run.environment), operations, events)
@@ -142,8 +162,10 @@ class ProvisioningStore:
         if state is not None:
             query += " and State eq @s"
             parameters["s"] = state.value
-        return sorted((_run_from(row) for row in self._table.query_entities(query, parameters=parameters)),
-                      key=lambda r: r.ordinal)
+        return sorted(
+            (_run_from(row) for row in self._table.query_entities(query, parameters=parameters)),
+            key=lambda r: r.ordinal,
+        )
 
     def unfinished_runs(self) -> list[Run]:
         """Runs of every tenant that have not ended (for the reconciler; a cross-partition scan)."""
@@ -151,12 +173,16 @@ class ProvisioningStore:
         query = f"RowKey ge 'run|' and RowKey lt 'run}}' and ({states})"
         return [_run_from(row) for row in self._table.query_entities(query)]
 
-    def save_run(self, run: Run, etag: str, events: Iterable[NewEvent] = (),
-                 env_changes: dict[str, Any] | None = None,
-                 env: EnvironmentRow | None = None) -> list[CloudEvent]:
+    def save_run(
+        self,
+        run: Run,
+        etag: str,
+        events: Iterable[NewEvent] = (),
+        env_changes: dict[str, Any] | None = None,
+        env: EnvironmentRow | None = None,
+    ) -> list[CloudEvent]:
         """Replace the run (under its ETag) and, optionally, the environment row, with events."""
-        operations: list[tuple[Any, ...]] = [
-            ("update", self._run_entity(run), if_unchanged(etag))]
+        operations: list[tuple[Any, ...]] = [("update", self._run_entity(run), if_unchanged(etag))]
         if env_changes is not None:
             operations.append((env or self.environment(run.tenant, run.environment)).write_operation(env_changes))
         emitted = self._outbox.commit(stream_key(run.tenant, run.environment), operations, events)
@@ -170,11 +196,15 @@ class ProvisioningStore:
 
     @staticmethod
     def _run_entity(run: Run) -> dict[str, Any]:
-        return {"PartitionKey": stream_key(run.tenant, run.environment), "RowKey": f"run|{run.id}",
-                "State": run.state.value, "Ordinal": run.ordinal, "CreatedAt": run.created_at,
-                "Document": run.model_dump_json()}
+        return {
+            "PartitionKey": stream_key(run.tenant, run.environment),
+            "RowKey": f"run|{run.id}",
+            "State": run.state.value,
+            "Ordinal": run.ordinal,
+            "CreatedAt": run.created_at,
+            "Document": run.model_dump_json(),
+        }
 
 
 def _run_from(row: dict[str, Any]) -> Run:
     return Run.model_validate(json.loads(row["Document"]))
-

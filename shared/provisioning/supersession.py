@@ -32,16 +32,25 @@ def newer_run(store: ProvisioningStore, run: Run) -> Run | None:
 
     A newer run that never stood a chance (an invalid specification, or cancelled) does not.
     """
-    newer = [other for other in store.runs(run.tenant, run.environment)
-             if other.ordinal > run.ordinal
-             and other.failure_reason not in (FailureReason.INVALID_SPECIFICATION, FailureReason.CANCELLED)
-             and not (other.decision is not None and other.decision.decision == "cancelled")]
+    newer = [
+        other
+        for other in store.runs(run.tenant, run.environment)
+        if other.ordinal > run.ordinal
+        and other.failure_reason not in (FailureReason.INVALID_SPECIFICATION, FailureReason.CANCELLED)
+        and not (other.decision is not None and other.decision.decision == "cancelled")
+    ]
     return max(newer, key=lambda other: other.ordinal) if newer else None
 
 
 def superseded_by(newer: Run, plan_digest: str | None) -> Decision:
-    return Decision(decision="superseded", by=SYSTEM, at=now_iso(), plan_digest=plan_digest or "",
-                    reason=f"run {newer.id} declared newer desired state", channel="declaration")
+    return Decision(
+        decision="superseded",
+        by=SYSTEM,
+        at=now_iso(),
+        plan_digest=plan_digest or "",
+        reason=f"run {newer.id} declared newer desired state",
+        channel="declaration",
+    )
 
 
 def supersede_awaiting_approval(store: ProvisioningStore, tenant: str, environment: str, newer_id: str) -> list[str]:
@@ -52,8 +61,11 @@ def supersede_awaiting_approval(store: ProvisioningStore, tenant: str, environme
     newer = store.find_run(tenant, environment, newer_id)
     if newer is None:
         return []
-    return [run.id for run in store.runs(tenant, environment, RunState.AWAITING_APPROVAL)
-            if run.ordinal < newer.ordinal and run.decision is None and _supersede(store, run, newer)]
+    return [
+        run.id
+        for run in store.runs(tenant, environment, RunState.AWAITING_APPROVAL)
+        if run.ordinal < newer.ordinal and run.decision is None and _supersede(store, run, newer)
+    ]
 
 
 @on_conflict

@@ -52,8 +52,7 @@ class ChainReport(BaseModel):
     problems: list[ChainProblem] = Field(default_factory=list)
 
 
-def verify_environment(store: ProvisioningStore, receipts: ReceiptStore, tenant: str,
-                       environment: str) -> ChainReport:
+def verify_environment(store: ProvisioningStore, receipts: ReceiptStore, tenant: str, environment: str) -> ChainReport:
     """Walk the environment's receipts oldest first; :class:`NotFound` for an unknown environment."""
     env = store.environment(tenant, environment)
     if env.etag is None:
@@ -63,12 +62,24 @@ def verify_environment(store: ProvisioningStore, receipts: ReceiptStore, tenant:
         walk.visit(run)
     head = env.get("LastReceiptDigest") or None
     if head != walk.previous:
-        walk.problem(None, None, "head", f"the environment names {head or 'no receipt'} as its newest apply "
-                     f"receipt, but the newest recorded is {walk.previous or 'none'}")
+        walk.problem(
+            None,
+            None,
+            "head",
+            f"the environment names {head or 'no receipt'} as its newest apply "
+            f"receipt, but the newest recorded is {walk.previous or 'none'}",
+        )
     problems = walk.problems
-    return ChainReport(tenant=tenant, environment=environment, verified=not problems, receipts_checked=walk.checked,
-                       chain_length=walk.length, head=head, first_broken=problems[0] if problems else None,
-                       problems=problems)
+    return ChainReport(
+        tenant=tenant,
+        environment=environment,
+        verified=not problems,
+        receipts_checked=walk.checked,
+        chain_length=walk.length,
+        head=head,
+        first_broken=problems[0] if problems else None,
+        problems=problems,
+    )
 
 
 def _chain_order(run: Run) -> tuple[int, str, int]:
@@ -100,8 +111,13 @@ class _ChainWalk:
         if document is not None:
             link = document.get("previous_receipt_digest")
             if link != self.previous:
-                self.problem(run.id, "apply", "link", f"the apply receipt names {link or 'no receipt'} as the "
-                             f"previous one, but the previous recorded is {self.previous or 'none'}")
+                self.problem(
+                    run.id,
+                    "apply",
+                    "link",
+                    f"the apply receipt names {link or 'no receipt'} as the "
+                    f"previous one, but the previous recorded is {self.previous or 'none'}",
+                )
         if run.state.is_final:  # a run still finishing is not in the chain yet
             self.previous = run.apply_receipt_digest
             self.length += 1
@@ -114,6 +130,10 @@ class _ChainWalk:
             self.problem(run.id, kind, "missing", f"the {kind} receipt recorded as {recorded} is gone")
             return None
         if digest != recorded:
-            self.problem(run.id, kind, "digest", f"the stored {kind} receipt hashes to {digest}, "
-                         f"not to the {recorded} its run recorded: it was altered")
+            self.problem(
+                run.id,
+                kind,
+                "digest",
+                f"the stored {kind} receipt hashes to {digest}, not to the {recorded} its run recorded: it was altered",
+            )
         return document

@@ -42,16 +42,22 @@ def storage_for(connection_string: str | None) -> StorageClients:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m shared.provisioning.verify_receipts",
-                                     description="Verify the digests and the hash chain of an environment's receipts.")
+    parser = argparse.ArgumentParser(
+        prog="python -m shared.provisioning.verify_receipts",
+        description="Verify the digests and the hash chain of an environment's receipts.",
+    )
     parser.add_argument("--tenant", required=True)
     parser.add_argument("--environment", required=True)
     parser.add_argument("--connection-string", help="the host's store (default: the app settings)")
     args = parser.parse_args(argv)
     try:
         storage = storage_for(args.connection_string)
-        report = verify_environment(ProvisioningStore(storage, "/runtime-cloud/verify-receipts"),
-                                    ReceiptStore(storage), args.tenant, args.environment)
+        report = verify_environment(
+            ProvisioningStore(storage, "/runtime-cloud/verify-receipts"),
+            ReceiptStore(storage),
+            args.tenant,
+            args.environment,
+        )
     except (NotFound, InvalidSettings) as error:
         print(json.dumps({"error": str(error)}), file=sys.stderr)
         return 2

@@ -55,8 +55,9 @@ def submit_batch(table: TableClient, operations: Sequence[Any]) -> list[Mapping[
         raise
 
 
-def query_rows(table: TableClient, filter_text: str, *, select: list[str] | None = None,
-               **parameters: Any) -> list[dict[str, Any]]:
+def query_rows(
+    table: TableClient, filter_text: str, *, select: list[str] | None = None, **parameters: Any
+) -> list[dict[str, Any]]:
     """All rows matching ``filter_text``, each with its ETag under ``"etag"``."""
     with store_errors():
         entities = table.query_entities(filter_text, parameters=parameters or None, select=select)
@@ -96,7 +97,9 @@ def delete_if_unchanged(table: TableClient, partition_key: str, row_key: str, et
     try:
         with store_errors():
             table.delete_entity(
-                partition_key=partition_key, row_key=row_key, etag=etag,
+                partition_key=partition_key,
+                row_key=row_key,
+                etag=etag,
                 match_condition=MatchConditions.IfNotModified,
             )
     except ResourceModifiedError as error:

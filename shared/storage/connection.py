@@ -73,7 +73,7 @@ def read_connection(name: str = "AzureWebJobsStorage", environ: Mapping[str, str
     if exact:  # an exact match wins over a prefix match, as in the Functions host
         return StorageConnection(name, connection_string=exact)
     prefix = f"{name.lower()}__"
-    section = {key[len(prefix):]: value for key, value in settings.items() if key.startswith(prefix) and value}
+    section = {key[len(prefix) :]: value for key, value in settings.items() if key.startswith(prefix) and value}
     if not section:
         raise InvalidSettings(
             f"{name}: set a connection string, or the identity-based settings {name}__accountName "
@@ -91,8 +91,11 @@ def _identity(name: str, section: dict[str, str]) -> IdentityConnection:
             "(or leave it unset for DefaultAzureCredential): no secret belongs in an app setting"
         )
     endpoints = {service: _endpoint(name, section, service) for service in SERVICES}
-    return IdentityConnection(endpoints=endpoints, client_id=section.get("clientid") or None,
-                              managed_identity_only=credential == MANAGED_IDENTITY)
+    return IdentityConnection(
+        endpoints=endpoints,
+        client_id=section.get("clientid") or None,
+        managed_identity_only=credential == MANAGED_IDENTITY,
+    )
 
 
 def _endpoint(name: str, section: dict[str, str], service: str) -> str:
@@ -100,19 +103,22 @@ def _endpoint(name: str, section: dict[str, str], service: str) -> str:
     explicit = section.get(setting.lower()) or (section.get("serviceuri") if service == "blob" else None)
     if explicit:
         if not explicit.startswith("https://"):
-            raise InvalidSettings(f"{name}__{setting}: {explicit!r} must be an https:// URI "
-                                  "(a token is never sent over plain HTTP)")
+            raise InvalidSettings(
+                f"{name}__{setting}: {explicit!r} must be an https:// URI (a token is never sent over plain HTTP)"
+            )
         return explicit.rstrip("/")
     account = section.get("accountname")
     if not account:
         raise InvalidSettings(f"{name}__{setting}: not set, and no {name}__accountName to derive it from")
     if not _ACCOUNT_NAME.fullmatch(account):
-        raise InvalidSettings(f"{name}__accountName: {account!r} is not a storage account name "
-                              "(3 to 24 lower-case letters and digits)")
+        raise InvalidSettings(
+            f"{name}__accountName: {account!r} is not a storage account name (3 to 24 lower-case letters and digits)"
+        )
     suffix = section.get("endpointsuffix") or DEFAULT_ENDPOINT_SUFFIX
     if not _SUFFIX.fullmatch(suffix):
-        raise InvalidSettings(f"{name}__endpointSuffix: {suffix!r} is not a DNS suffix "
-                              f"such as {DEFAULT_ENDPOINT_SUFFIX}")
+        raise InvalidSettings(
+            f"{name}__endpointSuffix: {suffix!r} is not a DNS suffix such as {DEFAULT_ENDPOINT_SUFFIX}"
+        )
     return f"https://{account}.{service}.{suffix}"
 
 

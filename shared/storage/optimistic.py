@@ -29,12 +29,17 @@ def on_conflict(function: F) -> F: ...
 def on_conflict(*, attempts: int = ATTEMPTS, max_wait_seconds: float = MAX_WAIT_SECONDS) -> Callable[[F], F]: ...
 
 
-def on_conflict(function: F | None = None, *, attempts: int = ATTEMPTS,
-                max_wait_seconds: float = MAX_WAIT_SECONDS) -> F | Callable[[F], F]:
+def on_conflict(
+    function: F | None = None, *, attempts: int = ATTEMPTS, max_wait_seconds: float = MAX_WAIT_SECONDS
+) -> F | Callable[[F], F]:
     """Retry the decorated function while it raises :class:`ConcurrencyConflict` (``@on_conflict`` or
     ``@on_conflict(attempts=...)``)."""
-    decorator = retry(retry=retry_if_exception_type(ConcurrencyConflict), stop=stop_after_attempt(attempts),
-                      wait=wait_random_exponential(multiplier=0.02, max=max_wait_seconds), reraise=True)
+    decorator = retry(
+        retry=retry_if_exception_type(ConcurrencyConflict),
+        stop=stop_after_attempt(attempts),
+        wait=wait_random_exponential(multiplier=0.02, max=max_wait_seconds),
+        reraise=True,
+    )
     if function is not None:
         return decorator(function)
     return decorator  # type: ignore[return-value]

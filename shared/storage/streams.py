@@ -53,8 +53,13 @@ class EnvironmentRow:
         """Create the row, or replace it if nobody wrote it since it was read."""
         fields = {k: v for k, v in self.row.items() if k not in _KEYS}
         fields.update(changes)
-        entity = {"PartitionKey": stream_key(self.tenant, self.environment), "RowKey": ENVIRONMENT_ROW,
-                  "Tenant": self.tenant, "Environment": self.environment, **fields}
+        entity = {
+            "PartitionKey": stream_key(self.tenant, self.environment),
+            "RowKey": ENVIRONMENT_ROW,
+            "Tenant": self.tenant,
+            "Environment": self.environment,
+            **fields,
+        }
         if self.etag is None:
             return ("create", entity)
         return ("update", entity, if_unchanged(self.etag))

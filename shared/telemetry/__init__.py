@@ -23,5 +23,18 @@ from shared.telemetry.tracing import (
     span,
 )
 
-__all__ = ["annotate", "configure", "context_from", "count", "current_trace_context", "current_traceparent",
-           "flush", "id_attributes", "is_traceparent", "message_span", "observe", "record", "span"]
+__all__ = [
+    "annotate",
+    "configure",
+    "context_from",
+    "count",
+    "current_trace_context",
+    "current_traceparent",
+    "flush",
+    "id_attributes",
+    "is_traceparent",
+    "message_span",
+    "observe",
+    "record",
+    "span",
+]

@@ -38,8 +38,10 @@ def otlp_json(message: Message) -> dict[str, Any]:
 
 def _hex_ids(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: (base64.b64decode(item).hex() if key in _ID_FIELDS and isinstance(item, str) else _hex_ids(item))
-                for key, item in value.items()}
+        return {
+            key: (base64.b64decode(item).hex() if key in _ID_FIELDS and isinstance(item, str) else _hex_ids(item))
+            for key, item in value.items()
+        }
     if isinstance(value, list):
         return [_hex_ids(item) for item in value]
     return value

@@ -78,8 +78,9 @@ def observe(metric: MetricName, source: GaugeSource) -> None:
                 log.warning("gauge %s: %s: %s", metric.name, type(error).__name__, str(error).splitlines()[:1])
         return observations
 
-    metrics.get_meter(METER_NAME).create_observable_gauge(metric.name, callbacks=[callback], unit=metric.unit,
-                                                          description=metric.summary)
+    metrics.get_meter(METER_NAME).create_observable_gauge(
+        metric.name, callbacks=[callback], unit=metric.unit, description=metric.summary
+    )
 
 
 def forget_gauges() -> None:

@@ -27,34 +27,85 @@ def _metric(what: str, instrument: str, unit: str, dimensions: tuple[str, ...], 
     return MetricName(f"{PREFIX}.{what}", instrument, unit, dimensions, summary)
 
 
-INBOX_LAG = _metric("host.inbox_lag", "gauge", "s", ("module",),
-                    "age of the oldest unprocessed message in the module's inbound queues (the seed's metric)")
-OUTBOX_BACKLOG = _metric("host.outbox_backlog", "gauge", "{event}", ("table",),
-                         "events committed but not yet dispatched, per outbox table")
-RUNS = _metric("provisioning.runs", "counter", "{run}", ("outcome", "environment_class"),
-               "provisioning runs that ended, by outcome (applied, failed, rejected, expired, ...)")
-RUNS_FAILED = _metric("provisioning.runs_failed", "counter", "{run}", ("reason", "environment_class"),
-                      "provisioning runs that ended failed, by reason")
-STATE_DURATION = _metric("provisioning.state_duration", "histogram", "s", ("state",),
-                         "time a run spent in a state (queued, planning, awaiting-approval, applying)")
-AWAITING_APPROVAL = _metric("provisioning.runs_awaiting_approval", "gauge", "{run}", (),
-                            "runs whose plan waits for an operator's decision")
+INBOX_LAG = _metric(
+    "host.inbox_lag",
+    "gauge",
+    "s",
+    ("module",),
+    "age of the oldest unprocessed message in the module's inbound queues (the seed's metric)",
+)
+OUTBOX_BACKLOG = _metric(
+    "host.outbox_backlog", "gauge", "{event}", ("table",), "events committed but not yet dispatched, per outbox table"
+)
+RUNS = _metric(
+    "provisioning.runs",
+    "counter",
+    "{run}",
+    ("outcome", "environment_class"),
+    "provisioning runs that ended, by outcome (applied, failed, rejected, expired, ...)",
+)
+RUNS_FAILED = _metric(
+    "provisioning.runs_failed",
+    "counter",
+    "{run}",
+    ("reason", "environment_class"),
+    "provisioning runs that ended failed, by reason",
+)
+STATE_DURATION = _metric(
+    "provisioning.state_duration",
+    "histogram",
+    "s",
+    ("state",),
+    "time a run spent in a state (queued, planning, awaiting-approval, applying)",
+)
+AWAITING_APPROVAL = _metric(
+    "provisioning.runs_awaiting_approval", "gauge", "{run}", (), "runs whose plan waits for an operator's decision"
+)
 LEASE_GRANTS = _metric("capacity.lease_grants", "counter", "{lease}", ("pool",), "leases granted")
-LEASE_DENIALS = _metric("capacity.lease_denials", "counter", "{denial}", ("pool", "reason"),
-                        "lease acquisitions refused (quota-exceeded, capacity-unavailable)")
+LEASE_DENIALS = _metric(
+    "capacity.lease_denials",
+    "counter",
+    "{denial}",
+    ("pool", "reason"),
+    "lease acquisitions refused (quota-exceeded, capacity-unavailable)",
+)
 ACTIVE_LEASES = _metric("capacity.active_leases", "gauge", "{lease}", ("pool",), "leases held now, per pool")
-UTILIZATION = _metric("capacity.utilization", "gauge", "1", ("pool",),
-                      "active leases over the pool's size (0..1)")
-ACQUIRE_DURATION = _metric("capacity.acquire_duration", "histogram", "s", ("pool", "outcome"),
-                           "time to answer a lease acquisition (granted, denied)")
-OPEN_FINDINGS = _metric("inventory.open_findings", "gauge", "{finding}", ("kind",),
-                        "drift findings not yet resolved, by kind")
+UTILIZATION = _metric("capacity.utilization", "gauge", "1", ("pool",), "active leases over the pool's size (0..1)")
+ACQUIRE_DURATION = _metric(
+    "capacity.acquire_duration",
+    "histogram",
+    "s",
+    ("pool", "outcome"),
+    "time to answer a lease acquisition (granted, denied)",
+)
+OPEN_FINDINGS = _metric(
+    "inventory.open_findings", "gauge", "{finding}", ("kind",), "drift findings not yet resolved, by kind"
+)
 SCAN_DURATION = _metric("inventory.scan_duration", "histogram", "s", ("target",), "time of one environment's scan")
-STALE_TARGETS = _metric("inventory.stale_targets", "gauge", "{environment}", ("target",),
-                        "environments whose last observation failed (their target could not be read)")
+STALE_TARGETS = _metric(
+    "inventory.stale_targets",
+    "gauge",
+    "{environment}",
+    ("target",),
+    "environments whose last observation failed (their target could not be read)",
+)
 
-METRICS = (INBOX_LAG, OUTBOX_BACKLOG, RUNS, RUNS_FAILED, STATE_DURATION, AWAITING_APPROVAL, LEASE_GRANTS,
-           LEASE_DENIALS, ACTIVE_LEASES, UTILIZATION, ACQUIRE_DURATION, OPEN_FINDINGS, SCAN_DURATION, STALE_TARGETS)
+METRICS = (
+    INBOX_LAG,
+    OUTBOX_BACKLOG,
+    RUNS,
+    RUNS_FAILED,
+    STATE_DURATION,
+    AWAITING_APPROVAL,
+    LEASE_GRANTS,
+    LEASE_DENIALS,
+    ACTIVE_LEASES,
+    UTILIZATION,
+    ACQUIRE_DURATION,
+    OPEN_FINDINGS,
+    SCAN_DURATION,
+    STALE_TARGETS,
+)
 
 # Span attributes naming the objects a span is about: the same names as the log fields (shared.logs).
 TENANT, ENVIRONMENT, RUN, LEASE, POOL = "tenant_id", "environment_id", "run_id", "lease_id", "pool"

@@ -26,9 +26,16 @@ class TriggerRootSampler(Sampler):
     def __init__(self, delegate: Sampler | None = None) -> None:
         self._delegate = delegate or ALWAYS_ON
 
-    def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: SpanKind | None = None,
-                      attributes: Any = None, links: Sequence[Link] | None = None,
-                      trace_state: Any = None) -> SamplingResult:
+    def should_sample(
+        self,
+        parent_context: Any,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Any = None,
+        links: Sequence[Link] | None = None,
+        trace_state: Any = None,
+    ) -> SamplingResult:
         parent = trace.get_current_span(parent_context).get_span_context()
         if not parent.is_valid and kind not in STARTS and not (attributes and TRIGGER in attributes):
             return SamplingResult(Decision.DROP)

@@ -22,16 +22,23 @@ REDACTED = "<redacted>"
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # name=value pairs of connection strings and query strings (SAS signatures, function keys)
-    (re.compile(r"(?i)\b(AccountKey|SharedAccessKey|SharedAccessSignature|sig|code|password|pwd|client_secret"
-                r"|access_token|refresh_token|token|key)=([^;&\s\"']+)"), rf"\1={REDACTED}"),
+    (
+        re.compile(
+            r"(?i)\b(AccountKey|SharedAccessKey|SharedAccessSignature|sig|code|password|pwd|client_secret"
+            r"|access_token|refresh_token|token|key)=([^;&\s\"']+)"
+        ),
+        rf"\1={REDACTED}",
+    ),
     (re.compile(r"(?i)\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+"), rf"\1 {REDACTED}"),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), REDACTED),  # a JWT
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)"), REDACTED),
     (re.compile(r"://([^/\s:@]+):([^/\s@]+)@"), rf"://\1:{REDACTED}@"),  # a password inside a URL
     (re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}=="), REDACTED),  # a storage account key
 ]
-_SECRET_NAME = re.compile(r"(?i)(password|passwd|secret|authorization|api[_-]?key|account[_-]?key|"
-                          r"access[_-]?key|signature|credential|connection[_-]?string|cookie|token$)")
+_SECRET_NAME = re.compile(
+    r"(?i)(password|passwd|secret|authorization|api[_-]?key|account[_-]?key|"
+    r"access[_-]?key|signature|credential|connection[_-]?string|cookie|token$)"
+)
 
 
 def scrub_text(text: str) -> str:
@@ -68,8 +75,7 @@ class ScrubSpanProcessor(SpanProcessor):
             span._attributes = BoundedAttributes(attributes=scrub_attributes(span._attributes), immutable=True)
         for event in span._events:
             if _needs_scrub(event._attributes):
-                event._attributes = BoundedAttributes(attributes=scrub_attributes(event._attributes),
-                                                      immutable=True)
+                event._attributes = BoundedAttributes(attributes=scrub_attributes(event._attributes), immutable=True)
         if span._status.description:
             from opentelemetry.trace import Status
 

@@ -90,8 +90,13 @@ def _resource() -> Any:
 
     import shared
 
-    return Resource.create({"service.name": SERVICE_NAME, "service.version": shared.__version__,
-                            "service.namespace": "connectsoft.factory"})
+    return Resource.create(
+        {
+            "service.name": SERVICE_NAME,
+            "service.version": shared.__version__,
+            "service.namespace": "connectsoft.factory",
+        }
+    )
 
 
 def _azure_monitor(connection_string: str) -> Configured:
@@ -132,13 +137,15 @@ def _files(directory: Path) -> Configured:
     directory = directory.resolve()
     interval = float(_setting(METRIC_INTERVAL) or 15)
     reader = PeriodicExportingMetricReader(MetricFileExporter(directory), export_interval_millis=interval * 1000)
-    configured = _sdk("otlp-files", directory, SpanFileExporter(directory), reader, LogFileExporter(directory),
-                      batch=True)
+    configured = _sdk(
+        "otlp-files", directory, SpanFileExporter(directory), reader, LogFileExporter(directory), batch=True
+    )
     return configured
 
 
-def _sdk(mode: str, directory: Path | None, span_exporter: Any, metric_reader: Any, log_exporter: Any,
-         batch: bool = False) -> Configured:
+def _sdk(
+    mode: str, directory: Path | None, span_exporter: Any, metric_reader: Any, log_exporter: Any, batch: bool = False
+) -> Configured:
     from opentelemetry import metrics, trace
     from opentelemetry._logs import set_logger_provider
     from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
@@ -154,8 +161,11 @@ def _sdk(mode: str, directory: Path | None, span_exporter: Any, metric_reader: A
 
         tracer_provider = TracerProvider(resource=resource, sampler=TriggerRootSampler())
         tracer_provider.add_span_processor(ScrubSpanProcessor())
-        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter, schedule_delay_millis=1000) if batch
-                                           else SimpleSpanProcessor(span_exporter))
+        tracer_provider.add_span_processor(
+            BatchSpanProcessor(span_exporter, schedule_delay_millis=1000)
+            if batch
+            else SimpleSpanProcessor(span_exporter)
+        )
         trace.set_tracer_provider(tracer_provider)
         providers.append(tracer_provider)
     if metric_reader is not None:
@@ -166,8 +176,10 @@ def _sdk(mode: str, directory: Path | None, span_exporter: Any, metric_reader: A
         logger_provider = LoggerProvider(resource=resource)
         logger_provider.add_log_record_processor(ScrubLogProcessor())
         logger_provider.add_log_record_processor(
-            BatchLogRecordProcessor(log_exporter, schedule_delay_millis=1000) if batch
-            else SimpleLogRecordProcessor(log_exporter))
+            BatchLogRecordProcessor(log_exporter, schedule_delay_millis=1000)
+            if batch
+            else SimpleLogRecordProcessor(log_exporter)
+        )
         set_logger_provider(logger_provider)
         logging.getLogger(LOGGER_NAME).addHandler(LoggingHandler(level=logging.INFO, logger_provider=logger_provider))
         providers.append(logger_provider)

@@ -36,16 +36,28 @@ def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER_NAME)
 
 
-def id_attributes(*, tenant: str | None = None, environment: str | None = None, run: str | None = None,
-                  lease: str | None = None, pool: str | None = None) -> dict[str, str]:
+def id_attributes(
+    *,
+    tenant: str | None = None,
+    environment: str | None = None,
+    run: str | None = None,
+    lease: str | None = None,
+    pool: str | None = None,
+) -> dict[str, str]:
     given = {TENANT: tenant, ENVIRONMENT: environment, RUN: run, LEASE: lease, POOL: pool}
     return {name: str(value) for name, value in given.items() if value is not None}
 
 
 @contextmanager
-def span(name: str, *, kind: SpanKind = SpanKind.INTERNAL, traceparent: str | None = None,
-         tracestate: str | None = None, attributes: Mapping[str, Any] | None = None,
-         **ids: str | None) -> Iterator[Span]:
+def span(
+    name: str,
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    traceparent: str | None = None,
+    tracestate: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    **ids: str | None,
+) -> Iterator[Span]:
     """A span around a piece of work, current inside the block.
 
     With ``traceparent`` (from a message) the span continues that trace and links
@@ -57,8 +69,9 @@ def span(name: str, *, kind: SpanKind = SpanKind.INTERNAL, traceparent: str | No
         current = trace.get_current_span().get_span_context()
         if current.is_valid:
             links.append(Link(current))
-    with tracer().start_as_current_span(name, context=parent, kind=kind, links=links,
-                                        attributes={**(attributes or {}), **id_attributes(**ids)}) as current_span:
+    with tracer().start_as_current_span(
+        name, context=parent, kind=kind, links=links, attributes={**(attributes or {}), **id_attributes(**ids)}
+    ) as current_span:
         yield current_span
 
 
@@ -112,10 +125,18 @@ def message_trace(body: str | bytes) -> dict[str, str]:
 
 
 @contextmanager
-def message_span(name: str, body: str | bytes, *, tenant: str | None = None, environment: str | None = None,
-                 run: str | None = None) -> Iterator[Span]:
+def message_span(
+    name: str, body: str | bytes, *, tenant: str | None = None, environment: str | None = None, run: str | None = None
+) -> Iterator[Span]:
     """A span for handling one queue message, continuing the trace the message names (if it names one)."""
     carried = message_trace(body)
-    with span(name, kind=SpanKind.CONSUMER, traceparent=carried.get("traceparent"),
-              tracestate=carried.get("tracestate"), tenant=tenant, environment=environment, run=run) as current:
+    with span(
+        name,
+        kind=SpanKind.CONSUMER,
+        traceparent=carried.get("traceparent"),
+        tracestate=carried.get("tracestate"),
+        tenant=tenant,
+        environment=environment,
+        run=run,
+    ) as current:
         yield current

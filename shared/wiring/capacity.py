@@ -18,8 +18,9 @@ def store() -> CapacityStore:
     no timer has to run at start (on a scale-to-zero plan that would run on every instance start);
     seeding that fails (the store is down) is not cached, and the next use tries again."""
     settings = get_settings()
-    built = CapacityStore.from_clients(shared_host_storage(), settings.runtime_cloud.capacity,
-                                       f"/{settings.messaging.service_name}")
+    built = CapacityStore.from_clients(
+        shared_host_storage(), settings.runtime_cloud.capacity, f"/{settings.messaging.service_name}"
+    )
     seed_editions(built)
     seed_pools(built)
     return built

@@ -28,8 +28,9 @@ def store() -> InventoryStore:
 def scanner() -> Scanner:
     section = get_settings().runtime_cloud
     observers = functools.partial(observer_for, inventory=section.inventory, iac=section.iac)
-    return Scanner(store(), provisioning.api(), settings=section.inventory, targets=section.targets,
-                   observers=observers)
+    return Scanner(
+        store(), provisioning.api(), settings=section.inventory, targets=section.targets, observers=observers
+    )
 
 
 @functools.lru_cache(maxsize=1)

@@ -34,8 +34,14 @@ def service() -> ProvisioningService:
 def steps() -> RunSteps:
     section = get_settings().runtime_cloud
     config_platform = ConfigPlatformClient(section.config_platform.url, section.health.probe_timeout_seconds)
-    return RunSteps(shared_host_storage(), source=event_source(), policy=section.provisioning, iac=section.iac,
-                    targets=section.targets, config_platform=config_platform)
+    return RunSteps(
+        shared_host_storage(),
+        source=event_source(),
+        policy=section.provisioning,
+        iac=section.iac,
+        targets=section.targets,
+        config_platform=config_platform,
+    )
 
 
 @functools.lru_cache(maxsize=1)

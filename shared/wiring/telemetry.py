@@ -56,7 +56,10 @@ def _outbox_backlog() -> Iterable[Reading]:
     for table in OUTBOX_TABLES:
         rows = tables.get_table_client(table).query_entities(
             "RowKey ge @start and RowKey lt @end and Dispatched eq false",
-            parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END}, select=["PartitionKey"], results_per_page=100)
+            parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END},
+            select=["PartitionKey"],
+            results_per_page=100,
+        )
         pending = 0
         for _ in rows:
             pending += 1
@@ -69,9 +72,15 @@ def _outbox_backlog() -> Iterable[Reading]:
 def _awaiting_approval() -> Iterable[Reading]:
     from shared.provisioning.runs import RunState
 
-    rows = shared_host_storage().tables.get_table_client("ProvisioningRuns").query_entities(
-        "RowKey ge 'run|' and RowKey lt 'run}' and State eq @state",
-        parameters={"state": RunState.AWAITING_APPROVAL.value}, select=["PartitionKey"])
+    rows = (
+        shared_host_storage()
+        .tables.get_table_client("ProvisioningRuns")
+        .query_entities(
+            "RowKey ge 'run|' and RowKey lt 'run}' and State eq @state",
+            parameters={"state": RunState.AWAITING_APPROVAL.value},
+            select=["PartitionKey"],
+        )
+    )
     return [(float(sum(1 for _ in rows)), {})]
 
 
@@ -80,16 +89,20 @@ def _stale_targets() -> Iterable[Reading]:
     from shared.inventory.store import INVENTORY_TABLE
 
     summary = stale_summary(shared_host_storage().tables.get_table_client(INVENTORY_TABLE))
-    return [(float(entry["stale_environments"]), {"target": entry["target"] or "unknown"})
-            for entry in summary["targets"]]
+    return [
+        (float(entry["stale_environments"]), {"target": entry["target"] or "unknown"}) for entry in summary["targets"]
+    ]
 
 
 def _open_findings() -> Iterable[Reading]:
     """Open findings of every environment, by kind: one query over the findings' rows."""
     from shared.inventory.store import INVENTORY_TABLE
 
-    rows = shared_host_storage().tables.get_table_client(INVENTORY_TABLE).query_entities(
-        "RowKey ge 'finding|' and RowKey lt 'finding}' and State eq 'open'", select=["Kind"])
+    rows = (
+        shared_host_storage()
+        .tables.get_table_client(INVENTORY_TABLE)
+        .query_entities("RowKey ge 'finding|' and RowKey lt 'finding}' and State eq 'open'", select=["Kind"])
+    )
     by_kind: dict[str, int] = {}
     for row in rows:
         kind = str(row.get("Kind") or "unknown")

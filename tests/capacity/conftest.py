@@ -59,15 +59,20 @@ class CapacityApi:
 
     def create_pool(self, kind: str = "sandbox", size: int = 2, **spec: Any) -> Pool:
         pool = Pool(unique("pool"), kind, unique("region"))
-        answer = self.call("PUT", f"runtime-cloud/pools/{pool.id}", self.admin(),
-                           json={"kind": kind, "region": pool.region, "size": size, "max": max(size, 64), **spec})
+        answer = self.call(
+            "PUT",
+            f"runtime-cloud/pools/{pool.id}",
+            self.admin(),
+            json={"kind": kind, "region": pool.region, "size": size, "max": max(size, 64), **spec},
+        )
         assert answer.status_code == 201, answer.text
         return pool
 
     def create_edition(self, limits: dict[str, int], tenants: list[str]) -> str:
         name = unique("edition")
-        answer = self.call("PUT", f"runtime-cloud/quotas/{name}", self.admin(),
-                           json={"limits": limits, "tenants": tenants})
+        answer = self.call(
+            "PUT", f"runtime-cloud/quotas/{name}", self.admin(), json={"limits": limits, "tenants": tenants}
+        )
         assert answer.status_code == 201, answer.text
         return name
 
@@ -77,8 +82,14 @@ class CapacityApi:
         return tenants
 
     def acquire(self, tenant: str, pool: Pool, **body: Any) -> requests.Response:
-        document = {"kind": pool.kind, "region": pool.region, "purpose": "sandbox", "holder": "worker-1",
-                    "ttl_seconds": 60, **body}
+        document = {
+            "kind": pool.kind,
+            "region": pool.region,
+            "purpose": "sandbox",
+            "holder": "worker-1",
+            "ttl_seconds": 60,
+            **body,
+        }
         return self.call("POST", "runtime-cloud/leases", self.worker(tenant), json=document)
 
     def renew(self, tenant: str, lease_id: str, **body: Any) -> requests.Response:
@@ -108,6 +119,8 @@ def outbox_events(azurite: Any, table: str, partition_prefix: str) -> list[dict[
     from azure.data.tables import TableServiceClient
 
     client = TableServiceClient.from_connection_string(azurite.connection_string()).get_table_client(table)
-    rows = client.query_entities("PartitionKey ge @low and PartitionKey lt @high and RowKey ge '~outbox|'",
-                                 parameters={"low": partition_prefix, "high": partition_prefix + "\uffff"})
+    rows = client.query_entities(
+        "PartitionKey ge @low and PartitionKey lt @high and RowKey ge '~outbox|'",
+        parameters={"low": partition_prefix, "high": partition_prefix + "\uffff"},
+    )
     return [json.loads(row["Event"]) for row in rows if row["RowKey"].startswith("~outbox|")]

@@ -15,15 +15,24 @@ def test_recent_denials_hide_other_tenants_and_their_workers_except_from_platfor
     # Another reason, so that the two denials are not folded into one row.
     assert capacity.acquire(holder, pool, holder="second-worker-of-holder").status_code == 429
 
-    seen_by = {tenant: capacity.call("GET", f"runtime-cloud/pools/{pool.id}",
-                                     mint(tenant, scopes=["factory.runtime.read"])).json()["recent_denials"]
-               for tenant in (holder, refused)}
+    seen_by = {
+        tenant: capacity.call(
+            "GET", f"runtime-cloud/pools/{pool.id}", mint(tenant, scopes=["factory.runtime.read"])
+        ).json()["recent_denials"]
+        for tenant in (holder, refused)
+    }
     admin = capacity.pool_view(pool)["recent_denials"]
 
     assert {(d["tenant"], d["holder"]) for d in admin["latest"]} == {
-        (refused, "build-agent-secret-project"), (holder, "second-worker-of-holder")}
+        (refused, "build-agent-secret-project"),
+        (holder, "second-worker-of-holder"),
+    }
     assert {(d["tenant"], d["holder"]) for d in seen_by[holder]["latest"]} == {
-        (None, None), (holder, "second-worker-of-holder")}
+        (None, None),
+        (holder, "second-worker-of-holder"),
+    }
     assert {(d["tenant"], d["holder"]) for d in seen_by[refused]["latest"]} == {
-        (refused, "build-agent-secret-project"), (None, None)}
+        (refused, "build-agent-secret-project"),
+        (None, None),
+    }
     assert seen_by[holder]["count"] == seen_by[refused]["count"] == admin["count"] == 2  # counts stay shared

@@ -22,12 +22,17 @@ from tests.support.host import HostProcess, wait_until
 
 
 @pytest.fixture(scope="module")
-def sweeping(tmp_path_factory: pytest.TempPathFactory, key_dir: Path,
-             mint: Any) -> Iterator[tuple[CapacityApi, Azurite]]:
+def sweeping(
+    tmp_path_factory: pytest.TempPathFactory, key_dir: Path, mint: Any
+) -> Iterator[tuple[CapacityApi, Azurite]]:
     root = tmp_path_factory.mktemp("sweeping")
     azurite = Azurite(root / "azurite").start()
-    settings = app_settings(azurite, key_dir, RuntimeCloud__Host__EnabledModules="capacity",
-                            RuntimeCloud__Capacity__SweepIntervalSeconds="1")
+    settings = app_settings(
+        azurite,
+        key_dir,
+        RuntimeCloud__Host__EnabledModules="capacity",
+        RuntimeCloud__Capacity__SweepIntervalSeconds="1",
+    )
     host = HostProcess(REPO, settings, root / "host.log").start()
     try:
         yield CapacityApi(host, mint), azurite
@@ -62,16 +67,24 @@ def test_the_expiry_orchestration_sweeps_an_abandoned_lease(sweeping):
 
     tables = TableServiceClient.from_connection_string(azurite.connection_string())
     grant = tables.get_table_client("CapacitySlots").get_entity(
-        f"{pool.id}|000", f"grant|{lease['slot']:05d}|{lease['fencing_token']:010d}")
+        f"{pool.id}|000", f"grant|{lease['slot']:05d}|{lease['fencing_token']:010d}"
+    )
     assert (grant["Outcome"], grant["Reason"], grant["EndedAt"]) == ("expired", "swept", lease["expires_at"])
     record = api.lease(tenant, lease["lease_id"]).json()
     assert record["state"] == "expired" and record["ended_at"] == lease["expires_at"]
 
-    queue = QueueClient.from_connection_string(azurite.connection_string(), "runtime-cloud-events",
-                                               message_decode_policy=TextBase64DecodePolicy())
-    expired = wait_until(lambda: [e for e in (json.loads(m.content) for m in queue.peek_messages(max_messages=32))
-                                  if e["type"].endswith("LeaseExpired") and e["data"]["lease_id"] == lease["lease_id"]],
-                         timeout=20, message="the LeaseExpired event")
+    queue = QueueClient.from_connection_string(
+        azurite.connection_string(), "runtime-cloud-events", message_decode_policy=TextBase64DecodePolicy()
+    )
+    expired = wait_until(
+        lambda: [
+            e
+            for e in (json.loads(m.content) for m in queue.peek_messages(max_messages=32))
+            if e["type"].endswith("LeaseExpired") and e["data"]["lease_id"] == lease["lease_id"]
+        ],
+        timeout=20,
+        message="the LeaseExpired event",
+    )
     assert len(expired) == 1 and expired[0]["data"]["fencing_token"] == lease["fencing_token"]
 
     renew = api.renew(tenant, lease["lease_id"])

@@ -49,7 +49,8 @@ def test_a_retried_acquire_with_the_same_lease_id_returns_the_same_lease(capacit
     assert first.status_code == again.status_code == 201
     assert again.headers["Idempotent-Replayed"] == "true"
     assert {k: again.json()[k] for k in ("lease_id", "slot", "fencing_token")} == {
-        k: first.json()[k] for k in ("lease_id", "slot", "fencing_token")}
+        k: first.json()[k] for k in ("lease_id", "slot", "fencing_token")
+    }
     assert capacity.pool_view(pool)["held"] == 1
 
 
@@ -101,8 +102,11 @@ def test_renew_after_expiry_tells_the_worker_to_stop(capacity):
     pool = capacity.create_pool(size=1)
     [tenant] = capacity.tenants_with_limit("sandbox", 1)
     lease = capacity.acquire(tenant, pool, ttl_seconds=1).json()
-    wait_until(lambda: capacity.lease(tenant, lease["lease_id"]).json()["state"] == "expired", timeout=10,
-               message="the lease to expire")
+    wait_until(
+        lambda: capacity.lease(tenant, lease["lease_id"]).json()["state"] == "expired",
+        timeout=10,
+        message="the lease to expire",
+    )
 
     answer = capacity.renew(tenant, lease["lease_id"])
 
@@ -133,8 +137,11 @@ def test_release_is_idempotent_and_another_tenants_lease_is_not_found(capacity):
     owner, stranger = capacity.tenants_with_limit("sandbox", 1, count=2)
     lease = capacity.acquire(owner, pool).json()
 
-    for answer in (capacity.release(stranger, lease["lease_id"]), capacity.renew(stranger, lease["lease_id"]),
-                   capacity.lease(stranger, lease["lease_id"])):
+    for answer in (
+        capacity.release(stranger, lease["lease_id"]),
+        capacity.renew(stranger, lease["lease_id"]),
+        capacity.lease(stranger, lease["lease_id"]),
+    ):
         assert answer.status_code == 404
         assert answer.json()["type"] == PROBLEM + "not-found"
     assert capacity.lease(owner, lease["lease_id"]).json()["state"] == "active"
@@ -155,18 +162,19 @@ def test_leases_are_listed_per_tenant_by_pool_and_holder(capacity):
     capacity.release(tenant, mine[1]["lease_id"])
 
     everything = capacity.call("GET", f"runtime-cloud/leases?pool={pool.id}", capacity.worker(tenant)).json()
-    by_holder = capacity.call("GET", f"runtime-cloud/leases?pool={pool.id}&holder=w-1",
-                              capacity.worker(tenant)).json()
-    active = capacity.call("GET", f"runtime-cloud/leases?pool={pool.id}&state=active",
-                           capacity.worker(tenant)).json()
+    by_holder = capacity.call("GET", f"runtime-cloud/leases?pool={pool.id}&holder=w-1", capacity.worker(tenant)).json()
+    active = capacity.call("GET", f"runtime-cloud/leases?pool={pool.id}&state=active", capacity.worker(tenant)).json()
 
     assert sorted(lease["lease_id"] for lease in everything["leases"]) == sorted(m["lease_id"] for m in mine)
     assert [lease["lease_id"] for lease in by_holder["leases"]] == [mine[0]["lease_id"]]
     assert [lease["lease_id"] for lease in active["leases"]] == [mine[0]["lease_id"]]
     paged = capacity.call("GET", f"runtime-cloud/leases?pool={pool.id}&limit=1", capacity.worker(tenant)).json()
     assert len(paged["leases"]) == 1 and paged["continuation"]
-    rest = capacity.call("GET", f"runtime-cloud/leases?pool={pool.id}&limit=1&continuation={paged['continuation']}",
-                         capacity.worker(tenant)).json()
+    rest = capacity.call(
+        "GET",
+        f"runtime-cloud/leases?pool={pool.id}&limit=1&continuation={paged['continuation']}",
+        capacity.worker(tenant),
+    ).json()
     assert {paged["leases"][0]["lease_id"], rest["leases"][0]["lease_id"]} == {m["lease_id"] for m in mine}
 
 
@@ -176,14 +184,23 @@ def test_a_retry_after_a_crash_between_grant_and_record_adopts_the_grant(capacit
     [tenant] = capacity.tenants_with_limit("sandbox", 2)
     lease_id = unique("lease")
     # What the crashed attempt left behind: a quota token and a slot naming the lease id, no record.
-    store = CapacityStore.from_clients(clients_from_connection_string(azurite.connection_string()),
-                                       CapacitySettings(), "/tests")
+    store = CapacityStore.from_clients(
+        clients_from_connection_string(azurite.connection_string()), CapacitySettings(), "/tests"
+    )
     stored = read_pool(store, pool.id).pool
     expires_at = utcnow() + timedelta(seconds=60)
     token = quota.claim(store, tenant, PoolKind.SANDBOX, 2, lease_id, expires_at, utcnow, timedelta(seconds=1))
     row = slots.read_shard(store, pool.id, 0)[1]
-    claim = slots.Claim(lease_id=lease_id, tenant=tenant, kind="sandbox", requested_region=pool.region,
-                        holder="worker-1", purpose="sandbox", token_index=token, ttl_seconds=60)
+    claim = slots.Claim(
+        lease_id=lease_id,
+        tenant=tenant,
+        kind="sandbox",
+        requested_region=pool.region,
+        holder="worker-1",
+        purpose="sandbox",
+        token_index=token,
+        ttl_seconds=60,
+    )
     granted, _ = slots.grant(store, stored, row, claim, utcnow(), expires_at)
 
     retried = capacity.acquire(tenant, pool, lease_id=lease_id)

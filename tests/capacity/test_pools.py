@@ -23,8 +23,12 @@ def test_draining_stops_new_grants_and_keeps_held_leases(capacity):
     assert capacity.release(tenant, held["lease_id"]).status_code == 204
     assert capacity.pool_view(pool)["held"] == 0
 
-    reopened = capacity.call("PUT", f"runtime-cloud/pools/{pool.id}", capacity.admin(),
-                             json={"kind": "sandbox", "region": pool.region, "size": 3, "max": 64, "draining": False})
+    reopened = capacity.call(
+        "PUT",
+        f"runtime-cloud/pools/{pool.id}",
+        capacity.admin(),
+        json={"kind": "sandbox", "region": pool.region, "size": 3, "max": 64, "draining": False},
+    )
     assert reopened.status_code == 200 and reopened.json()["draining"] is False
     assert capacity.acquire(tenant, pool).status_code == 201
 
@@ -34,8 +38,12 @@ def test_shrinking_never_revokes_a_held_lease(capacity, azurite):
     [tenant] = capacity.tenants_with_limit("sandbox", 3)
     leases = [capacity.acquire(tenant, pool).json() for _ in range(3)]
 
-    shrunk = capacity.call("PUT", f"runtime-cloud/pools/{pool.id}", capacity.admin(),
-                           json={"kind": "sandbox", "region": pool.region, "size": 1, "max": 64})
+    shrunk = capacity.call(
+        "PUT",
+        f"runtime-cloud/pools/{pool.id}",
+        capacity.admin(),
+        json={"kind": "sandbox", "region": pool.region, "size": 1, "max": 64},
+    )
 
     assert shrunk.status_code == 200, shrunk.text
     view = shrunk.json()
@@ -51,13 +59,23 @@ def test_shrinking_never_revokes_a_held_lease(capacity, azurite):
         slots.add(lease["slot"])
         capacity.release(tenant, lease["lease_id"])
     assert slots == {0}
-    grown = capacity.call("PUT", f"runtime-cloud/pools/{pool.id}", capacity.admin(),
-                          json={"kind": "sandbox", "region": pool.region, "size": 3, "max": 64})
+    grown = capacity.call(
+        "PUT",
+        f"runtime-cloud/pools/{pool.id}",
+        capacity.admin(),
+        json={"kind": "sandbox", "region": pool.region, "size": 3, "max": 64},
+    )
     assert (grown.json()["size"], grown.json()["free"]) == (3, 3)
-    resized = [e for e in outbox_events(azurite, "CapacityPools", f"pool|{pool.id}")
-               if e["type"] == "factory.runtime-cloud.PoolResized"]
+    resized = [
+        e
+        for e in outbox_events(azurite, "CapacityPools", f"pool|{pool.id}")
+        if e["type"] == "factory.runtime-cloud.PoolResized"
+    ]
     assert [(e["data"]["old_size"], e["data"]["new_size"]) for e in sorted(resized, key=lambda e: e["sequence"])] == [
-        (0, 3), (3, 1), (1, 3)]
+        (0, 3),
+        (3, 1),
+        (1, 3),
+    ]
 
 
 def test_pool_changes_need_the_platform_admin_role(capacity, mint):
@@ -67,9 +85,11 @@ def test_pool_changes_need_the_platform_admin_role(capacity, mint):
     no_scope = mint("tenant-x", scopes=["factory.runtime.read"], roles=["PlatformAdmin"])
 
     for token in (operator, no_scope):
-        for method, path, json in (("PUT", f"runtime-cloud/pools/{pool_id}", body),
-                                   ("POST", f"runtime-cloud/pools/{pool_id}/drain", None),
-                                   ("PUT", "runtime-cloud/quotas/gold", {"limits": {"build": 1}})):
+        for method, path, json in (
+            ("PUT", f"runtime-cloud/pools/{pool_id}", body),
+            ("POST", f"runtime-cloud/pools/{pool_id}/drain", None),
+            ("PUT", "runtime-cloud/quotas/gold", {"limits": {"build": 1}}),
+        ):
             answer = capacity.call(method, path, token, json=json)
             assert answer.status_code == 403, (method, path, answer.text)
             assert answer.json()["type"] == PROBLEM + "forbidden"
@@ -101,12 +121,20 @@ def test_pool_bodies_are_validated_field_by_field(capacity):
 def test_a_pool_cannot_change_its_kind_or_sharding(capacity):
     pool = capacity.create_pool(kind="build", size=1)
 
-    answer = capacity.call("PUT", f"runtime-cloud/pools/{pool.id}", capacity.admin(),
-                           json={"kind": "browser", "region": pool.region, "size": 1})
+    answer = capacity.call(
+        "PUT",
+        f"runtime-cloud/pools/{pool.id}",
+        capacity.admin(),
+        json={"kind": "browser", "region": pool.region, "size": 1},
+    )
 
     assert answer.status_code == 409 and answer.json()["type"] == PROBLEM + "pool-change-refused"
-    reshard = capacity.call("PUT", f"runtime-cloud/pools/{pool.id}", capacity.admin(),
-                            json={"kind": "build", "region": pool.region, "size": 2, "slots_per_shard": 1})
+    reshard = capacity.call(
+        "PUT",
+        f"runtime-cloud/pools/{pool.id}",
+        capacity.admin(),
+        json={"kind": "build", "region": pool.region, "size": 2, "slots_per_shard": 1},
+    )
     assert reshard.status_code == 409 and "slots_per_shard" in reshard.json()["detail"]
 
 

@@ -41,26 +41,32 @@ GRACE_SECONDS = 60
 @pytest.fixture
 def service(azurite: Any) -> LeaseService:
     settings = CapacitySettings.model_validate({"TakeoverGraceSeconds": GRACE_SECONDS})
-    store = CapacityStore.from_clients(clients_from_connection_string(azurite.connection_string()), settings,
-                                       "/tests/capacity")
+    store = CapacityStore.from_clients(
+        clients_from_connection_string(azurite.connection_string()), settings, "/tests/capacity"
+    )
     return LeaseService(store)
 
 
 def request(pool: Any, holder: str, ttl_seconds: int) -> AcquireRequest:
-    return AcquireRequest(kind=PoolKind(pool.kind), region=pool.region, purpose=Purpose.SANDBOX, holder=holder,
-                          ttl_seconds=ttl_seconds)
+    return AcquireRequest(
+        kind=PoolKind(pool.kind), region=pool.region, purpose=Purpose.SANDBOX, holder=holder, ttl_seconds=ttl_seconds
+    )
 
 
 def valid_leases(service: LeaseService, pool_id: str, tenant: str, at: datetime) -> list[str]:
     """The tenant's leases valid on the pool's slot rows at ``at`` (the truth, not the records)."""
     stored = read_pool(service.store, pool_id)
     assert stored is not None
-    return [row.lease_id for row in slots.read_pool_slots(service.store, stored.pool)
-            if row.tenant == tenant and row.valid_at(at)]
+    return [
+        row.lease_id
+        for row in slots.read_pool_slots(service.store, stored.pool)
+        if row.tenant == tenant and row.valid_at(at)
+    ]
 
 
 def test_a_lease_expired_on_its_slot_while_its_renew_is_in_flight_keeps_its_token(
-        capacity: Any, service: LeaseService, monkeypatch: pytest.MonkeyPatch) -> None:
+    capacity: Any, service: LeaseService, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pool = capacity.create_pool(size=2)
     [tenant] = capacity.tenants_with_limit("sandbox", 1)
     first, _ = service.acquire(tenant, request(pool, "worker-a", ttl_seconds=5))
@@ -80,8 +86,12 @@ def test_a_lease_expired_on_its_slot_while_its_renew_is_in_flight_keeps_its_toke
         try:
             assert writing.wait(30), "the renew never reached its slot write"
             # Meanwhile the lease expires on its slot (and stays there: the takeover grace is long).
-            wait_until(lambda: utcnow() > parse_stamp(first.expires_at) or None, timeout=30,
-                       interval=0.05, message="the first lease's expiry")
+            wait_until(
+                lambda: utcnow() > parse_stamp(first.expires_at) or None,
+                timeout=30,
+                interval=0.05,
+                message="the first lease's expiry",
+            )
 
             second: LeaseView | Exception
             try:
@@ -113,8 +123,9 @@ def test_a_token_is_given_back_only_as_it_was_read(capacity: Any, service: Lease
     lease, _ = service.acquire(tenant, request(pool, "worker-a", ttl_seconds=30))
     [token] = quota.read_tokens(service.store, tenant, PoolKind.SANDBOX, utcnow()).held_by(lease.lease_id)
 
-    assert quota.extend(service.store, tenant, PoolKind.SANDBOX, token.index, lease.lease_id,
-                        utcnow() + timedelta(seconds=60))
+    assert quota.extend(
+        service.store, tenant, PoolKind.SANDBOX, token.index, lease.lease_id, utcnow() + timedelta(seconds=60)
+    )
     assert not quota.give_back(service.store, tenant, PoolKind.SANDBOX, token)  # read before the extension
 
     [current] = quota.read_tokens(service.store, tenant, PoolKind.SANDBOX, utcnow()).held_by(lease.lease_id)

@@ -29,8 +29,9 @@ def test_the_tenants_limit_answers_429_and_a_full_pool_503(capacity, azurite):
     assert denials["by_reason"] == {"quota-exceeded": 1, "capacity-unavailable": 1}
     assert {d["tenant"] for d in denials["latest"]} == {small, big}
     denied = outbox_events(azurite, "CapacityPools", f"denials|{pool.id}|")
-    assert sorted((e["type"].rsplit(".", 1)[1], e["data"]["reason"], e["tenant"]) for e in denied) == sorted([
-        ("LeaseDenied", "quota-exceeded", small), ("LeaseDenied", "capacity-unavailable", big)])
+    assert sorted((e["type"].rsplit(".", 1)[1], e["data"]["reason"], e["tenant"]) for e in denied) == sorted(
+        [("LeaseDenied", "quota-exceeded", small), ("LeaseDenied", "capacity-unavailable", big)]
+    )
 
 
 def test_a_full_quota_is_429_even_when_the_pool_is_full_too(capacity):
@@ -100,9 +101,12 @@ def test_leases_need_the_lease_scope(capacity, mint):
     pool = capacity.create_pool(size=1)
     reader = mint("tenant-r", scopes=["factory.runtime.read"])
 
-    answer = capacity.call("POST", "runtime-cloud/leases", reader,
-                           json={"kind": "sandbox", "region": pool.region, "purpose": "sandbox", "holder": "w",
-                                 "ttl_seconds": 5})
+    answer = capacity.call(
+        "POST",
+        "runtime-cloud/leases",
+        reader,
+        json={"kind": "sandbox", "region": pool.region, "purpose": "sandbox", "holder": "w", "ttl_seconds": 5},
+    )
 
     assert answer.status_code == 403 and "factory.capacity.lease" in answer.json()["detail"]
     assert capacity.call("GET", "runtime-cloud/leases", reader).status_code == 200

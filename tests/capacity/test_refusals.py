@@ -32,10 +32,13 @@ TTL = 60
 def acquire_many(api: CapacityApi, tenant: str, pool: Any, count: int) -> list[requests.Response]:
     def one(_: int) -> requests.Response:
         session = requests.Session()
-        body = {"kind": pool.kind, "region": pool.region, "purpose": "sandbox", "holder": "burst",
-                "ttl_seconds": TTL}
-        return session.post(api.host.url("runtime-cloud/leases"), json=body, timeout=60,
-                            headers={"Authorization": f"Bearer {api.worker(tenant)}"})
+        body = {"kind": pool.kind, "region": pool.region, "purpose": "sandbox", "holder": "burst", "ttl_seconds": TTL}
+        return session.post(
+            api.host.url("runtime-cloud/leases"),
+            json=body,
+            timeout=60,
+            headers={"Authorization": f"Bearer {api.worker(tenant)}"},
+        )
 
     with ThreadPoolExecutor(max_workers=count) as clients:
         return list(clients.map(one, range(count)))
@@ -86,8 +89,9 @@ def test_a_kind_the_edition_does_not_include_is_a_permanent_403_without_retry_af
 
 def test_validation_errors_point_at_the_offending_field(capacity):
     admin = capacity.admin()
-    unknown_kind = capacity.call("PUT", f"runtime-cloud/quotas/{unique('edition')}", admin,
-                                 json={"limits": {"gpu": 1, "sandbox": -1}})
+    unknown_kind = capacity.call(
+        "PUT", f"runtime-cloud/quotas/{unique('edition')}", admin, json={"limits": {"gpu": 1, "sandbox": -1}}
+    )
     assert unknown_kind.status_code == 422, unknown_kind.text
     assert {e["path"] for e in unknown_kind.json()["errors"]} == {"/limits/gpu", "/limits/sandbox"}
 
@@ -104,12 +108,14 @@ def test_validation_errors_point_at_the_offending_field(capacity):
 
 
 def test_a_lease_ended_on_its_slot_by_a_crashed_release_reads_released_everywhere_and_frees_its_quota(
-        capacity, azurite):
+    capacity, azurite
+):
     pool = capacity.create_pool(size=2)
     [tenant] = capacity.tenants_with_limit("sandbox", 1)
     lease = capacity.acquire(tenant, pool, ttl_seconds=TTL).json()
-    store = CapacityStore.from_clients(clients_from_connection_string(azurite.connection_string()),
-                                       CapacitySettings(), "/tests/capacity")
+    store = CapacityStore.from_clients(
+        clients_from_connection_string(azurite.connection_string()), CapacitySettings(), "/tests/capacity"
+    )
     row = slots.read_slot(store, pool.id, lease["slot"] // 4, lease["slot"])
     slots.end(store, row, utcnow())  # the host died here: token and record were never told
 

@@ -26,17 +26,42 @@ def exists(table, partition: str, row: str) -> bool:
 
 def test_the_daily_purge_removes_what_is_older_than_its_retention(capacity, azurite):
     tables = TableServiceClient.from_connection_string(azurite.connection_string())
-    slots, leases, pools = (tables.get_table_client(name) for name in ("CapacitySlots", "CapacityLeases",
-                                                                        "CapacityPools"))
+    slots, leases, pools = (
+        tables.get_table_client(name) for name in ("CapacitySlots", "CapacityLeases", "CapacityPools")
+    )
     pool, tenant = unique("retention"), unique("tenant")
     shard = f"{pool}|000"
     grant = {"PartitionKey": shard, "Pool": pool, "Slot": 0, "LeaseId": "x", "Tenant": tenant}
-    slots.create_entity({**grant, "RowKey": "grant|00000|0000000001", "Outcome": "released",
-                         "GrantedAt": stamp(91), "ExpiresAt": stamp(91), "EndedAt": stamp(91)})
-    slots.create_entity({**grant, "RowKey": "grant|00000|0000000002", "Outcome": "expired",
-                         "GrantedAt": stamp(89), "ExpiresAt": stamp(89), "EndedAt": stamp(89)})
-    slots.create_entity({**grant, "RowKey": "grant|00000|0000000003", "Outcome": "held",
-                         "GrantedAt": stamp(0), "ExpiresAt": stamp(-1), "EndedAt": ""})
+    slots.create_entity(
+        {
+            **grant,
+            "RowKey": "grant|00000|0000000001",
+            "Outcome": "released",
+            "GrantedAt": stamp(91),
+            "ExpiresAt": stamp(91),
+            "EndedAt": stamp(91),
+        }
+    )
+    slots.create_entity(
+        {
+            **grant,
+            "RowKey": "grant|00000|0000000002",
+            "Outcome": "expired",
+            "GrantedAt": stamp(89),
+            "ExpiresAt": stamp(89),
+            "EndedAt": stamp(89),
+        }
+    )
+    slots.create_entity(
+        {
+            **grant,
+            "RowKey": "grant|00000|0000000003",
+            "Outcome": "held",
+            "GrantedAt": stamp(0),
+            "ExpiresAt": stamp(-1),
+            "EndedAt": "",
+        }
+    )
     record = {"PartitionKey": f"{tenant}|0", "Tenant": tenant, "State": "released"}
     leases.create_entity({**record, "RowKey": "old", "ExpiresAt": stamp(95), "EndedAt": stamp(95)})
     leases.create_entity({**record, "RowKey": "recent", "ExpiresAt": stamp(1), "EndedAt": stamp(1)})

@@ -86,8 +86,7 @@ def parse(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
-def worker(api: CapacityApi, pool: Any, tenant: str, tally: Tally, deadline: float, seed: int,
-           operations: int) -> None:
+def worker(api: CapacityApi, pool: Any, tenant: str, tally: Tally, deadline: float, seed: int, operations: int) -> None:
     rng = random.Random(seed)
     session = requests.Session()
     token = api.worker(tenant)
@@ -99,9 +98,18 @@ def worker(api: CapacityApi, pool: Any, tenant: str, tally: Tally, deadline: flo
     while time.monotonic() < deadline and tally.operations < operations:
         lease_id = f"storm-{uuid.uuid4().hex[:16]}"
         sent = datetime.now(UTC)
-        answer = call("POST", "runtime-cloud/leases", {
-            "kind": pool.kind, "region": pool.region, "purpose": "sandbox", "holder": f"{tenant}-w{seed}",
-            "ttl_seconds": rng.choice((1, 2, 2, 3)), "lease_id": lease_id})
+        answer = call(
+            "POST",
+            "runtime-cloud/leases",
+            {
+                "kind": pool.kind,
+                "region": pool.region,
+                "purpose": "sandbox",
+                "holder": f"{tenant}-w{seed}",
+                "ttl_seconds": rng.choice((1, 2, 2, 3)),
+                "lease_id": lease_id,
+            },
+        )
         if answer.status_code == 429:
             with tally.lock:
                 tally.quota_refusals.append((tenant, sent, datetime.now(UTC)))
@@ -146,16 +154,21 @@ def worker(api: CapacityApi, pool: Any, tenant: str, tally: Tally, deadline: flo
 def storm_rows(azurite: Any, pool_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The pool's grant history and its outbox events, straight from the table."""
     table = TableServiceClient.from_connection_string(azurite.connection_string()).get_table_client("CapacitySlots")
-    rows = list(table.query_entities("PartitionKey ge @low and PartitionKey lt @high",
-                                     parameters={"low": f"{pool_id}|", "high": f"{pool_id}}}"}))
+    rows = list(
+        table.query_entities(
+            "PartitionKey ge @low and PartitionKey lt @high", parameters={"low": f"{pool_id}|", "high": f"{pool_id}}}"}
+        )
+    )
     history = [dict(r) for r in rows if r["RowKey"].startswith("grant|")]
     events = [json.loads(r["Event"]) for r in rows if r["RowKey"].startswith("~outbox|")]
     return history, events
 
 
 def max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:
-    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
-                   key=lambda edge: (edge[0], edge[1]))  # an end at the same instant as a start comes first
+    edges = sorted(
+        [(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
+        key=lambda edge: (edge[0], edge[1]),
+    )  # an end at the same instant as a start comes first
     held = peak = 0
     for _, step in edges:
         held += step
@@ -178,8 +191,7 @@ def test_full_storm_never_over_grants_and_accounts_for_every_grant(capacity, azu
     storm_never_over_grants_and_accounts_for_every_grant(capacity, azurite, FULL)
 
 
-def storm_never_over_grants_and_accounts_for_every_grant(capacity: CapacityApi, azurite: Any,
-                                                         size: StormSize) -> None:
+def storm_never_over_grants_and_accounts_for_every_grant(capacity: CapacityApi, azurite: Any, size: StormSize) -> None:
     pool = capacity.create_pool(size=POOL_SIZE, max=POOL_SIZE, slots_per_shard=SLOTS_PER_SHARD)
     tenants = {}
     for limit in LIMITS.values():
@@ -188,8 +200,10 @@ def storm_never_over_grants_and_accounts_for_every_grant(capacity: CapacityApi, 
     tally = Tally()
     deadline = time.monotonic() + size.time_limit_seconds
     with ThreadPoolExecutor(max_workers=CLIENTS) as clients:
-        futures = [clients.submit(worker, capacity, pool, tenant, tally, deadline, seed, size.operations)
-                   for seed, tenant in enumerate(list(tenants) * (CLIENTS // len(tenants)))]
+        futures = [
+            clients.submit(worker, capacity, pool, tenant, tally, deadline, seed, size.operations)
+            for seed, tenant in enumerate(list(tenants) * (CLIENTS // len(tenants)))
+        ]
         for future in futures:
             future.result()
     # Every worker has stopped, so no lease is renewed any more: wait until the last one has expired.
@@ -246,8 +260,11 @@ def storm_never_over_grants_and_accounts_for_every_grant(capacity: CapacityApi, 
     held = defaultdict(list)
     for h in history:
         held[h["Tenant"]].append(held_interval(h))
-    unjustified = [(tenant, sent.isoformat()) for tenant, sent, answered in tally.quota_refusals
-                   if held_during(held[tenant], sent, answered) < tenants[tenant]]
+    unjustified = [
+        (tenant, sent.isoformat())
+        for tenant, sent, answered in tally.quota_refusals
+        if held_during(held[tenant], sent, answered) < tenants[tenant]
+    ]
     assert not unjustified, f"{len(unjustified)} of {len(tally.quota_refusals)} 429s: {unjustified[:5]}"
 
     # Every grant is accounted for: released by its worker, or expired.

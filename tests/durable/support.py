@@ -40,8 +40,9 @@ class DurableApp:
         assert response.status_code in (200, 202), response.text
         return response.json()
 
-    def wait(self, instance_id: str, statuses: set[str] = FINISHED, timeout: float = 45.0,
-             history: bool = False) -> dict[str, Any]:
+    def wait(
+        self, instance_id: str, statuses: set[str] = FINISHED, timeout: float = 45.0, history: bool = False
+    ) -> dict[str, Any]:
         def reached() -> dict[str, Any] | None:
             document = self.status(instance_id)
             return document if document["runtimeStatus"] in statuses else None
@@ -71,15 +72,13 @@ class DurableApp:
 
     def executions_in_history(self, instance_id: str) -> set[str]:
         """The executions the instance has rows of in the task hub's history table."""
-        table = TableServiceClient.from_connection_string(self.connection_string).get_table_client(
-            f"{self.hub}History")
+        table = TableServiceClient.from_connection_string(self.connection_string).get_table_client(f"{self.hub}History")
         rows = table.query_entities("PartitionKey eq @pk", parameters={"pk": instance_id}, select=["ExecutionId"])
         return {row["ExecutionId"] for row in rows}
 
     def history_rows(self, instance_id: str) -> int:
         """Rows the instance has in the task hub's history table."""
-        table = TableServiceClient.from_connection_string(self.connection_string).get_table_client(
-            f"{self.hub}History")
+        table = TableServiceClient.from_connection_string(self.connection_string).get_table_client(f"{self.hub}History")
         return sum(1 for _ in table.query_entities("PartitionKey eq @pk", parameters={"pk": instance_id}))
 
 
@@ -88,5 +87,8 @@ def events(status: dict[str, Any], event_type: str) -> list[dict[str, Any]]:
 
 
 def settings_for(hub: str) -> dict[str, str]:
-    return {"DURABLE_TEST_HUB": hub, "AzureFunctionsJobHost__extensions__durableTask__hubName": hub,
-            "DEVHOST_LOG_LEVEL": os.environ.get("DEVHOST_LOG_LEVEL", "INFO")}
+    return {
+        "DURABLE_TEST_HUB": hub,
+        "AzureFunctionsJobHost__extensions__durableTask__hubName": hub,
+        "DEVHOST_LOG_LEVEL": os.environ.get("DEVHOST_LOG_LEVEL", "INFO"),
+    }

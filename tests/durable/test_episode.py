@@ -34,9 +34,12 @@ def retry(attempts: int) -> df.RetryOptions:
 
 def mixed(context: df.DurableOrchestrationContext):
     """Retries interleaved with plain tasks and a timer, then more work after."""
-    tasks = [context.call_activity_with_retry("flaky_a", retry(4), 1), context.call_activity("steady", 2),
-             context.call_activity_with_retry("flaky_b", retry(3), 3),
-             context.create_timer(context.current_utc_datetime + timedelta(seconds=1))]
+    tasks = [
+        context.call_activity_with_retry("flaky_a", retry(4), 1),
+        context.call_activity("steady", 2),
+        context.call_activity_with_retry("flaky_b", retry(3), 3),
+        context.create_timer(context.current_utc_datetime + timedelta(seconds=1)),
+    ]
     first = yield context.task_all(tasks)
     second = yield context.call_activity_with_retry("flaky_b", retry(3), 4)
     try:
@@ -51,8 +54,9 @@ def racing(context: df.DurableOrchestrationContext):
     """A retried task still running while the orchestrator moves on: their ids interleave."""
     slow = context.call_activity_with_retry("flaky_a", retry(4), 1)
     winner = yield context.task_any([slow, context.call_activity("steady", 2)])
-    after = yield context.task_all([context.call_activity("steady", 3), context.call_activity_with_retry(
-        "flaky_b", retry(3), 4)])
+    after = yield context.task_all(
+        [context.call_activity("steady", 3), context.call_activity_with_retry("flaky_b", retry(3), 4)]
+    )
     rest = yield slow
     return [winner.result, after, rest]
 
@@ -113,8 +117,11 @@ def test_retries_interleaved_with_other_tasks_find_their_results_in_any_order(se
 
     assert outcome.status == "Completed", outcome.output
     assert json.loads(outcome.output or "null") == {
-        "first": ["flaky_a:1", "steady:2", "flaky_b:3"], "second": "flaky_b:4", "broken": "broken failed",
-        "race": True}
+        "first": ["flaky_a:1", "steady:2", "flaky_b:3"],
+        "second": "flaky_b:4",
+        "broken": "broken failed",
+        "race": True,
+    }
     assert simulator.ran_activities.count("broken") == 2  # two attempts, as its retry options say
 
 

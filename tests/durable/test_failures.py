@@ -82,8 +82,9 @@ def test_an_api_the_local_engine_does_not_run_fails_the_orchestration_saying_so(
 
 
 def test_an_input_that_is_not_json_is_400(durable: DurableApp) -> None:
-    response = durable.host.request("POST", f"{WEBHOOKS}/orchestrators/sequence", data=b"{not json",
-                                    headers={"Content-Type": "application/json"})
+    response = durable.host.request(
+        "POST", f"{WEBHOOKS}/orchestrators/sequence", data=b"{not json", headers={"Content-Type": "application/json"}
+    )
     assert response.status_code == 400
     bad_id = durable.host.request("POST", f"{WEBHOOKS}/orchestrators/sequence/has%23hash")
     assert bad_id.status_code == 400

@@ -72,12 +72,14 @@ def test_the_banner_shows_the_urls_the_host_serves_under_its_route_prefix(strict
     assert strict.host.request("GET", "api/stats/concurrency").status_code == 200
 
 
-def test_a_host_json_that_is_not_json_stops_the_host_saying_where(azurite: Azurite, key_dir: Path,
-                                                                   tmp_path: Path) -> None:
+def test_a_host_json_that_is_not_json_stops_the_host_saying_where(
+    azurite: Azurite, key_dir: Path, tmp_path: Path
+) -> None:
     app_dir = tmp_path / "app"
     shutil.copytree(DURABLE_APP, app_dir)
     (app_dir / "host.json").write_text(
-        '{\n  "version": "2.0",\n  "extensions": {\n    "http": {}\n    "queues": {}\n}\n')
+        '{\n  "version": "2.0",\n  "extensions": {\n    "http": {}\n    "queues": {}\n}\n'
+    )
     host = HostProcess(app_dir, app_settings(azurite, key_dir, **settings_for(new_hub())), tmp_path / "host.log")
 
     with pytest.raises(RuntimeError, match="host exited with 2"):
@@ -91,6 +93,7 @@ def test_queue_visibility_timeouts_default_to_azures_and_are_read_from_host_json
     defaults = DurableSettings.from_host_json({})
     assert (defaults.control_visibility, defaults.work_item_visibility) == (300.0, 300.0)
     assert defaults.replaces_running_instances  # AnyState
-    configured = DurableSettings.from_host_json({"storageProvider": {
-        "controlQueueVisibilityTimeout": "00:00:07", "workItemQueueVisibilityTimeout": "00:01:00"}})
+    configured = DurableSettings.from_host_json(
+        {"storageProvider": {"controlQueueVisibilityTimeout": "00:00:07", "workItemQueueVisibilityTimeout": "00:01:00"}}
+    )
     assert (configured.control_visibility, configured.work_item_visibility) == (7.0, 60.0)

@@ -38,8 +38,11 @@ def test_a_suspended_instance_holds_events_until_it_is_resumed(durable: DurableA
     assert raised.status_code == 202
 
     # The engine has taken the event (it is in the history) and still does not run the orchestrator.
-    held = wait_until(lambda: (status := durable.status(instance_id, history=True))
-                      and events(status, "EventRaised") and status, timeout=30, message="the event in the history")
+    held = wait_until(
+        lambda: (status := durable.status(instance_id, history=True)) and events(status, "EventRaised") and status,
+        timeout=30,
+        message="the event in the history",
+    )
     assert held["runtimeStatus"] == "Suspended"
     assert held["output"] is None
 
@@ -73,14 +76,16 @@ def test_purge_by_filter_deletes_only_finished_instances_created_since(durable: 
         durable.wait(instance_id)
     durable.wait_for_custom_status(running, "waiting")
 
-    purged = durable.host.request("DELETE", f"{WEBHOOKS}/instances",
-                                  params={"createdTimeFrom": since, "runtimeStatus": "Completed,Running"})
+    purged = durable.host.request(
+        "DELETE", f"{WEBHOOKS}/instances", params={"createdTimeFrom": since, "runtimeStatus": "Completed,Running"}
+    )
     assert purged.status_code == 200
     assert purged.json() == {"instancesDeleted": 2}
     assert [durable.host.request("GET", f"{WEBHOOKS}/instances/{i}").status_code for i in finished] == [404, 404]
     assert durable.status(running)["runtimeStatus"] == "Running"
-    again = durable.host.request("DELETE", f"{WEBHOOKS}/instances",
-                                 params={"createdTimeFrom": since, "runtimeStatus": "Completed"})
+    again = durable.host.request(
+        "DELETE", f"{WEBHOOKS}/instances", params={"createdTimeFrom": since, "runtimeStatus": "Completed"}
+    )
     assert again.status_code == 404
 
 
@@ -97,11 +102,15 @@ def test_instances_are_listed_and_filtered_by_status_and_time(durable: DurableAp
     assert [i["instanceId"] for i in running] == [waiting]
 
     created = durable.status(done)["createdTime"]
-    later = durable.host.request("GET", f"{WEBHOOKS}/instances", params={
-        "createdTimeFrom": "2999-01-01T00:00:00Z", "instanceIdPrefix": prefix}).json()
+    later = durable.host.request(
+        "GET", f"{WEBHOOKS}/instances", params={"createdTimeFrom": "2999-01-01T00:00:00Z", "instanceIdPrefix": prefix}
+    ).json()
     assert later == []
-    since = durable.host.request("GET", f"{WEBHOOKS}/instances", params={
-        "createdTimeFrom": created, "instanceIdPrefix": prefix, "runtimeStatus": "Completed"}).json()
+    since = durable.host.request(
+        "GET",
+        f"{WEBHOOKS}/instances",
+        params={"createdTimeFrom": created, "instanceIdPrefix": prefix, "runtimeStatus": "Completed"},
+    ).json()
     assert [i["instanceId"] for i in since] == [done]
 
 
@@ -112,8 +121,9 @@ def test_listing_pages_at_most_top_instances_with_a_continuation_token(durable: 
     pages, token = [], None
     for _ in range(6):
         headers = {"x-ms-continuation-token": token} if token else {}
-        page = durable.host.request("GET", f"{WEBHOOKS}/instances", params={"instanceIdPrefix": prefix, "top": "2"},
-                                    headers=headers)
+        page = durable.host.request(
+            "GET", f"{WEBHOOKS}/instances", params={"instanceIdPrefix": prefix, "top": "2"}, headers=headers
+        )
         assert page.status_code == 200, page.text
         pages.append([i["instanceId"] for i in page.json()])
         token = page.headers.get("x-ms-continuation-token")

@@ -48,8 +48,15 @@ def test_payloads_too_large_for_a_message_or_a_row_travel_whole(durable: Durable
 def test_the_check_status_urls_the_client_returns_answer(durable: DurableApp) -> None:
     links = durable.start("sequence", ["Paris"])
 
-    assert set(links) >= {"id", "statusQueryGetUri", "sendEventPostUri", "terminatePostUri",
-                          "purgeHistoryDeleteUri", "suspendPostUri", "resumePostUri"}
+    assert set(links) >= {
+        "id",
+        "statusQueryGetUri",
+        "sendEventPostUri",
+        "terminatePostUri",
+        "purgeHistoryDeleteUri",
+        "suspendPostUri",
+        "resumePostUri",
+    }
     durable.wait(links["id"])
     status = requests.get(links["statusQueryGetUri"], timeout=10)
     assert status.status_code == 200
@@ -90,8 +97,11 @@ def test_sub_orchestrations_return_their_output_to_the_parent(durable: DurableAp
     status = durable.run("parent")
 
     assert status["runtimeStatus"] == "Completed"
-    assert status["output"] == {"first": ["Hello Oslo!", "Hello Lima!"], "named": ["Hello Quito!"],
-                                "fragile": "succeeded on attempt 2"}
+    assert status["output"] == {
+        "first": ["Hello Oslo!", "Hello Lima!"],
+        "named": ["Hello Quito!"],
+        "fragile": "succeeded on attempt 2",
+    }
     child = durable.status(f"{status['instanceId']}-child")
     assert child["runtimeStatus"] == "Completed" and child["output"] == ["Hello Quito!"]
     assert len(events(status, "SubOrchestrationInstanceFailed")) == 1  # the fragile child's first attempt
@@ -133,8 +143,11 @@ def test_continue_as_new_drops_unused_events_and_later_ones_reach_the_new_genera
     durable.wait_for_custom_status(instance_id, {"generation": 1, "waiting": "Next"})
 
     assert durable.host.request("POST", f"client/event/{instance_id}/Extra", json="unused").status_code == 202
-    wait_until(lambda: events(durable.status(instance_id, history=True), "EventRaised"), timeout=30,
-               message="generation 1 to record the Extra event")
+    wait_until(
+        lambda: events(durable.status(instance_id, history=True), "EventRaised"),
+        timeout=30,
+        message="generation 1 to record the Extra event",
+    )
     assert durable.host.request("POST", f"client/event/{instance_id}/Next", json="n").status_code == 202
 
     # Raised once generation 2 has started, before it waits for it: it must be there when it does.

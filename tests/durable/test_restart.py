@@ -119,15 +119,21 @@ def test_a_result_arriving_again_after_the_instance_finished_leaves_it_finished(
     status = durable.run("sequence", ["Riga"])
     instance_id = status["instanceId"]
     assert status["runtimeStatus"] == "Completed"
-    row = TableServiceClient.from_connection_string(durable.connection_string).get_table_client(
-        f"{durable.hub}Instances").get_entity(instance_id, "")
+    row = (
+        TableServiceClient.from_connection_string(durable.connection_string)
+        .get_table_client(f"{durable.hub}Instances")
+        .get_entity(instance_id, "")
+    )
     task_id = events(status, "TaskCompleted")[0]["TaskScheduledId"]
     repeat = ControlMessage(instance_id, row["ExecutionId"], h.task_completed(h.now(), task_id, '"Hello Riga!"'))
     log_start = len(durable.host.log())
 
     service = QueueServiceClient.from_connection_string(durable.connection_string)
-    control = sorted(q.name for q in service.list_queues(name_starts_with=f"{durable.hub.lower()}-control-")
-                     if not q.name.endswith("-poison"))
+    control = sorted(
+        q.name
+        for q in service.list_queues(name_starts_with=f"{durable.hub.lower()}-control-")
+        if not q.name.endswith("-poison")
+    )
     partition = zlib.crc32(instance_id.encode("utf-8")) % len(control)
     service.get_queue_client(control[partition]).send_message(json.dumps(repeat.to_json()))
 
@@ -142,5 +148,8 @@ def test_a_result_arriving_again_after_the_instance_finished_leaves_it_finished(
 
 def _poison_messages(azurite: Azurite) -> int:
     service = QueueServiceClient.from_connection_string(azurite.connection_string())
-    return sum(service.get_queue_client(q.name).get_queue_properties().approximate_message_count
-               for q in service.list_queues() if q.name.endswith("-poison"))
+    return sum(
+        service.get_queue_client(q.name).get_queue_properties().approximate_message_count
+        for q in service.list_queues()
+        if q.name.endswith("-poison")
+    )

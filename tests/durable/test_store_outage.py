@@ -11,8 +11,9 @@ from tests.support.host import HostProcess
 
 def test_the_management_api_answers_503_with_retry_after_while_the_store_is_down(key_dir, tmp_path):
     private = Azurite(tmp_path / "azurite").start()
-    host = HostProcess(DURABLE_APP, app_settings(private, key_dir, **settings_for(new_hub())),
-                       tmp_path / "host.log").start()
+    host = HostProcess(
+        DURABLE_APP, app_settings(private, key_dir, **settings_for(new_hub())), tmp_path / "host.log"
+    ).start()
     try:
         assert host.request("GET", "runtime/webhooks/durabletask/instances/not-started-yet").status_code == 404
 

@@ -21,19 +21,23 @@ INSTANCE = "instance"
 
 def running(execution: str = "current", created_ago: float = 10.0) -> tuple[InstanceState, list[Record]]:
     at = h.now() - timedelta(seconds=created_ago)
-    records = [Record(h.orchestrator_started(at)),
-               Record(h.execution_started(at, INSTANCE, execution, "orchestrator", None)),
-               Record(h.task_scheduled(at, 0, "activity", None)),
-               Record(h.orchestrator_completed(at))]
-    state = InstanceState(INSTANCE, "orchestrator", execution, RuntimeStatus.RUNNING, created=at,
-                          history_length=len(records))
+    records = [
+        Record(h.orchestrator_started(at)),
+        Record(h.execution_started(at, INSTANCE, execution, "orchestrator", None)),
+        Record(h.task_scheduled(at, 0, "activity", None)),
+        Record(h.orchestrator_completed(at)),
+    ]
+    state = InstanceState(
+        INSTANCE, "orchestrator", execution, RuntimeStatus.RUNNING, created=at, history_length=len(records)
+    )
     return state, records
 
 
 def start(execution: str, sent_ago: float = 0.0, parent: ParentRef | None = None) -> ControlMessage:
     at = h.now() - timedelta(seconds=sent_ago)
-    event = h.execution_started(at, INSTANCE, execution, "orchestrator", '"input"',
-                                parent.to_event() if parent else None)
+    event = h.execution_started(
+        at, INSTANCE, execution, "orchestrator", '"input"', parent.to_event() if parent else None
+    )
     return ControlMessage(INSTANCE, execution, event)
 
 

@@ -19,8 +19,9 @@ def test_the_durable_webhooks_want_the_system_key_and_its_status_urls_carry_it(d
     listing = requests.get(host.url("runtime/webhooks/durabletask/instances"), timeout=30)
     one = requests.get(host.url(f"runtime/webhooks/durabletask/instances/{instance}"), timeout=30)
     unknown = requests.get(host.url("runtime/webhooks/durabletask/instances/no-such-instance"), timeout=30)
-    event = requests.post(host.url(f"runtime/webhooks/durabletask/instances/{instance}/raiseEvent/Approval"),
-                          json="approved", timeout=30)
+    event = requests.post(
+        host.url(f"runtime/webhooks/durabletask/instances/{instance}/raiseEvent/Approval"), json="approved", timeout=30
+    )
     rpc_wrong_key = requests.get(host.url("runtime/rpc/not-the-key/instances"), timeout=30)
     for answer in (listing, one, unknown, event, rpc_wrong_key):
         assert answer.status_code == 401

@@ -38,6 +38,7 @@ def record_effect(instance_id: str, key: str) -> int:
 
 # -- HTTP: a starter and the client's operations, all through the durable client binding
 
+
 def _json(value: Any, status: int = 200) -> func.HttpResponse:
     return func.HttpResponse(json.dumps(value), status_code=status, mimetype="application/json")
 
@@ -59,8 +60,9 @@ def _client_error(error: Exception) -> func.HttpResponse:
 async def start(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
     body = req.get_body()
     try:
-        instance_id = await client.start_new(req.route_params["name"], req.route_params.get("instance_id"),
-                                             json.loads(body) if body else None)
+        instance_id = await client.start_new(
+            req.route_params["name"], req.route_params.get("instance_id"), json.loads(body) if body else None
+        )
     except Exception as error:
         return _client_error(error)
     return client.create_check_status_response(req, instance_id)
@@ -69,8 +71,9 @@ async def start(req: func.HttpRequest, client: df.DurableOrchestrationClient) ->
 @app.route(route="client/status/{instance_id}", methods=["GET"])
 @app.durable_client_input(client_name="client")
 async def client_status(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
-    status = await client.get_status(req.route_params["instance_id"], show_history=True,
-                                     show_history_output=True, show_input=True)
+    status = await client.get_status(
+        req.route_params["instance_id"], show_history=True, show_history_output=True, show_input=True
+    )
     if not status:
         return _json({"error": "not found"}, 404)
     document = status.to_json()
@@ -127,10 +130,12 @@ async def client_restart(req: func.HttpRequest, client: df.DurableOrchestrationC
 @app.durable_client_input(client_name="client")
 async def client_list(req: func.HttpRequest, client: df.DurableOrchestrationClient) -> func.HttpResponse:
     statuses = [df.OrchestrationRuntimeStatus(s) for s in req.params.get("status", "").split(",") if s]
-    found = await client.get_status_by(runtime_status=statuses or None,
-                                       instance_id_prefix=req.params.get("prefix") or None)
-    return _json([{"instanceId": s.instance_id, "runtimeStatus": s.runtime_status.value, "name": s.name}
-                  for s in found])
+    found = await client.get_status_by(
+        runtime_status=statuses or None, instance_id_prefix=req.params.get("prefix") or None
+    )
+    return _json(
+        [{"instanceId": s.instance_id, "runtimeStatus": s.runtime_status.value, "name": s.name} for s in found]
+    )
 
 
 @app.route(route="stats/concurrency", methods=["GET"])
@@ -147,6 +152,7 @@ async def start_and_wait(req: func.HttpRequest, client: df.DurableOrchestrationC
 
 
 # -- orchestrators
+
 
 @app.orchestration_trigger(context_name="context")
 def sequence(context: df.DurableOrchestrationContext):
@@ -196,8 +202,9 @@ def parent(context: df.DurableOrchestrationContext):
     first = yield context.call_sub_orchestrator("sequence", ["Oslo", "Lima"])
     named = yield context.call_sub_orchestrator("sequence", ["Quito"], instance_id=f"{context.instance_id}-child")
     options = df.RetryOptions(first_retry_interval_in_milliseconds=100, max_number_of_attempts=3)
-    fragile = yield context.call_sub_orchestrator_with_retry("fragile_child", options,
-                                                             {"instance": context.instance_id})
+    fragile = yield context.call_sub_orchestrator_with_retry(
+        "fragile_child", options, {"instance": context.instance_id}
+    )
     return {"first": first, "named": named, "fragile": fragile}
 
 
@@ -252,7 +259,8 @@ def tracked_fan_out(context: df.DurableOrchestrationContext):
     """Slow activities that record when they begin, so a test can tell which ones a killed host had begun."""
     count = context.get_input()["count"]
     results = yield context.task_all(
-        [context.call_activity("tracked_square", {"instance": context.instance_id, "n": n}) for n in range(count)])
+        [context.call_activity("tracked_square", {"instance": context.instance_id, "n": n}) for n in range(count)]
+    )
     return sum(results)
 
 
@@ -311,7 +319,8 @@ def crash_course(context: df.DurableOrchestrationContext):
 def slow_fan_out(context: df.DurableOrchestrationContext):
     count = context.get_input()["count"]
     squares = yield context.task_all(
-        [context.call_activity("slow_square", {"instance": context.instance_id, "n": n}) for n in range(count)])
+        [context.call_activity("slow_square", {"instance": context.instance_id, "n": n}) for n in range(count)]
+    )
     return sum(squares)
 
 
@@ -335,6 +344,7 @@ def noop_chain(context: df.DurableOrchestrationContext):
 
 
 # -- activities
+
 
 @app.activity_trigger(input_name="city")
 def say_hello(city: str) -> str:

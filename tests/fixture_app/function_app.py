@@ -21,12 +21,16 @@ app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 def record(kind: str, **fields: object) -> None:
     service = TableServiceClient.from_connection_string(os.environ["AzureWebJobsStorage"])
     table = service.create_table_if_not_exists("FixtureEffects")
-    table.create_entity({
-        "PartitionKey": kind,
-        "RowKey": f"{datetime.now(UTC).isoformat()}-{uuid.uuid4().hex[:6]}",
-        **{key: value if isinstance(value, (str, int, bool, float)) else json.dumps(value)
-           for key, value in fields.items()},
-    })
+    table.create_entity(
+        {
+            "PartitionKey": kind,
+            "RowKey": f"{datetime.now(UTC).isoformat()}-{uuid.uuid4().hex[:6]}",
+            **{
+                key: value if isinstance(value, (str, int, bool, float)) else json.dumps(value)
+                for key, value in fields.items()
+            },
+        }
+    )
 
 
 @app.route(route="echo/{name}/{count:int?}", methods=["GET", "POST"])

@@ -63,13 +63,15 @@ class TargetAccount:
 @pytest.fixture()
 def target(azurite: Azurite, monkeypatch: pytest.MonkeyPatch) -> ProvisioningTarget:
     monkeypatch.setenv(TARGET_SETTING, azurite.connection_string(TARGET_ACCOUNT))
-    return ProvisioningTarget.model_validate({
-        "Id": "iac-tests",
-        "Kind": "storage-account",
-        "Region": "local",
-        "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
-        "Credential": {"Kind": "app-setting", "Name": TARGET_SETTING},
-    })
+    return ProvisioningTarget.model_validate(
+        {
+            "Id": "iac-tests",
+            "Kind": "storage-account",
+            "Region": "local",
+            "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
+            "Credential": {"Kind": "app-setting", "Name": TARGET_SETTING},
+        }
+    )
 
 
 @pytest.fixture(scope="session")
@@ -105,13 +107,16 @@ def tags_for(environment: str, tenant: str = TENANT) -> dict[str, str]:
     return ManagementTags(tenant=tenant, environment=environment).as_metadata()
 
 
-def specification(environment: str, resources: list[dict[str, Any]], tenant: str = TENANT,
-                  target: str = "iac-tests") -> EnvironmentSpecification:
-    return EnvironmentSpecification.model_validate({
-        "tenant": tenant,
-        "environment": environment,
-        "environment_class": "non-production",
-        "target": target,
-        "runner": "embedded",
-        "resources": resources,
-    })
+def specification(
+    environment: str, resources: list[dict[str, Any]], tenant: str = TENANT, target: str = "iac-tests"
+) -> EnvironmentSpecification:
+    return EnvironmentSpecification.model_validate(
+        {
+            "tenant": tenant,
+            "environment": environment,
+            "environment_class": "non-production",
+            "target": target,
+            "runner": "embedded",
+            "resources": resources,
+        }
+    )

@@ -13,7 +13,8 @@ from tests.iac.test_embedded_apply import three_resources
 
 
 def test_an_apply_past_its_deadline_stops_after_each_step_and_goes_on_from_the_journal(
-        target, account, names, environment):
+    target, account, names, environment
+):
     spec = specification(environment, three_resources(names))
     runner = EmbeddedRunner()
     plan = runner.plan(spec, target)
@@ -50,8 +51,7 @@ def test_a_deadline_in_the_future_does_not_cut_the_apply(target, account, names,
     spec = specification(environment, three_resources(names))
     runner = EmbeddedRunner()
 
-    result = runner.apply(spec, target, runner.plan(spec, target), DictJournal(), {},
-                          deadline=time.monotonic() + 3600)
+    result = runner.apply(spec, target, runner.plan(spec, target), DictJournal(), {}, deadline=time.monotonic() + 3600)
 
     assert len(result.steps) == 3
 

@@ -76,7 +76,8 @@ class CrashAfterWrite(DictJournal):
 
 
 def test_an_apply_resumed_after_a_crash_between_change_and_record_creates_nothing_twice(
-        target, account, names, environment):
+    target, account, names, environment
+):
     spec = specification(environment, three_resources(names))
     runner = EmbeddedRunner()
     plan = runner.plan(spec, target)
@@ -103,7 +104,8 @@ def test_apply_refuses_when_the_target_changed_since_the_plan(target, account, n
     changed = specification(environment, three_resources(names, owner="team-b"))
     plan = runner.plan(changed, target)
     account.blobs.get_container_client(names("data")).set_container_metadata(
-        {**tags_for(environment), "owner": "someone-else"})
+        {**tags_for(environment), "owner": "someone-else"}
+    )
 
     with pytest.raises(PlanNoLongerHolds) as refused:
         runner.apply(changed, target, plan, DictJournal(), {})
@@ -144,7 +146,8 @@ def test_apply_pauses_the_step_interval_between_changes(target, names, environme
 
 
 def test_a_table_is_registered_when_created_and_deleted_with_its_registration_when_dropped(
-        target, account, names, environment):
+    target, account, names, environment
+):
     runner = EmbeddedRunner()
     first = specification(environment, three_resources(names))
     runner.apply(first, target, runner.plan(first, target), DictJournal(), {})

@@ -24,11 +24,14 @@ def by_address(plan):
 
 
 def test_plan_of_an_absent_environment_creates_everything_with_each_field(target, names, environment):
-    spec = specification(environment, [
-        {"type": "blob-container", "name": names("data"), "metadata": {"owner": "team-a"}},
-        {"type": "queue", "name": names("orders")},
-        {"type": "table", "name": names("Ledger", table=True)},
-    ])
+    spec = specification(
+        environment,
+        [
+            {"type": "blob-container", "name": names("data"), "metadata": {"owner": "team-a"}},
+            {"type": "queue", "name": names("orders")},
+            {"type": "table", "name": names("Ledger", table=True)},
+        ],
+    )
 
     plan = EmbeddedRunner().plan(spec, target)
 
@@ -51,11 +54,14 @@ def test_plan_lists_update_no_change_and_delete_with_field_level_diffs(target, a
     account.queues.create_queue(names("retired"), metadata={**ours, "owner": "team-a"})
     account.tables.create_table(names("Ledger", table=True))
     register(account, names("Ledger", table=True), environment)
-    spec = specification(environment, [
-        {"type": "blob-container", "name": names("data"), "metadata": {"owner": "team-b", "region": "eu"}},
-        {"type": "queue", "name": names("orders")},
-        {"type": "table", "name": names("Ledger", table=True)},
-    ])
+    spec = specification(
+        environment,
+        [
+            {"type": "blob-container", "name": names("data"), "metadata": {"owner": "team-b", "region": "eu"}},
+            {"type": "queue", "name": names("orders")},
+            {"type": "table", "name": names("Ledger", table=True)},
+        ],
+    )
 
     plan = EmbeddedRunner().plan(spec, target)
     changes = by_address(plan)
@@ -98,8 +104,9 @@ def test_tables_are_owned_through_the_registry_adopted_refused_and_deleted(targe
     retired = changes[f"table/{names('Retired', table=True)}"]
     assert retired.action is Action.DELETE and any("with its entities" in line for line in plan.diagnostics)
     with pytest.raises(OwnedElsewhere) as refused:
-        EmbeddedRunner().plan(specification(environment, [{"type": "table", "name": names("Theirs", table=True)}]),
-                              target)
+        EmbeddedRunner().plan(
+            specification(environment, [{"type": "table", "name": names("Theirs", table=True)}]), target
+        )
     assert "another tenant" in str(refused.value) and "tenant-secret-b" not in str(refused.value)
 
 
@@ -113,7 +120,9 @@ def test_a_listing_that_repeats_a_resource_plans_its_change_once(environment):
     planned = plan_changes(specification(environment, [{"type": "queue", "name": "kept-q"}]), observed)
 
     assert [(c.address, c.action) for c in planned.changes] == [
-        ("queue/kept-q", Action.NO_CHANGE), ("queue/retired-q", Action.DELETE)]
+        ("queue/kept-q", Action.NO_CHANGE),
+        ("queue/retired-q", Action.DELETE),
+    ]
 
 
 def test_plan_leaves_other_environments_and_untagged_resources_and_tables_alone(target, account, names, environment):
@@ -129,15 +138,19 @@ def test_plan_leaves_other_environments_and_untagged_resources_and_tables_alone(
 
 def test_plan_adopts_a_declared_untagged_container_by_adding_the_tags(target, account, names, environment):
     account.blobs.create_container(names("legacy"), metadata={"owner": "ops"})
-    spec = specification(environment, [{"type": "blob-container", "name": names("legacy"),
-                                         "metadata": {"owner": "ops"}}])
+    spec = specification(
+        environment, [{"type": "blob-container", "name": names("legacy"), "metadata": {"owner": "ops"}}]
+    )
 
     plan = EmbeddedRunner().plan(spec, target)
 
     change = plan.changes[0]
     assert change.action is Action.UPDATE
     assert [field.path for field in change.fields] == [
-        "metadata.rc_environment", "metadata.rc_managed_by", "metadata.rc_tenant"]
+        "metadata.rc_environment",
+        "metadata.rc_managed_by",
+        "metadata.rc_tenant",
+    ]
     assert any("adopts it" in line for line in plan.diagnostics)
 
 
@@ -153,7 +166,8 @@ def test_a_resource_managed_by_another_environment_is_a_plan_error_naming_it(tar
 
 
 def test_a_resource_of_another_tenant_is_a_plan_error_that_does_not_name_the_tenant(
-        target, account, names, environment):
+    target, account, names, environment
+):
     account.queues.create_queue(names("jobs"), metadata=tags_for(environment, tenant="tenant-secret-b"))
     spec = specification(environment, [{"type": "queue", "name": names("jobs")}])
 
@@ -178,4 +192,3 @@ def test_the_reader_returns_every_resource_with_properties_and_tags(target, acco
     table = observed.find(ResourceType.TABLE, names("seen", table=True).lower())  # table names are case-insensitive
     assert table is not None and table.tags == {} and table.management is None
     assert observed.account == "targetaccount1" and observed.counts()["table"] >= 1
-

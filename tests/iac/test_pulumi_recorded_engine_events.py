@@ -48,8 +48,7 @@ def test_recorded_preview_update_carries_field_level_before_and_after_from_the_d
         FieldChange(path="metadata.retention", before=None, after="7y"),
     ]
     assert "__defaults" not in (changes["invoices"].before or {})
-    assert changes["stshopprod"].fields == [
-        FieldChange(path="sku.name", before="Standard_LRS", after="Standard_ZRS")]
+    assert changes["stshopprod"].fields == [FieldChange(path="sku.name", before="Standard_LRS", after="Standard_ZRS")]
 
 
 def test_recorded_preview_create_and_delete_list_every_input_field():
@@ -83,8 +82,10 @@ def test_recorded_update_events_become_steps_with_outputs_timings_and_the_failur
     assert (failed.action, failed.status) == (Action.UPDATE, StepStatus.FAILED)
     assert "being deleted" in failed.message and failed.outputs == {}
     assert (steps["Queue::legacy"].action, steps["Queue::legacy"].status) == (Action.DELETE, StepStatus.APPLIED)
-    assert result.outputs["stack"] == {"ordersUrl": "https://stshopprod.blob.core.windows.net/orders",
-                                       "connection": "[secret]"}
+    assert result.outputs["stack"] == {
+        "ordersUrl": "https://stshopprod.blob.core.windows.net/orders",
+        "connection": "[secret]",
+    }
     assert any(line.startswith("engine summary:") for line in result.logs)
 
 

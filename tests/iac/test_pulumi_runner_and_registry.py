@@ -20,10 +20,16 @@ CLI_MISSING_REASON = "the Pulumi CLI is not installed here (cannot be downloaded
 
 
 def pulumi_specification(work_dir: str | None = "programs/shop") -> EnvironmentSpecification:
-    return EnvironmentSpecification.model_validate({
-        "tenant": "tenant-a", "environment": "prod", "environment_class": "production", "target": "iac-tests",
-        "runner": "pulumi", "pulumi": {"project": "shop", "stack": "prod", "work_dir": work_dir},
-    })
+    return EnvironmentSpecification.model_validate(
+        {
+            "tenant": "tenant-a",
+            "environment": "prod",
+            "environment_class": "production",
+            "target": "iac-tests",
+            "runner": "pulumi",
+            "pulumi": {"project": "shop", "stack": "prod", "work_dir": work_dir},
+        }
+    )
 
 
 def test_registry_builds_each_runner_from_the_settings():

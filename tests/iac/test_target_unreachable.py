@@ -16,13 +16,22 @@ from tests.iac.conftest import specification
 def closed_port_target(monkeypatch: pytest.MonkeyPatch) -> ProvisioningTarget:
     port = free_port()  # nothing listens there
     base = f"http://127.0.0.1:{port}/{TARGET_ACCOUNT}"
-    monkeypatch.setenv("RuntimeCloudTarget__dead__Connection", (
-        f"DefaultEndpointsProtocol=http;AccountName={TARGET_ACCOUNT};AccountKey={TARGET_KEY};"
-        f"BlobEndpoint={base};QueueEndpoint={base};TableEndpoint={base};"))
-    return ProvisioningTarget.model_validate({
-        "Id": "dead", "Kind": "storage-account", "Region": "local", "Endpoint": base,
-        "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__dead__Connection"},
-    })
+    monkeypatch.setenv(
+        "RuntimeCloudTarget__dead__Connection",
+        (
+            f"DefaultEndpointsProtocol=http;AccountName={TARGET_ACCOUNT};AccountKey={TARGET_KEY};"
+            f"BlobEndpoint={base};QueueEndpoint={base};TableEndpoint={base};"
+        ),
+    )
+    return ProvisioningTarget.model_validate(
+        {
+            "Id": "dead",
+            "Kind": "storage-account",
+            "Region": "local",
+            "Endpoint": base,
+            "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__dead__Connection"},
+        }
+    )
 
 
 def test_reading_a_target_on_a_closed_port_fails_within_seconds(monkeypatch):
@@ -53,12 +62,17 @@ def test_a_credential_setting_that_is_not_set_is_target_unreachable_naming_the_s
 
 def test_a_target_that_refuses_the_credential_is_target_unreachable_saying_so(azurite, monkeypatch):
     wrong_key = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmc="
-    monkeypatch.setenv("RuntimeCloudTarget__dead__Connection",
-                       azurite.connection_string(TARGET_ACCOUNT).replace(TARGET_KEY, wrong_key))
-    target = ProvisioningTarget.model_validate({
-        "Id": "dead", "Kind": "storage-account", "Region": "local",
-        "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__dead__Connection"},
-    })
+    monkeypatch.setenv(
+        "RuntimeCloudTarget__dead__Connection", azurite.connection_string(TARGET_ACCOUNT).replace(TARGET_KEY, wrong_key)
+    )
+    target = ProvisioningTarget.model_validate(
+        {
+            "Id": "dead",
+            "Kind": "storage-account",
+            "Region": "local",
+            "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__dead__Connection"},
+        }
+    )
 
     with pytest.raises(TargetUnreachable, match="refused the credential"):
         read_target_state(target)

@@ -118,22 +118,32 @@ class RecordingMocks(pulumi.runtime.Mocks):
 def _computed(kind: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """Outputs Azure computes that the program reads back (and outputs shaped unlike their inputs)."""
     if kind == "azure-native:storage:StorageAccount":
-        return {"primaryEndpoints": {service: f"https://{name}.{service}.core.windows.net/"
-                                     for service in ("blob", "queue", "table", "file", "dfs", "web")}}
+        return {
+            "primaryEndpoints": {
+                service: f"https://{name}.{service}.core.windows.net/"
+                for service in ("blob", "queue", "table", "file", "dfs", "web")
+            }
+        }
     if kind == "azure-native:managedidentity:UserAssignedIdentity":
-        return {"clientId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"client/{name}")),
-                "principalId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"principal/{name}"))}
+        return {
+            "clientId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"client/{name}")),
+            "principalId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"principal/{name}")),
+        }
     if kind == "azure-native:applicationinsights:Component":
         key = uuid.uuid5(uuid.NAMESPACE_URL, f"insights/{name}")
-        return {"connectionString": f"InstrumentationKey={key};IngestionEndpoint="
-                                    "https://westeurope-5.in.applicationinsights.azure.com/;"
-                                    f"ApplicationId={key}"}
+        return {
+            "connectionString": f"InstrumentationKey={key};IngestionEndpoint="
+            "https://westeurope-5.in.applicationinsights.azure.com/;"
+            f"ApplicationId={key}"
+        }
     if kind == "azure-native:web:WebApp":
         # ARM answers a list of user-assigned identities with a map keyed by their resource ids.
         identity = inputs.get("identity", {})
         assigned = {identity_id: {} for identity_id in identity.get("userAssignedIdentities", [])}
-        return {"defaultHostName": f"{name}.azurewebsites.net",
-                "identity": {**identity, "userAssignedIdentities": assigned}}
+        return {
+            "defaultHostName": f"{name}.azurewebsites.net",
+            "identity": {**identity, "userAssignedIdentities": assigned},
+        }
     return {}
 
 
@@ -157,12 +167,15 @@ def run_program(stack: str, config: dict[str, str]) -> Deployment:
     @pulumi.runtime.test
     def program() -> pulumi.Output[Any]:
         deploy()
-        return pulumi.Output.all(**{name: pulumi.Output.from_input(value) for name, value in exported.items()}) \
-            .apply(deployment.exports.update)
+        return pulumi.Output.all(**{name: pulumi.Output.from_input(value) for name, value in exported.items()}).apply(
+            deployment.exports.update
+        )
 
     try:
-        with mock.patch.object(pulumi, "export", lambda name, value: exported.__setitem__(name, value)), \
-                mock.patch.object(pulumi.Config, "get", recording_get):
+        with (
+            mock.patch.object(pulumi, "export", lambda name, value: exported.__setitem__(name, value)),
+            mock.patch.object(pulumi.Config, "get", recording_get),
+        ):
             program()
     finally:
         pulumi.runtime.set_all_config({})

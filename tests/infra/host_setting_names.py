@@ -17,8 +17,18 @@ from shared.settings import Settings
 from shared.settings_section import Section
 
 # Identity-based store settings, read by shared.storage.connection (not by the model).
-STORE_SETTINGS = tuple(f"AzureWebJobsStorage__{name}" for name in (
-    "accountName", "blobServiceUri", "queueServiceUri", "tableServiceUri", "endpointSuffix", "credential", "clientId"))
+STORE_SETTINGS = tuple(
+    f"AzureWebJobsStorage__{name}"
+    for name in (
+        "accountName",
+        "blobServiceUri",
+        "queueServiceUri",
+        "tableServiceUri",
+        "endpointSuffix",
+        "credential",
+        "clientId",
+    )
+)
 
 
 HOST_JSON = Path(__file__).resolve().parents[2] / "host.json"

@@ -31,8 +31,11 @@ def _imported_roots(path: Path) -> set[str]:
 
 
 def test_the_app_never_imports_the_infrastructure_program() -> None:
-    offenders = {str(path.relative_to(REPO)): sorted(_imported_roots(path) & INFRA_MODULES)
-                 for path in _python_files() if _imported_roots(path) & INFRA_MODULES}
+    offenders = {
+        str(path.relative_to(REPO)): sorted(_imported_roots(path) & INFRA_MODULES)
+        for path in _python_files()
+        if _imported_roots(path) & INFRA_MODULES
+    }
 
     assert not offenders
 
@@ -43,8 +46,11 @@ def _requirement_names(name: str) -> list[str]:
 
 
 def test_pulumi_azure_native_installs_for_development_only_and_is_pinned() -> None:
-    infra_pin = next(line for line in (REPO / "requirements-infra.txt").read_text(encoding="utf-8").splitlines()
-                     if line.startswith("pulumi-azure-native=="))
+    infra_pin = next(
+        line
+        for line in (REPO / "requirements-infra.txt").read_text(encoding="utf-8").splitlines()
+        if line.startswith("pulumi-azure-native==")
+    )
 
     assert "pulumi-azure-native" not in _requirement_names("requirements.txt"), "the function app must not ship it"
     assert "-r requirements-infra.txt" in (REPO / "requirements-dev.txt").read_text(encoding="utf-8").splitlines()
@@ -56,8 +62,13 @@ def test_the_deployment_zip_leaves_infra_and_environments_out() -> None:
 
     spec = load_ignore_spec(REPO)
 
-    for path in ("infra/", "infra/__main__.py", "infra/Pulumi.dev.yaml", "environments/",
-                 "environments/factory/host.yaml"):
+    for path in (
+        "infra/",
+        "infra/__main__.py",
+        "infra/Pulumi.dev.yaml",
+        "environments/",
+        "environments/factory/host.yaml",
+    ):
         assert spec.match_file(path), f".funcignore lets {path} into the package"
 
 

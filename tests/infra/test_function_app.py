@@ -22,7 +22,8 @@ def test_plan_is_flex_consumption_with_mocked_pulumi_engine(deployment: Deployme
 
 
 def test_function_app_config_reads_its_package_with_the_host_identity_with_mocked_pulumi_engine(
-        deployment: Deployment) -> None:
+    deployment: Deployment,
+) -> None:
     app = deployment.one("web:WebApp").inputs
     host = deployment.one("managedidentity:UserAssignedIdentity", "host-identity")
     store = deployment.one("storage:StorageAccount")
@@ -61,29 +62,45 @@ def test_store_settings_are_identity_based_with_mocked_pulumi_engine(deployment:
         assert settings[f"AzureWebJobsStorage__{service}ServiceUri"] == f"https://{account}.{service}.core.windows.net"
     assert "AzureWebJobsStorage" not in settings, "no connection string, so no key"
     assert settings["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == (
-        f"ClientId={host.outputs['clientId']};Authorization=AAD")
+        f"ClientId={host.outputs['clientId']};Authorization=AAD"
+    )
     assert settings["PYTHON_ISOLATE_WORKER_DEPENDENCIES"] == "1"  # README, Deploying
 
 
 def test_no_setting_flex_consumption_refuses_with_mocked_pulumi_engine(deployment: Deployment) -> None:
-    refused = {"FUNCTIONS_WORKER_RUNTIME", "FUNCTIONS_EXTENSION_VERSION", "WEBSITE_RUN_FROM_PACKAGE",
-               "WEBSITE_CONTENTAZUREFILECONNECTIONSTRING", "WEBSITE_CONTENTSHARE", "APPINSIGHTS_INSTRUMENTATIONKEY"}
+    refused = {
+        "FUNCTIONS_WORKER_RUNTIME",
+        "FUNCTIONS_EXTENSION_VERSION",
+        "WEBSITE_RUN_FROM_PACKAGE",
+        "WEBSITE_CONTENTAZUREFILECONNECTIONSTRING",
+        "WEBSITE_CONTENTSHARE",
+        "APPINSIGHTS_INSTRUMENTATIONKEY",
+    }
 
     assert not refused & set(deployment.app_settings())
 
 
 def test_every_app_setting_is_one_the_host_or_its_platform_reads_with_mocked_pulumi_engine(
-        deployment: Deployment) -> None:
+    deployment: Deployment,
+) -> None:
     """'Exactly the host's settings': a misspelt name would be silently ignored by the host."""
     settings = deployment.app_settings()
-    platform = {"APPLICATIONINSIGHTS_CONNECTION_STRING", "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
-                "PYTHON_ISOLATE_WORKER_DEPENDENCIES", "PYTHON_ENABLE_OPENTELEMETRY"}
-    named_by_targets = {target["Credential"]["Name"] for target in json.loads(settings["RuntimeCloud__Targets"])
-                        if target["Credential"]["Kind"] == "app-setting"}
+    platform = {
+        "APPLICATIONINSIGHTS_CONNECTION_STRING",
+        "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+        "PYTHON_ISOLATE_WORKER_DEPENDENCIES",
+        "PYTHON_ENABLE_OPENTELEMETRY",
+    }
+    named_by_targets = {
+        target["Credential"]["Name"]
+        for target in json.loads(settings["RuntimeCloud__Targets"])
+        if target["Credential"]["Kind"] == "app-setting"
+    }
     known = app_setting_names()
 
-    unknown = [name for name in settings
-               if name not in platform | named_by_targets and not is_host_setting(name, known)]
+    unknown = [
+        name for name in settings if name not in platform | named_by_targets and not is_host_setting(name, known)
+    ]
 
     assert not unknown, f"app settings the host does not read: {unknown}"
 
@@ -114,7 +131,8 @@ def azure_environment(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_the_host_starts_with_exactly_these_settings_with_mocked_pulumi_engine(
-        deployment: Deployment, azure_environment) -> None:
+    deployment: Deployment, azure_environment
+) -> None:
     """The host's own loader (shared.settings) accepts them: nothing it requires is missing or wrong."""
     settings = deployment.app_settings()
     azure_environment(settings)

@@ -47,8 +47,9 @@ def test_runner_roles_are_exactly_the_stack_configuration_with_mocked_pulumi_eng
     runner = _identity(deployment, "runner")
     group = deployment.one("resources:ResourceGroup")
     configured = json.loads(deployment.config["runtime-cloud-infra:runnerRoles"])
-    expected = {(entry["role"], group.id if entry["scope"] == "resource-group" else entry["scope"])
-                for entry in configured}
+    expected = {
+        (entry["role"], group.id if entry["scope"] == "resource-group" else entry["scope"]) for entry in configured
+    }
 
     grants = _grants_to(deployment, runner)
 
@@ -59,8 +60,9 @@ def test_runner_roles_are_exactly_the_stack_configuration_with_mocked_pulumi_eng
 
 def test_runner_role_administration_is_constrained_with_mocked_pulumi_engine(factory: Deployment) -> None:
     runner = _identity(factory, "runner")
-    administration = [a for a in _grants_to(factory, runner)
-                      if _role_name(a) == "Role Based Access Control Administrator"]
+    administration = [
+        a for a in _grants_to(factory, runner) if _role_name(a) == "Role Based Access Control Administrator"
+    ]
 
     assert len(administration) == 1, "the factory stack lets the runner keep its own role assignments"
     condition = administration[0].inputs["condition"]
@@ -74,7 +76,8 @@ def test_runner_role_administration_is_constrained_with_mocked_pulumi_engine(fac
 
 
 def test_function_app_carries_both_identities_and_resolves_references_as_the_host_with_mocked_pulumi_engine(
-        deployment: Deployment) -> None:
+    deployment: Deployment,
+) -> None:
     app = deployment.one("web:WebApp").inputs
     host, runner = _identity(deployment, "host"), _identity(deployment, "runner")
 
@@ -84,7 +87,8 @@ def test_function_app_carries_both_identities_and_resolves_references_as_the_hos
 
 
 def test_operators_set_secret_values_and_keep_the_state_and_nobody_else_is_granted_with_mocked_pulumi_engine(
-        deployment: Deployment) -> None:
+    deployment: Deployment,
+) -> None:
     operator = deployment.config["runtime-cloud-infra:operatorPrincipalId"]
     grants = [a for a in deployment.of_type("authorization:RoleAssignment") if a.inputs["principalId"] == operator]
     state = deployment.one("storage:BlobContainer", "pulumi-state")

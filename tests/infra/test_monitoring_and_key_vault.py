@@ -12,7 +12,8 @@ SEED_METRIC = "connectsoft.factory.runtime_cloud.host.inbox_lag"
 
 
 def test_workspace_and_application_insights_take_entra_id_only_with_mocked_pulumi_engine(
-        deployment: Deployment) -> None:
+    deployment: Deployment,
+) -> None:
     workspace = deployment.one("operationalinsights:Workspace")
     insights = deployment.one("applicationinsights:Component").inputs
 
@@ -39,15 +40,20 @@ def test_four_alerts_on_the_exported_telemetry_names_with_mocked_pulumi_engine(d
     assert lag["metricMeasureColumn"] == "lag_seconds" and "lag_seconds" in lag["query"]
     denials = rules["alert-lease-denials"]["criteria"]["allOf"][0]
     assert denials["threshold"] == int(deployment.config["runtime-cloud-infra:leaseDenialThreshold"])
-    for rule, metric in (("alert-failed-runs", telemetry.RUNS_FAILED),
-                         ("alert-stale-targets", telemetry.STALE_TARGETS)):
+    for rule, metric in (
+        ("alert-failed-runs", telemetry.RUNS_FAILED),
+        ("alert-stale-targets", telemetry.STALE_TARGETS),
+    ):
         assert metric.name in rules[rule]["criteria"]["allOf"][0]["query"]
 
 
 def test_the_seed_metric_name_is_kept_in_one_module() -> None:
     assert telemetry.INBOX_LAG.name == SEED_METRIC
     assert (telemetry.INBOX_LAG.instrument, telemetry.INBOX_LAG.unit, telemetry.INBOX_LAG.dimensions) == (
-        "gauge", "s", ("module",))
+        "gauge",
+        "s",
+        ("module",),
+    )
     assert all(metric.name.startswith(telemetry.METRIC_PREFIX + ".") for metric in telemetry.METRICS)
 
 
@@ -87,7 +93,9 @@ def test_secrets_are_referenced_from_the_targets_with_mocked_pulumi_engine(dev: 
     targets = {t["Id"]: t for t in json.loads(dev.app_settings()["RuntimeCloud__Targets"])}
 
     assert targets["customer-cluster"]["Credential"] == {
-        "Kind": "key-vault", "Uri": "https://kv-rtcloud-dev-01.vault.azure.net/secrets/iac-runner-identity"}
+        "Kind": "key-vault",
+        "Uri": "https://kv-rtcloud-dev-01.vault.azure.net/secrets/iac-runner-identity",
+    }
     assert dev.exports["secretNames"] == ["iac-runner-identity", "runtime-cloud-sql", "messaging-transport"]
 
 

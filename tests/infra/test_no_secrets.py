@@ -26,8 +26,11 @@ TEXT_SUFFIXES = {".py", ".yaml", ".yml", ".md", ".json", ".txt"}
 
 
 def test_no_resource_input_holds_a_secret_with_mocked_pulumi_engine(deployment: Deployment) -> None:
-    found = {f"{r.type} {r.name}{hit['path']}": hit["message"]
-             for r in deployment.resources for hit in find_secrets(r.inputs)}
+    found = {
+        f"{r.type} {r.name}{hit['path']}": hit["message"]
+        for r in deployment.resources
+        for hit in find_secrets(r.inputs)
+    }
 
     assert not found
 
@@ -54,8 +57,11 @@ def test_the_program_asks_azure_for_no_key_with_mocked_pulumi_engine(deployment:
 def test_stack_files_and_specifications_hold_no_secret() -> None:
     stack = yaml.safe_load((INFRA / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
     specification = yaml.safe_load(FACTORY_SPEC.read_text(encoding="utf-8"))
-    structured = {key: json.loads(value) for key, value in specification["pulumi"]["config"].items()
-                  if value.lstrip().startswith(("[", "{"))}
+    structured = {
+        key: json.loads(value)
+        for key, value in specification["pulumi"]["config"].items()
+        if value.lstrip().startswith(("[", "{"))
+    }
 
     assert "encryptionsalt" not in stack and "secretsprovider" not in stack
     assert not any(isinstance(value, dict) and "secure" in value for value in stack["config"].values())
@@ -64,9 +70,14 @@ def test_stack_files_and_specifications_hold_no_secret() -> None:
 
 def test_no_file_in_infra_or_environments_holds_a_secret() -> None:
     roots = [INFRA, FACTORY_SPEC.parents[1]]
-    files = [path for root in roots for path in root.rglob("*")
-             if path.suffix in TEXT_SUFFIXES and "__pycache__" not in path.parts
-             and path.relative_to(INFRA.parent).as_posix() not in DETECTORS]
+    files = [
+        path
+        for root in roots
+        for path in root.rglob("*")
+        if path.suffix in TEXT_SUFFIXES
+        and "__pycache__" not in path.parts
+        and path.relative_to(INFRA.parent).as_posix() not in DETECTORS
+    ]
     assert files
 
     found = [f"{path.relative_to(INFRA.parent)}: {kind}" for path in files for kind in _secret_tokens(path)]

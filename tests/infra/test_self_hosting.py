@@ -54,7 +54,8 @@ def test_resources_carry_the_management_tags_of_the_run_with_mocked_pulumi_engin
 
 
 def test_the_sample_stack_and_the_factory_specification_set_every_key_the_program_reads_with_mocked_pulumi_engine(
-        dev: Deployment, factory: Deployment) -> None:
+    dev: Deployment, factory: Deployment
+) -> None:
     def program_keys(keys: set[str]) -> set[str]:
         return {key for key in keys if key.startswith(f"{PROJECT}:")}
 

@@ -46,15 +46,18 @@ def test_the_sample_stack_loads(configure) -> None:
     assert settings.storage_account_name == "rtclouddevhost01" and settings.topology == "saas-default"
 
 
-@pytest.mark.parametrize("name, problem", [
-    ("RuntimeCloud__Targets", "set by the program"),
-    ("AzureWebJobsStorage__clientId", "set by the program"),
-    ("RuntimeCloud__Auth__LocalSigningKeyDirectory", "local host only"),
-    ("RuntimeCloud__Secrets__LocalValues", "local host only"),
-    ("FUNCTIONS_WORKER_RUNTIME", "Flex Consumption"),
-    ("AzureWebJobsStorage", "Flex Consumption"),
-    ("Some__Other__Setting", "not a host setting"),
-])
+@pytest.mark.parametrize(
+    "name, problem",
+    [
+        ("RuntimeCloud__Targets", "set by the program"),
+        ("AzureWebJobsStorage__clientId", "set by the program"),
+        ("RuntimeCloud__Auth__LocalSigningKeyDirectory", "local host only"),
+        ("RuntimeCloud__Secrets__LocalValues", "local host only"),
+        ("FUNCTIONS_WORKER_RUNTIME", "Flex Consumption"),
+        ("AzureWebJobsStorage", "Flex Consumption"),
+        ("Some__Other__Setting", "not a host setting"),
+    ],
+)
 def test_host_settings_the_program_owns_or_azure_refuses_are_refused(configure, name: str, problem: str) -> None:
     configure(hostSettings=_host_settings(**{name: "x"}))
 
@@ -79,22 +82,47 @@ def test_a_token_issuer_is_required_in_azure(configure) -> None:
         load(stack="dev")
 
 
-@pytest.mark.parametrize("key, value, problem", [
-    ("receiptRetentionDays", "365", "between 2557"),
-    ("storageAccountName", "Not-Valid", "lower-case letters and digits"),
-    ("topology", "multi-cloud", "must be one of"),
-    ("instanceMemoryMb", "1024", "must be one of"),
-    ("location", None, "is required"),
-    ("hostSettings", None, "is required"),
-    ("runnerRoles", [{"scope": "everywhere", "role": "Reader"}], "ARM scope"),
-    ("runnerRoles", [{"scope": "resource-group", "role": "Wizard"}], "known built-in role"),
-    ("secrets", [{"name": "iac-runner-identity", "value": "hunter2"}], "never a value"),
-    ("targets", [{"Id": "t", "Kind": "kubernetes-cluster", "Region": "x", "Endpoint": "https://k",
-                  "Credential": {"Kind": "key-vault", "SecretName": "not-in-the-catalogue"}}], "is not in"),
-    ("targets", [{"Id": "t", "Kind": "storage-account", "Region": "x", "Endpoint": STORAGE_KEY,
-                  "Credential": {"Kind": "app-setting", "Name": "T"}}], "holds a secret value"),
-    ("runtime-cloud:resourceGroup", "rg-somewhere-else", "target's resource group"),
-])
+@pytest.mark.parametrize(
+    "key, value, problem",
+    [
+        ("receiptRetentionDays", "365", "between 2557"),
+        ("storageAccountName", "Not-Valid", "lower-case letters and digits"),
+        ("topology", "multi-cloud", "must be one of"),
+        ("instanceMemoryMb", "1024", "must be one of"),
+        ("location", None, "is required"),
+        ("hostSettings", None, "is required"),
+        ("runnerRoles", [{"scope": "everywhere", "role": "Reader"}], "ARM scope"),
+        ("runnerRoles", [{"scope": "resource-group", "role": "Wizard"}], "known built-in role"),
+        ("secrets", [{"name": "iac-runner-identity", "value": "hunter2"}], "never a value"),
+        (
+            "targets",
+            [
+                {
+                    "Id": "t",
+                    "Kind": "kubernetes-cluster",
+                    "Region": "x",
+                    "Endpoint": "https://k",
+                    "Credential": {"Kind": "key-vault", "SecretName": "not-in-the-catalogue"},
+                }
+            ],
+            "is not in",
+        ),
+        (
+            "targets",
+            [
+                {
+                    "Id": "t",
+                    "Kind": "storage-account",
+                    "Region": "x",
+                    "Endpoint": STORAGE_KEY,
+                    "Credential": {"Kind": "app-setting", "Name": "T"},
+                }
+            ],
+            "holds a secret value",
+        ),
+        ("runtime-cloud:resourceGroup", "rg-somewhere-else", "target's resource group"),
+    ],
+)
 def test_unusable_values_are_refused_naming_the_key(configure, key: str, value: Any, problem: str) -> None:
     configure(**{key: value})
 
@@ -106,21 +134,41 @@ def test_unusable_values_are_refused_naming_the_key(configure, key: str, value: 
 
 def test_a_target_credential_in_the_vault_becomes_a_reference_never_a_value() -> None:
     targets = (
-        {"Id": "orders", "Kind": "storage-account", "Region": "westeurope",
-         "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__orders__Connection",
-                        "SecretName": "orders-connection"}},
-        {"Id": "cluster", "Kind": "kubernetes-cluster", "Region": "westeurope", "Endpoint": "https://k",
-         "Credential": {"Kind": "key-vault", "SecretName": "iac-runner-identity"}},
-        {"Id": "own", "Kind": "azure-subscription", "Region": "westeurope", "SubscriptionId": "s",
-         "Credential": {"Kind": "managed-identity", "ClientId": "someone-else"}},
+        {
+            "Id": "orders",
+            "Kind": "storage-account",
+            "Region": "westeurope",
+            "Credential": {
+                "Kind": "app-setting",
+                "Name": "RuntimeCloudTarget__orders__Connection",
+                "SecretName": "orders-connection",
+            },
+        },
+        {
+            "Id": "cluster",
+            "Kind": "kubernetes-cluster",
+            "Region": "westeurope",
+            "Endpoint": "https://k",
+            "Credential": {"Kind": "key-vault", "SecretName": "iac-runner-identity"},
+        },
+        {
+            "Id": "own",
+            "Kind": "azure-subscription",
+            "Region": "westeurope",
+            "SubscriptionId": "s",
+            "Credential": {"Kind": "managed-identity", "ClientId": "someone-else"},
+        },
     )
 
     references = host_settings.key_vault_references(targets, "kv-host")
     host_targets = host_settings.host_targets(targets, "runner-client-id", "https://kv-host.vault.azure.net")
 
-    assert references == {"RuntimeCloudTarget__orders__Connection":
-                          "@Microsoft.KeyVault(VaultName=kv-host;SecretName=orders-connection)"}
+    assert references == {
+        "RuntimeCloudTarget__orders__Connection": "@Microsoft.KeyVault(VaultName=kv-host;SecretName=orders-connection)"
+    }
     assert host_targets[0]["Credential"] == {"Kind": "app-setting", "Name": "RuntimeCloudTarget__orders__Connection"}
-    assert host_targets[1]["Credential"] == {"Kind": "key-vault",
-                                             "Uri": "https://kv-host.vault.azure.net/secrets/iac-runner-identity"}
+    assert host_targets[1]["Credential"] == {
+        "Kind": "key-vault",
+        "Uri": "https://kv-host.vault.azure.net/secrets/iac-runner-identity",
+    }
     assert host_targets[2]["Credential"]["ClientId"] == "someone-else"  # a named identity is kept

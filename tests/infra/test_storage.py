@@ -44,7 +44,8 @@ def test_receipts_are_write_once_for_seven_years_with_mocked_pulumi_engine(deplo
 
 
 def test_lifecycle_rules_never_touch_receipts_and_follow_the_host_retention_with_mocked_pulumi_engine(
-        deployment: Deployment) -> None:
+    deployment: Deployment,
+) -> None:
     rules = deployment.one("storage:ManagementPolicy").inputs["policy"]["rules"]
     prefixes = [prefix for rule in rules for prefix in rule["definition"]["filters"]["prefixMatch"]]
     by_name = {rule["name"]: rule for rule in rules}

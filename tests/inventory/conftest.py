@@ -33,9 +33,13 @@ def blind_host(azurite, key_dir, tmp_path_factory) -> Iterator[HostProcess]:
     unreachable = azurite.connection_string(TARGET_ACCOUNT)
     for port in (azurite.blob_port, azurite.queue_port, azurite.table_port):
         unreachable = unreachable.replace(str(port), str(closed))
-    settings = provisioning_settings(azurite, key_dir, RuntimeCloudTarget__local_storage__Connection=unreachable,
-                                     RuntimeCloud__Host__EnabledModules="inventory",
-                                     RuntimeCloud__Inventory__TargetTimeoutSeconds="2")
+    settings = provisioning_settings(
+        azurite,
+        key_dir,
+        RuntimeCloudTarget__local_storage__Connection=unreachable,
+        RuntimeCloud__Host__EnabledModules="inventory",
+        RuntimeCloud__Inventory__TargetTimeoutSeconds="2",
+    )
     log = tmp_path_factory.mktemp("logs") / "blind-host.log"
     host = HostProcess(REPO, settings, log).start()
     yield host

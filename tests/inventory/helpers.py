@@ -58,5 +58,6 @@ def proposals(host: HostProcess, token: str, environment: str, state: str | None
 
 
 def accept(host: HostProcess, token: str, proposal_id: str, option: str, **extra: Any) -> Any:
-    return host.request("POST", f"runtime-cloud/proposals/{proposal_id}/accept", token=token,
-                        json={"option": option, **extra})
+    return host.request(
+        "POST", f"runtime-cloud/proposals/{proposal_id}/accept", token=token, json={"option": option, **extra}
+    )

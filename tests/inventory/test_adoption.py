@@ -20,36 +20,73 @@ TAGS = ManagementTags(tenant="t", environment="dev").as_metadata()
 def applied(runner: str = "embedded") -> EnvironmentSpecification:
     common = {"tenant": "t", "environment": "dev", "environment_class": "non-production", "target": "x"}
     if runner != "embedded":
-        return EnvironmentSpecification.model_validate({**common, "runner": runner,
-                                                        "pulumi": {"project": "p", "stack": "s"}})
-    return EnvironmentSpecification.model_validate({**common, "runner": runner, "resources": [
-        {"type": "queue", "name": "orders", "metadata": {"team": "checkout", "owner": "ann"}},
-        {"type": "blob-container", "name": "invoices", "metadata": {"retention": "short"}}]})
+        return EnvironmentSpecification.model_validate(
+            {**common, "runner": runner, "pulumi": {"project": "p", "stack": "s"}}
+        )
+    return EnvironmentSpecification.model_validate(
+        {
+            **common,
+            "runner": runner,
+            "resources": [
+                {"type": "queue", "name": "orders", "metadata": {"team": "checkout", "owner": "ann"}},
+                {"type": "blob-container", "name": "invoices", "metadata": {"retention": "short"}},
+            ],
+        }
+    )
 
 
 def changed_queue() -> Drift:
     expected = {"metadata": {"team": "checkout", "owner": "ann", **TAGS}}
     observed = {"metadata": {"team": "payments", "owner": "bob", **TAGS}}
-    return Drift(kind=FindingKind.CHANGED, key="queue/orders", address="queue/orders", type="queue", name="orders",
-                 expected=expected, observed=observed,
-                 fields=[FieldDifference(path="metadata.owner", before="ann", after="bob"),
-                         FieldDifference(path="metadata.team", before="checkout", after="payments")])
+    return Drift(
+        kind=FindingKind.CHANGED,
+        key="queue/orders",
+        address="queue/orders",
+        type="queue",
+        name="orders",
+        expected=expected,
+        observed=observed,
+        fields=[
+            FieldDifference(path="metadata.owner", before="ann", after="bob"),
+            FieldDifference(path="metadata.team", before="checkout", after="payments"),
+        ],
+    )
 
 
 def unexpected_queue() -> Drift:
-    return Drift(kind=FindingKind.UNEXPECTED, key="queue/stray", address="queue/stray", type="queue", name="stray",
-                 observed={"metadata": {"owner": "ops", **TAGS}})
+    return Drift(
+        kind=FindingKind.UNEXPECTED,
+        key="queue/stray",
+        address="queue/stray",
+        type="queue",
+        name="stray",
+        observed={"metadata": {"owner": "ops", **TAGS}},
+    )
 
 
 def rule(resource: str, field: str | None = None) -> IgnoreRule:
-    return IgnoreRule(id=f"ign-{resource}", tenant="t", environment="dev", resource=resource, field=field,
-                      reason="r", author="a", created_at=NOW.isoformat(),
-                      expires_at=(NOW + timedelta(days=1)).isoformat())
+    return IgnoreRule(
+        id=f"ign-{resource}",
+        tenant="t",
+        environment="dev",
+        resource=resource,
+        field=field,
+        reason="r",
+        author="a",
+        created_at=NOW.isoformat(),
+        expires_at=(NOW + timedelta(days=1)).isoformat(),
+    )
 
 
 def test_reverting_a_finding_keeps_the_field_and_the_resource_that_ignore_rules_cover():
-    findings = reconcile("t", "dev", [], [changed_queue(), unexpected_queue()],
-                         [rule("queue/orders", "metadata.owner"), rule("queue/stray")], NOW).opened
+    findings = reconcile(
+        "t",
+        "dev",
+        [],
+        [changed_queue(), unexpected_queue()],
+        [rule("queue/orders", "metadata.owner"), rule("queue/stray")],
+        NOW,
+    ).opened
     queue = next(f for f in findings if f.address == "queue/orders")
 
     declared = declared_specification(applied(), findings, {queue.id: "revert"})

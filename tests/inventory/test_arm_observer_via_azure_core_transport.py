@@ -96,26 +96,52 @@ def healthy_routes() -> dict[str, tuple[int, str]]:
 
 
 def observer_with(transport: RecordedArm) -> ArmObserver:
-    return ArmObserver(lambda target: ResourceManagementClient(StaticToken(), target.subscription_id,
-                                                               transport=transport, retry_total=0))
+    return ArmObserver(
+        lambda target: ResourceManagementClient(
+            StaticToken(), target.subscription_id, transport=transport, retry_total=0
+        )
+    )
 
 
 def request_for() -> ObservationRequest:
-    target = ProvisioningTarget.model_validate({
-        "Id": "azure-prod", "Kind": "azure-subscription", "Region": "westeurope", "SubscriptionId": SUBSCRIPTION,
-        "ResourceGroup": "rg-shop", "Credential": {"Kind": "managed-identity"}})
-    specification = EnvironmentSpecification.model_validate({
-        "tenant": "tenant-a", "environment": "prod", "environment_class": "production", "target": "azure-prod",
-        "runner": "pulumi", "pulumi": {"project": "shop", "stack": "prod"}})
+    target = ProvisioningTarget.model_validate(
+        {
+            "Id": "azure-prod",
+            "Kind": "azure-subscription",
+            "Region": "westeurope",
+            "SubscriptionId": SUBSCRIPTION,
+            "ResourceGroup": "rg-shop",
+            "Credential": {"Kind": "managed-identity"},
+        }
+    )
+    specification = EnvironmentSpecification.model_validate(
+        {
+            "tenant": "tenant-a",
+            "environment": "prod",
+            "environment_class": "production",
+            "target": "azure-prod",
+            "runner": "pulumi",
+            "pulumi": {"project": "shop", "stack": "prod"},
+        }
+    )
     tags = {"rc_managed_by": "runtime-cloud", "rc_tenant": "tenant-a", "rc_environment": "prod"}
-    expected = expected_from_outputs({
-        "urn:pulumi:prod::shop::azure-native:storage:StorageAccount::orders": {
-            "id": ACCOUNT_ID, "location": "westeurope", "tags": {**tags, "owner": "team-shop"}},
-        "urn:pulumi:prod::shop::azure-native:cache:Redis::cache": {
-            "id": GONE_ID, "location": "westeurope", "tags": tags},
-    })
-    return ObservationRequest(tenant="tenant-a", environment="prod", target=target, specification=specification,
-                              expected=tuple(expected))
+    expected = expected_from_outputs(
+        {
+            "urn:pulumi:prod::shop::azure-native:storage:StorageAccount::orders": {
+                "id": ACCOUNT_ID,
+                "location": "westeurope",
+                "tags": {**tags, "owner": "team-shop"},
+            },
+            "urn:pulumi:prod::shop::azure-native:cache:Redis::cache": {
+                "id": GONE_ID,
+                "location": "westeurope",
+                "tags": tags,
+            },
+        }
+    )
+    return ObservationRequest(
+        tenant="tenant-a", environment="prod", target=target, specification=specification, expected=tuple(expected)
+    )
 
 
 def test_arm_listing_by_tag_and_resource_group_finds_this_environments_resources_only():
@@ -125,8 +151,15 @@ def test_arm_listing_by_tag_and_resource_group_finds_this_environments_resources
 
     assert sorted(item.name for item in observation.items) == ["shop-prod-plan", "shopprodorders"]
     account = next(item for item in observation.items if item.name == "shopprodorders")
-    assert account.state == {"location": "westeurope", "tags": {
-        "rc_managed_by": "runtime-cloud", "rc_tenant": "tenant-a", "rc_environment": "prod", "owner": "ops-oncall"}}
+    assert account.state == {
+        "location": "westeurope",
+        "tags": {
+            "rc_managed_by": "runtime-cloud",
+            "rc_tenant": "tenant-a",
+            "rc_environment": "prod",
+            "owner": "ops-oncall",
+        },
+    }
     assert account.properties["sku"] == "Standard_LRS" and account.managed_here
     paths = [urlsplit(r.url).path.lower() for r in transport.requests]
     assert f"/subscriptions/{SUBSCRIPTION}/resources" in paths  # the tag query; then each group (rg-shop has two pages)
@@ -144,8 +177,11 @@ def test_arm_observation_compares_to_missing_changed_and_unexpected_findings():
 
     drift = {(d.kind, d.name): d for d in compare(request.expected, observation)}
 
-    assert set(drift) == {(FindingKind.MISSING, "cache"), (FindingKind.CHANGED, "shopprodorders"),
-                          (FindingKind.UNEXPECTED, "shop-prod-plan")}
+    assert set(drift) == {
+        (FindingKind.MISSING, "cache"),
+        (FindingKind.CHANGED, "shopprodorders"),
+        (FindingKind.UNEXPECTED, "shop-prod-plan"),
+    }
     changed = drift[(FindingKind.CHANGED, "shopprodorders")]
     assert [(f.path, f.before, f.after) for f in changed.fields] == [("tags.owner", "team-shop", "ops-oncall")]
 

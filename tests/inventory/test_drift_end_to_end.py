@@ -18,7 +18,8 @@ from tests.provisioning.helpers import READ, WRITE, target_blobs, target_queue_n
 
 
 def test_a_deleted_queue_is_one_missing_finding_and_one_proposal_until_a_revert_recreates_it(
-        inventory_host, azurite, mint):
+    inventory_host, azurite, mint
+):
     token = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")
     environment, spec = applied_environment(inventory_host, token)
@@ -58,13 +59,15 @@ def test_a_deleted_queue_is_one_missing_finding_and_one_proposal_until_a_revert_
 
 
 def test_changed_container_metadata_is_a_field_level_finding_and_adopting_it_changes_the_specification(
-        inventory_host, azurite, mint):
+    inventory_host, azurite, mint
+):
     token = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")
     environment, spec = applied_environment(inventory_host, token)
     container = names(spec)["container"]
     target_blobs(azurite).get_container_client(container).set_container_metadata(
-        {"retention": "long", **tags_of("tenant-a", environment)})
+        {"retention": "long", **tags_of("tenant-a", environment)}
+    )
 
     scan(inventory_host, token, environment)
 
@@ -74,16 +77,22 @@ def test_changed_container_metadata_is_a_field_level_finding_and_adopting_it_cha
     [proposal] = proposals(inventory_host, token, environment, "open")
     adopt = proposal["options"]["adopt"]
     assert adopt["available"]
-    assert adopt["diff"] == [{"address": f"blob-container/{container}", "action": "update",
-                              "fields": [{"path": "metadata.retention", "before": "short", "after": "long"}]}]
+    assert adopt["diff"] == [
+        {
+            "address": f"blob-container/{container}",
+            "action": "update",
+            "fields": [{"path": "metadata.retention", "before": "short", "after": "long"}],
+        }
+    ]
 
     answer = accept(inventory_host, operator, proposal["id"], "adopt")
     assert answer.status_code == 200, answer.text
     run = wait_for_run_state(inventory_host, token, answer.json()["run"]["run_id"], {"applied", "failed"})
     assert run["state"] == "applied", run
 
-    document = inventory_host.request("GET", f"runtime-cloud/environments/{environment}/specification",
-                                      token=token).json()
+    document = inventory_host.request(
+        "GET", f"runtime-cloud/environments/{environment}/specification", token=token
+    ).json()
     for view in ("declared", "last_applied"):
         declared = {r["name"]: r for r in document[view]["specification"]["resources"]}
         assert declared[container]["metadata"] == {"retention": "long"}
@@ -108,7 +117,8 @@ def test_a_queue_tagged_for_the_environment_by_hand_is_unexpected(inventory_host
 
 
 def test_an_unreachable_target_leaves_the_inventory_stale_with_the_error_and_raises_no_missing_finding(
-        inventory_host, blind_host, azurite, mint):
+    inventory_host, blind_host, azurite, mint
+):
     token = mint("tenant-a", scopes=WRITE)
     environment, spec = applied_environment(inventory_host, token)
     assert scan(inventory_host, token, environment)["open_findings"] == 0
@@ -137,11 +147,20 @@ def test_an_ignore_rule_suppresses_a_finding_until_it_expires(inventory_host, az
     environment, spec = applied_environment(inventory_host, token)
     queue = names(spec)["queue"]
     target_queues(azurite).get_queue_client(queue).set_queue_metadata(
-        {"team": "payments", **tags_of("tenant-a", environment)})
+        {"team": "payments", **tags_of("tenant-a", environment)}
+    )
     expires = datetime.now(UTC) + timedelta(seconds=4)
-    created = inventory_host.request("POST", f"runtime-cloud/environments/{environment}/ignore-rules", token=token,
-                                     json={"resource": f"queue/{queue}", "field": "metadata.team",
-                                           "reason": "team handover in progress", "expires_at": expires.isoformat()})
+    created = inventory_host.request(
+        "POST",
+        f"runtime-cloud/environments/{environment}/ignore-rules",
+        token=token,
+        json={
+            "resource": f"queue/{queue}",
+            "field": "metadata.team",
+            "reason": "team handover in progress",
+            "expires_at": expires.isoformat(),
+        },
+    )
     assert created.status_code == 201, created.text
     rule = created.json()
     assert rule["author"] == "studio-alice" and rule["active"]
@@ -161,13 +180,15 @@ def test_an_ignore_rule_suppresses_a_finding_until_it_expires(inventory_host, az
     assert len(proposals(inventory_host, token, environment, "open")) == 1
     rules = inventory_host.request("GET", f"runtime-cloud/environments/{environment}/ignore-rules", token=token)
     assert [r["active"] for r in rules.json()["ignore_rules"]] == [False]
-    deleted = inventory_host.request("DELETE", f"runtime-cloud/environments/{environment}/ignore-rules/{rule['id']}",
-                                     token=token)
+    deleted = inventory_host.request(
+        "DELETE", f"runtime-cloud/environments/{environment}/ignore-rules/{rule['id']}", token=token
+    )
     assert deleted.status_code == 204
 
 
 def test_accepting_drift_writes_expiring_ignore_rules_and_a_rejected_proposal_stays_rejected(
-        inventory_host, azurite, mint):
+    inventory_host, azurite, mint
+):
     token = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")
     environment, spec = applied_environment(inventory_host, token)
@@ -175,19 +196,25 @@ def test_accepting_drift_writes_expiring_ignore_rules_and_a_rejected_proposal_st
     scan(inventory_host, token, environment)
     [proposal] = proposals(inventory_host, token, environment)
 
-    assert inventory_host.request("POST", f"runtime-cloud/proposals/{proposal['id']}/reject", token=operator,
-                                  json={}).status_code == 422
+    assert (
+        inventory_host.request(
+            "POST", f"runtime-cloud/proposals/{proposal['id']}/reject", token=operator, json={}
+        ).status_code
+        == 422
+    )
     answer = accept(inventory_host, operator, proposal["id"], "accept", reason="decommissioning this queue")
     assert answer.status_code == 200, answer.text
     assert answer.json()["decision"]["option"] == "accept"
-    rules = inventory_host.request("GET", f"runtime-cloud/environments/{environment}/ignore-rules",
-                                   token=token).json()["ignore_rules"]
+    rules = inventory_host.request("GET", f"runtime-cloud/environments/{environment}/ignore-rules", token=token).json()[
+        "ignore_rules"
+    ]
     assert [r["id"] for r in rules] == answer.json()["decision"]["ignore_rule_ids"]
     assert rules[0]["resource"] == f"queue/{names(spec)['queue']}" and rules[0]["expires_at"]
     again = scan(inventory_host, token, environment)
     assert again["open_findings"] == 0 and again["suppressed_findings"] == 1
-    rejected = inventory_host.request("POST", f"runtime-cloud/proposals/{proposal['id']}/reject", token=operator,
-                                      json={"reason": "too late"})
+    rejected = inventory_host.request(
+        "POST", f"runtime-cloud/proposals/{proposal['id']}/reject", token=operator, json={"reason": "too late"}
+    )
     assert rejected.status_code == 409
 
 
@@ -227,17 +254,31 @@ def test_another_tenants_environment_findings_and_proposals_answer_404(inventory
     [proposal] = proposals(inventory_host, token, environment)
     base = f"runtime-cloud/environments/{environment}"
 
-    for method, path in [("GET", f"{base}/inventory"), ("POST", f"{base}/scan"), ("GET", f"{base}/findings"),
-                         ("GET", f"{base}/findings/{finding['id']}"), ("GET", f"{base}/ignore-rules"),
-                         ("GET", f"runtime-cloud/proposals/{proposal['id']}"),
-                         ("GET", f"runtime-cloud/proposals?environment={environment}")]:
+    for method, path in [
+        ("GET", f"{base}/inventory"),
+        ("POST", f"{base}/scan"),
+        ("GET", f"{base}/findings"),
+        ("GET", f"{base}/findings/{finding['id']}"),
+        ("GET", f"{base}/ignore-rules"),
+        ("GET", f"runtime-cloud/proposals/{proposal['id']}"),
+        ("GET", f"runtime-cloud/proposals?environment={environment}"),
+    ]:
         assert inventory_host.request(method, path, token=stranger).status_code == 404, path
-    assert inventory_host.request("POST", f"{base}/ignore-rules", token=stranger,
-                                  json={"resource": "queue/x", "reason": "r"}).status_code == 404
+    assert (
+        inventory_host.request(
+            "POST", f"{base}/ignore-rules", token=stranger, json={"resource": "queue/x", "reason": "r"}
+        ).status_code
+        == 404
+    )
     assert accept(inventory_host, stranger, proposal["id"], "revert").status_code == 404
-    assert inventory_host.request("POST", f"runtime-cloud/proposals/{proposal['id']}/reject", token=stranger,
-                                  json={"reason": "no"}).status_code == 404
+    assert (
+        inventory_host.request(
+            "POST", f"runtime-cloud/proposals/{proposal['id']}/reject", token=stranger, json={"reason": "no"}
+        ).status_code
+        == 404
+    )
     listed = inventory_host.request("GET", "runtime-cloud/environments", token=stranger).json()["environments"]
     assert environment not in [e["environment"] for e in listed]
-    assert proposal["id"] not in [p["id"] for p in inventory_host.request(
-        "GET", "runtime-cloud/proposals", token=stranger).json()["proposals"]]
+    assert proposal["id"] not in [
+        p["id"] for p in inventory_host.request("GET", "runtime-cloud/proposals", token=stranger).json()["proposals"]
+    ]

@@ -12,14 +12,28 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 def changed(*paths: str) -> Drift:
-    return Drift(kind=FindingKind.CHANGED, key="queue/q", address="queue/q", type="queue", name="q",
-                 fields=[FieldDifference(path=p, before="a", after="b") for p in paths])
+    return Drift(
+        kind=FindingKind.CHANGED,
+        key="queue/q",
+        address="queue/q",
+        type="queue",
+        name="q",
+        fields=[FieldDifference(path=p, before="a", after="b") for p in paths],
+    )
 
 
 def rule(field: str | None = None, days: int = 1, resource: str = "queue/q") -> IgnoreRule:
-    return IgnoreRule(id=f"ign-{field}-{days}", tenant="t", environment="e", resource=resource, field=field,
-                      reason="r", author="a", created_at=NOW.isoformat(),
-                      expires_at=(NOW + timedelta(days=days)).isoformat())
+    return IgnoreRule(
+        id=f"ign-{field}-{days}",
+        tenant="t",
+        environment="e",
+        resource=resource,
+        field=field,
+        reason="r",
+        author="a",
+        created_at=NOW.isoformat(),
+        expires_at=(NOW + timedelta(days=days)).isoformat(),
+    )
 
 
 def test_the_same_drift_on_the_next_scan_is_the_same_finding_and_gone_drift_is_resolved():

@@ -15,11 +15,20 @@ from tests.support.host import wait_until
 
 
 def applied_event(environment: str, event_id: str | None = None) -> dict:
-    return {"specversion": "1.0", "id": event_id or str(uuid.uuid4()),
-            "type": "factory.runtime-cloud.ProvisioningApplied",
-            "source": "/runtime-cloud/provisioning", "tenant": "tenant-a", "subject": f"environments/{environment}",
-            "data": {"environment": environment, "run_id": "run-1", "specification_digest": "a" * 64,
-                     "promotion_id": "promo-1"}}
+    return {
+        "specversion": "1.0",
+        "id": event_id or str(uuid.uuid4()),
+        "type": "factory.runtime-cloud.ProvisioningApplied",
+        "source": "/runtime-cloud/provisioning",
+        "tenant": "tenant-a",
+        "subject": f"environments/{environment}",
+        "data": {
+            "environment": environment,
+            "run_id": "run-1",
+            "specification_digest": "a" * 64,
+            "promotion_id": "promo-1",
+        },
+    }
 
 
 def test_the_same_event_delivered_twice_is_handled_once(store):

@@ -8,27 +8,34 @@ from tests.provisioning.helpers import WRITE
 
 
 def test_an_ignore_rule_names_a_resource_of_the_environment_and_suppressed_findings_are_counted_alike(
-        inventory_host, azurite, mint):
+    inventory_host, azurite, mint
+):
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"])
     environment, spec = applied_environment(inventory_host, operator)
     queue = names(spec)["queue"]
     target_queues(azurite).get_queue_client(queue).set_queue_metadata(
-        {"team": "payments", **tags_of("tenant-a", environment)})
+        {"team": "payments", **tags_of("tenant-a", environment)}
+    )
     rules = f"runtime-cloud/environments/{environment}/ignore-rules"
 
     for resource in ("queue/orders-typo", "container/" + names(spec)["container"]):
         refused = inventory_host.request("POST", rules, token=operator, json={"resource": resource, "reason": "r"})
         assert refused.status_code == 422, refused.text
         assert [e["path"] for e in refused.json()["errors"]] == ["/resource"]
-    created = inventory_host.request("POST", rules, token=operator,
-                                     json={"resource": f"queue/{queue}", "field": "metadata.team", "reason": "r"})
+    created = inventory_host.request(
+        "POST", rules, token=operator, json={"resource": f"queue/{queue}", "field": "metadata.team", "reason": "r"}
+    )
     assert created.status_code == 201, created.text
     scan(inventory_host, operator, environment)
 
-    inventory = inventory_host.request("GET", f"runtime-cloud/environments/{environment}/inventory",
-                                       token=operator).json()
-    [listed] = [e for e in inventory_host.request("GET", "runtime-cloud/environments", token=operator).json()[
-        "environments"] if e["environment"] == environment]
+    inventory = inventory_host.request(
+        "GET", f"runtime-cloud/environments/{environment}/inventory", token=operator
+    ).json()
+    [listed] = [
+        e
+        for e in inventory_host.request("GET", "runtime-cloud/environments", token=operator).json()["environments"]
+        if e["environment"] == environment
+    ]
     assert inventory["suppressed_findings"] == listed["suppressed_findings"] == 1
     assert inventory["open_findings"] == listed["open_findings"] == 0
     assert [f["address"] for f in inventory["suppressed"]] == [f"queue/{queue}"] and inventory["findings"] == []

@@ -29,8 +29,10 @@ from tests.support.host import HostProcess
 
 
 def tokens(mint: Any) -> tuple[str, str]:
-    return (mint("tenant-a", scopes=WRITE, client_id="studio-alice"),
-            mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob"))
+    return (
+        mint("tenant-a", scopes=WRITE, client_id="studio-alice"),
+        mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob"),
+    )
 
 
 def drift_both(azurite: Any, environment: str, spec: dict[str, Any]) -> tuple[Any, Any]:
@@ -51,8 +53,12 @@ def stray_queue(azurite: Any, environment: str) -> str:
 
 
 def ignore(host: HostProcess, token: str, environment: str, resource: str) -> dict[str, Any]:
-    answer = host.request("POST", f"runtime-cloud/environments/{environment}/ignore-rules", token=token,
-                          json={"resource": resource, "reason": "known, leave it"})
+    answer = host.request(
+        "POST",
+        f"runtime-cloud/environments/{environment}/ignore-rules",
+        token=token,
+        json={"resource": resource, "reason": "known, leave it"},
+    )
     assert answer.status_code == 201, answer.text
     return answer.json()
 
@@ -112,10 +118,12 @@ def test_accepting_writes_ignore_rules_only_for_the_open_findings(inventory_host
     answer = accept(inventory_host, operator, proposal["id"], "accept", reason="retention is being reviewed")
 
     assert answer.status_code == 200, answer.text
-    rules = inventory_host.request("GET", f"runtime-cloud/environments/{environment}/ignore-rules",
-                                   token=token).json()["ignore_rules"]
+    rules = inventory_host.request("GET", f"runtime-cloud/environments/{environment}/ignore-rules", token=token).json()[
+        "ignore_rules"
+    ]
     assert [(r["resource"], r["field"]) for r in rules] == [
-        (f"blob-container/{names(spec)['container']}", "metadata.retention")]
+        (f"blob-container/{names(spec)['container']}", "metadata.retention")
+    ]
     assert answer.json()["decision"]["ignore_rule_ids"] == [rules[0]["id"]]
 
 
@@ -148,11 +156,25 @@ def test_decisions_per_finding_revert_one_and_adopt_another_in_one_run(inventory
     container_finding = by_address[f"blob-container/{names(spec)['container']}"]
     url = f"runtime-cloud/proposals/{proposal['id']}/accept"
     for body, path in [
-        ({"decisions": [{"finding": "fnd-nope", "option": "revert"},
-                        {"finding": container_finding, "option": "adopt"}]}, "/decisions/0/finding"),
+        (
+            {
+                "decisions": [
+                    {"finding": "fnd-nope", "option": "revert"},
+                    {"finding": container_finding, "option": "adopt"},
+                ]
+            },
+            "/decisions/0/finding",
+        ),
         ({"decisions": [{"finding": queue_finding, "option": "revert"}]}, "/decisions"),
-        ({"decisions": [{"finding": queue_finding, "option": "revert"},
-                        {"finding": queue_finding, "option": "adopt"}]}, "/decisions/1/finding"),
+        (
+            {
+                "decisions": [
+                    {"finding": queue_finding, "option": "revert"},
+                    {"finding": queue_finding, "option": "adopt"},
+                ]
+            },
+            "/decisions/1/finding",
+        ),
         ({"option": "revert", "decisions": [{"finding": queue_finding, "option": "revert"}]}, "/decisions"),
         ({}, "/option"),
     ]:

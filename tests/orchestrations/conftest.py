@@ -17,9 +17,9 @@ import pytest
 # Read at import only; nothing is ever connected to (no test here touches storage or keys).
 _IMPORT_SETTINGS = {
     "AzureWebJobsStorage": "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;"
-                           "BlobEndpoint=http://127.0.0.1:9/devstoreaccount1;"
-                           "QueueEndpoint=http://127.0.0.1:9/devstoreaccount1;"
-                           "TableEndpoint=http://127.0.0.1:9/devstoreaccount1;",
+    "BlobEndpoint=http://127.0.0.1:9/devstoreaccount1;"
+    "QueueEndpoint=http://127.0.0.1:9/devstoreaccount1;"
+    "TableEndpoint=http://127.0.0.1:9/devstoreaccount1;",
     "RuntimeCloud__Auth__LocalSigningKeyDirectory": "/nonexistent/replay-tests",
 }
 

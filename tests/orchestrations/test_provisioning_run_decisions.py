@@ -42,8 +42,7 @@ def awaiting_approval(orchestrators) -> OrchestratorReplay:
 def finishes_with(replay: OrchestratorReplay, outcome: str, detail: str) -> None:
     """The next decision finishes the run with ``outcome``, and nothing else is called."""
     finishing = replay.decide()
-    assert finishing.new == [Call("provisioning_finish", {**RUN, "outcome": outcome, "reason": None,
-                                                          "detail": detail})]
+    assert finishing.new == [Call("provisioning_finish", {**RUN, "outcome": outcome, "reason": None, "detail": detail})]
     replay.complete("provisioning_finish", [])
     ended = replay.decide()
     assert (ended.done, ended.new) == (True, [])
@@ -52,6 +51,7 @@ def finishes_with(replay: OrchestratorReplay, outcome: str, detail: str) -> None
 
 
 # -- waiting for the environment ------------------------------------------------------------------
+
 
 def test_a_queued_run_rechecks_its_environment_on_a_timer_or_when_woken(orchestrators):
     replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
@@ -83,14 +83,16 @@ def test_a_run_still_queued_after_the_wait_limit_continues_as_new_with_its_round
 
 
 def test_the_wait_rounds_carried_into_a_generation_count_towards_its_limit(orchestrators):
-    replay = OrchestratorReplay(orchestrators.provisioning_run,
-                                {**RUN, "wait_rounds": WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW - 1})
+    replay = OrchestratorReplay(
+        orchestrators.provisioning_run, {**RUN, "wait_rounds": WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW - 1}
+    )
     claimed(replay, "wait")
 
     assert replay.decide().new == [ContinueAsNew({**RUN, "wait_rounds": 0})]
 
 
 # -- approval against the deadline ----------------------------------------------------------------
+
 
 def test_when_the_deadline_passes_without_a_decision_the_run_expires_without_applying(orchestrators):
     replay = awaiting_approval(orchestrators)
@@ -149,6 +151,7 @@ def test_a_rejected_plan_ends_the_run_without_applying(orchestrators):
 
 # -- cancelled ------------------------------------------------------------------------------------
 
+
 def test_a_run_cancelled_while_planning_finishes_cancelled_without_waiting_or_applying(orchestrators):
     replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
     claimed(replay)
@@ -159,8 +162,9 @@ def test_a_run_cancelled_while_planning_finishes_cancelled_without_waiting_or_ap
     replay.complete("provisioning_plan", {"outcome": "cancelled", "reason": "cancelled", "detail": "cancelled"})
 
     finishing = replay.decide()
-    assert finishing.new == [Call("provisioning_finish", {**RUN, "outcome": "cancelled", "reason": "cancelled",
-                                                          "detail": "cancelled"})]
+    assert finishing.new == [
+        Call("provisioning_finish", {**RUN, "outcome": "cancelled", "reason": "cancelled", "detail": "cancelled"})
+    ]
     replay.complete("provisioning_finish", [])
     ended = replay.decide()
     assert ended.done is True

@@ -21,15 +21,22 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def specification(environment: str, environment_class: str = "non-production", target: str = "local-storage",
-                  resources: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+def specification(
+    environment: str,
+    environment_class: str = "non-production",
+    target: str = "local-storage",
+    resources: list[dict[str, Any]] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     suffix = environment[-8:]
     return {
         "environment": environment,
         "environment_class": environment_class,
         "target": target,
         "runner": "embedded",
-        "resources": resources if resources is not None else [
+        "resources": resources
+        if resources is not None
+        else [
             {"type": "queue", "name": f"orders-{suffix}", "metadata": {"team": "checkout"}},
             {"type": "blob-container", "name": f"invoices-{suffix}", "metadata": {"retention": "short"}},
         ],
@@ -49,8 +56,9 @@ def runs_of(host: HostProcess, token: str, environment: str) -> list[dict[str, A
     return answer.json()["runs"]
 
 
-def wait_for_run_state(host: HostProcess, token: str, run_id: str, states: set[str],
-                       timeout: float = 90) -> dict[str, Any]:
+def wait_for_run_state(
+    host: HostProcess, token: str, run_id: str, states: set[str], timeout: float = 90
+) -> dict[str, Any]:
     def current() -> dict[str, Any] | None:
         answer = host.request("GET", f"runtime-cloud/runs/{run_id}", token=token)
         return answer.json() if answer.status_code == 200 and answer.json()["state"] in states else None
@@ -71,5 +79,6 @@ def target_queue_names(azurite) -> set[str]:
 
 def declare(host: HostProcess, token: str, spec: dict[str, Any], key: str | None = None) -> Any:
     headers = {"Idempotency-Key": key} if key else {}
-    return host.request("POST", "runtime-cloud/specifications", token=token, json={"specification": spec},
-                        headers=headers)
+    return host.request(
+        "POST", "runtime-cloud/specifications", token=token, json={"specification": spec}, headers=headers
+    )

@@ -10,8 +10,11 @@ from tests.support.host import HostProcess, wait_until
 
 def test_a_cancelled_apply_stops_between_steps_and_a_queued_run_can_be_cancelled(azurite, key_dir, mint, tmp_path):
     # A pause between changes makes the apply last long enough to cancel it half-way.
-    host = HostProcess(REPO, provisioning_settings(azurite, key_dir, RuntimeCloud__IaC__StepIntervalSeconds="0.5"),
-                       tmp_path / "host.log").start()
+    host = HostProcess(
+        REPO,
+        provisioning_settings(azurite, key_dir, RuntimeCloud__IaC__StepIntervalSeconds="0.5"),
+        tmp_path / "host.log",
+    ).start()
     requester = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")
     environment = unique("stop")
@@ -19,15 +22,23 @@ def test_a_cancelled_apply_stops_between_steps_and_a_queued_run_can_be_cancelled
     spec = specification(environment, resources=[{"type": "queue", "name": name} for name in names])
     try:
         applying = declare(host, requester, spec).json()["run_id"]
-        wait_until(lambda: any(name in target_queue_names(azurite) for name in names), timeout=60, interval=0.1,
-                   message="the apply to begin")
-        queued = declare(host, requester, specification(environment, resources=[
-            {"type": "queue", "name": f"later-{environment[-8:]}"}])).json()["run_id"]
+        wait_until(
+            lambda: any(name in target_queue_names(azurite) for name in names),
+            timeout=60,
+            interval=0.1,
+            message="the apply to begin",
+        )
+        queued = declare(
+            host,
+            requester,
+            specification(environment, resources=[{"type": "queue", "name": f"later-{environment[-8:]}"}]),
+        ).json()["run_id"]
         assert wait_for_run_state(host, requester, queued, {"queued"})
 
         for run_id in (queued, applying):
-            answer = host.request("POST", f"runtime-cloud/runs/{run_id}/cancel", token=operator,
-                                  json={"reason": "wrong release"})
+            answer = host.request(
+                "POST", f"runtime-cloud/runs/{run_id}/cancel", token=operator, json={"reason": "wrong release"}
+            )
             assert answer.status_code == 200, answer.text
 
         never_ran = wait_for_run_state(host, requester, queued, {"cancelled", "failed", "superseded", "applied"})

@@ -14,8 +14,9 @@ def test_waiting_runs_can_be_cancelled_and_applied_ones_cannot(provisioning_host
     holding = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
     wait_for_run_state(provisioning_host, requester, holding, {"awaiting-approval"})
 
-    answer = provisioning_host.request("POST", f"runtime-cloud/runs/{holding}/cancel", token=operator,
-                                       json={"reason": "wrong release"})
+    answer = provisioning_host.request(
+        "POST", f"runtime-cloud/runs/{holding}/cancel", token=operator, json={"reason": "wrong release"}
+    )
     assert answer.status_code == 200, answer.text
 
     run = wait_for_run_state(provisioning_host, requester, holding, {"cancelled", "failed", "superseded"})
@@ -35,13 +36,24 @@ def test_an_environment_whose_run_orchestration_died_is_freed_by_the_reconciler(
     stuck = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
     wait_for_run_state(provisioning_host, requester, stuck, {"awaiting-approval"})
     terminated = provisioning_host.request(
-        "POST", f"runtime/webhooks/durabletask/instances/{stuck}/terminate?reason=operator+test")
+        "POST", f"runtime/webhooks/durabletask/instances/{stuck}/terminate?reason=operator+test"
+    )
     assert terminated.status_code in (200, 202), terminated.text
-    wait_until(lambda: provisioning_host.request("GET", f"runtime/webhooks/durabletask/instances/{stuck}")
-               .json().get("runtimeStatus") == "Terminated", timeout=30, message="the termination")
+    wait_until(
+        lambda: (
+            provisioning_host.request("GET", f"runtime/webhooks/durabletask/instances/{stuck}")
+            .json()
+            .get("runtimeStatus")
+            == "Terminated"
+        ),
+        timeout=30,
+        message="the termination",
+    )
 
-    assert provisioning_host.request("POST", "admin/functions/provisioning_reconciler",
-                                     json={"input": ""}).status_code == 202
+    assert (
+        provisioning_host.request("POST", "admin/functions/provisioning_reconciler", json={"input": ""}).status_code
+        == 202
+    )
 
     run = wait_for_run_state(provisioning_host, requester, stuck, {"failed"})
     assert "Terminated" in run["failure_detail"]

@@ -46,17 +46,21 @@ def test_a_host_killed_during_apply_finishes_the_run_without_applying_twice(azur
     proxy = StorageProxy(azurite.queue_port).start()
     target = azurite.connection_string(TARGET_ACCOUNT).replace(f":{azurite.queue_port}/", f":{proxy.port}/")
     env = provisioning_settings(
-        azurite, key_dir, RuntimeCloudTarget__local_storage__Connection=target,
+        azurite,
+        key_dir,
+        RuntimeCloudTarget__local_storage__Connection=target,
         # The dead host's work item comes back after 3 s (the least the host accepts) instead of 5 min.
         AzureFunctionsJobHost__extensions__durableTask__storageProvider__workItemQueueVisibilityTimeout="00:00:03",
-        AzureFunctionsJobHost__extensions__durableTask__storageProvider__controlQueueVisibilityTimeout="00:00:03")
+        AzureFunctionsJobHost__extensions__durableTask__storageProvider__controlQueueVisibilityTimeout="00:00:03",
+    )
     environment = unique("crash")
     names = [f"crash{n}-{environment[-8:]}" for n in range(6)]
     paths = {f"/{TARGET_ACCOUNT}/{name}" for name in names}
 
     def created() -> list[str]:
-        return [e.path for e in proxy.exchanges if e.method == "PUT" and e.path in paths and not e.query
-                and e.status == 201]
+        return [
+            e.path for e in proxy.exchanges if e.method == "PUT" and e.path in paths and not e.query and e.status == 201
+        ]
 
     spec = specification(environment, resources=[{"type": "queue", "name": name} for name in names])
     token = mint("tenant-a", scopes=WRITE)
@@ -78,8 +82,9 @@ def test_a_host_killed_during_apply_finishes_the_run_without_applying_twice(azur
         assert run["state"] == "applied", run
         assert set(names) <= target_queue_names(azurite)
         assert Counter(created()) == Counter(paths), "every queue created exactly once over both hosts"
-        rewrites = [e for e in proxy.exchanges if e.path in paths and (e.method == "DELETE" or e.query)
-                    and e.method != "GET"]
+        rewrites = [
+            e for e in proxy.exchanges if e.path in paths and (e.method == "DELETE" or e.query) and e.method != "GET"
+        ]
         assert rewrites == [], "nothing deleted, and no metadata written again"
         receipt = restarted.request("GET", f"runtime-cloud/runs/{run_id}/receipts/apply", token=token).json()
         steps = receipt["receipt"]["steps"]
@@ -104,17 +109,28 @@ def test_a_specification_from_git_pins_the_commit(provisioning_host, mint, key_d
         "target: local-storage\n"
         "runner: embedded\n"
         "resources:\n"
-        f"  - type: queue\n    name: fromgit-{environment[-8:]}\n")
+        f"  - type: queue\n    name: fromgit-{environment[-8:]}\n"
+    )
     porcelain.add(repo, [str(repository / "envs" / "dev.yaml")])
-    commit = porcelain.commit(repo, message=b"desired state", author=b"t <t@example.com>",
-                              committer=b"t <t@example.com>").decode()
+    commit = porcelain.commit(
+        repo, message=b"desired state", author=b"t <t@example.com>", committer=b"t <t@example.com>"
+    ).decode()
     branch = porcelain.active_branch(repo).decode()
 
-    answer = provisioning_host.request("POST", "runtime-cloud/specifications", token=token, json={
-        "git": {"repository": str(repository), "path": "envs/dev.yaml", "revision": branch}})
+    answer = provisioning_host.request(
+        "POST",
+        "runtime-cloud/specifications",
+        token=token,
+        json={"git": {"repository": str(repository), "path": "envs/dev.yaml", "revision": branch}},
+    )
     assert answer.status_code == 202, answer.text
 
     run = wait_for_run_state(provisioning_host, token, answer.json()["run_id"], {"applied", "failed"})
     assert run["state"] == "applied"
-    assert run["source"] == {"kind": "git", "repository": str(repository), "path": "envs/dev.yaml",
-                             "revision": branch, "commit": commit}
+    assert run["source"] == {
+        "kind": "git",
+        "repository": str(repository),
+        "path": "envs/dev.yaml",
+        "revision": branch,
+        "commit": commit,
+    }

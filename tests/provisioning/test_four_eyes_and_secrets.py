@@ -24,8 +24,12 @@ def awaiting_production_run(host, requester: str) -> dict[str, Any]:
 
 
 def approve(host, token: str, run: dict[str, Any]):
-    return host.request("POST", f"runtime-cloud/runs/{run['id']}/approve", token=token,
-                        json={"plan_digest": run["plan_digest"], "reason": "reviewed"})
+    return host.request(
+        "POST",
+        f"runtime-cloud/runs/{run['id']}/approve",
+        token=token,
+        json={"plan_digest": run["plan_digest"], "reason": "reviewed"},
+    )
 
 
 def send(azurite, queue: str, document: dict[str, Any]) -> str:
@@ -41,6 +45,7 @@ def kept_rejection(azurite, queue: str, message_id: str) -> dict[str, Any]:
 
 
 # -- four eyes ---------------------------------------------------------------------------------------
+
 
 def test_the_requester_cannot_approve_through_a_second_client_app(provisioning_host, mint):
     requester = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-web", object_id="alice")
@@ -72,26 +77,37 @@ def test_another_person_through_the_same_client_app_approves_and_the_app_is_reco
     assert approved.json()["decision"]["by"] == "bob" and approved.json()["decision"]["client"] == "studio-web"
     applied = wait_for_run_state(provisioning_host, requester, run["id"], {"applied", "failed"})
     assert applied["state"] == "applied"
-    receipt = provisioning_host.request("GET", f"runtime-cloud/runs/{run['id']}/receipts/apply",
-                                        token=requester).json()["receipt"]
+    receipt = provisioning_host.request(
+        "GET", f"runtime-cloud/runs/{run['id']}/receipts/apply", token=requester
+    ).json()["receipt"]
     assert [(a["by"], a["client"]) for a in receipt["approvals"]] == [("bob", "studio-web")]
 
 
 # -- secrets -----------------------------------------------------------------------------------------
 
+
 def test_a_storage_key_or_password_in_resource_metadata_is_a_422_naming_the_field(provisioning_host, mint):
     token = mint("tenant-a", scopes=WRITE)
     environment = unique("leaky")
-    spec = specification(environment, resources=[
-        {"type": "queue", "name": f"orders-{environment[-8:]}", "metadata": {"team": "checkout", "storage": HOST_KEY}},
-        {"type": "blob-container", "name": f"invoices-{environment[-8:]}", "metadata": {"password": PASSWORD}},
-    ])
+    spec = specification(
+        environment,
+        resources=[
+            {
+                "type": "queue",
+                "name": f"orders-{environment[-8:]}",
+                "metadata": {"team": "checkout", "storage": HOST_KEY},
+            },
+            {"type": "blob-container", "name": f"invoices-{environment[-8:]}", "metadata": {"password": PASSWORD}},
+        ],
+    )
 
     answer = declare(provisioning_host, token, spec)
 
     assert answer.status_code == 422, answer.text
     assert sorted(e["path"] for e in answer.json()["errors"]) == [
-        "/specification/resources/0/metadata/storage", "/specification/resources/1/metadata/password"]
+        "/specification/resources/0/metadata/storage",
+        "/specification/resources/1/metadata/password",
+    ]
     assert HOST_KEY not in answer.text and PASSWORD not in answer.text
     assert runs_of(provisioning_host, token, environment) == []
     stored = provisioning_host.request("GET", f"runtime-cloud/environments/{environment}/specification", token=token)
@@ -101,12 +117,15 @@ def test_a_storage_key_or_password_in_resource_metadata_is_a_422_naming_the_fiel
 def test_a_secret_in_specification_text_is_a_422_naming_the_field(provisioning_host, mint):
     token = mint("tenant-a", scopes=WRITE)
     environment = unique("leaky")
-    text = (f"environment: {environment}\nenvironment_class: non-production\ntarget: local-storage\n"
-            f"runner: embedded\nresources:\n  - type: queue\n    name: q-{environment[-8:]}\n"
-            f"    metadata:\n      conn: DefaultEndpointsProtocol=https;AccountName=x;AccountKey={HOST_KEY}\n")
+    text = (
+        f"environment: {environment}\nenvironment_class: non-production\ntarget: local-storage\n"
+        f"runner: embedded\nresources:\n  - type: queue\n    name: q-{environment[-8:]}\n"
+        f"    metadata:\n      conn: DefaultEndpointsProtocol=https;AccountName=x;AccountKey={HOST_KEY}\n"
+    )
 
-    answer = provisioning_host.request("POST", "runtime-cloud/specifications", token=token,
-                                       json={"specification_text": text, "format": "yaml"})
+    answer = provisioning_host.request(
+        "POST", "runtime-cloud/specifications", token=token, json={"specification_text": text, "format": "yaml"}
+    )
 
     assert answer.status_code == 422, answer.text
     assert [e["path"] for e in answer.json()["errors"]] == ["/specification/resources/0/metadata/conn"]
@@ -116,11 +135,21 @@ def test_a_secret_in_specification_text_is_a_422_naming_the_field(provisioning_h
 def test_a_promotion_carrying_a_secret_fails_and_its_kept_message_withholds_it(provisioning_host, azurite, mint):
     token = mint("tenant-a", scopes=READ)
     environment = unique("leaky")
-    spec = specification(environment, resources=[
-        {"type": "queue", "name": f"q-{environment[-8:]}", "metadata": {"db_password": PASSWORD}}])
-    message_id = send(azurite, "promotions", {"promotion_id": unique("promo"), "tenant": "tenant-a",
-                                              "environment": environment, "requested_by": "delivery",
-                                              "specification": spec})
+    spec = specification(
+        environment,
+        resources=[{"type": "queue", "name": f"q-{environment[-8:]}", "metadata": {"db_password": PASSWORD}}],
+    )
+    message_id = send(
+        azurite,
+        "promotions",
+        {
+            "promotion_id": unique("promo"),
+            "tenant": "tenant-a",
+            "environment": environment,
+            "requested_by": "delivery",
+            "specification": spec,
+        },
+    )
 
     kept = kept_rejection(azurite, "promotions", message_id)
     [run] = wait_until(lambda: runs_of(provisioning_host, token, environment), message="the failed run")
@@ -133,12 +162,24 @@ def test_a_promotion_carrying_a_secret_fails_and_its_kept_message_withholds_it(p
 
 # -- ids a table key cannot hold ----------------------------------------------------------------------
 
+
 def test_a_promotion_id_a_table_key_cannot_hold_is_kept_as_a_rejection(provisioning_host, azurite, mint):
     environment = unique("keys")
     ids = ["promo/1", "promo#1", "promo?1", "promo\\1", "x" * 300]
-    sent = {promotion_id: send(azurite, "promotions", {
-        "promotion_id": promotion_id, "tenant": "tenant-a", "environment": environment, "requested_by": "delivery",
-        "specification": specification(environment)}) for promotion_id in ids}
+    sent = {
+        promotion_id: send(
+            azurite,
+            "promotions",
+            {
+                "promotion_id": promotion_id,
+                "tenant": "tenant-a",
+                "environment": environment,
+                "requested_by": "delivery",
+                "specification": specification(environment),
+            },
+        )
+        for promotion_id in ids
+    }
 
     for promotion_id, message_id in sent.items():
         kept = kept_rejection(azurite, "promotions", message_id)
@@ -147,8 +188,11 @@ def test_a_promotion_id_a_table_key_cannot_hold_is_kept_as_a_rejection(provision
 
 
 def test_an_approval_message_naming_ids_a_key_cannot_hold_is_kept_as_a_rejection(azurite, provisioning_host):
-    message_id = send(azurite, "approvals", {"tenant": "tenant/a", "run_id": "run#1", "decision": "approve",
-                                             "plan_digest": "0" * 64, "approver": "bob"})
+    message_id = send(
+        azurite,
+        "approvals",
+        {"tenant": "tenant/a", "run_id": "run#1", "decision": "approve", "plan_digest": "0" * 64, "approver": "bob"},
+    )
 
     kept = kept_rejection(azurite, "approvals", message_id)
 

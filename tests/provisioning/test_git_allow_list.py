@@ -33,24 +33,39 @@ def commit_files(folder: Path, files: dict[str, bytes]) -> str:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(content)
     porcelain.add(repo, [str(folder / name) for name in files])
-    return porcelain.commit(repo, message=b"desired state", author=b"t <t@example.com>",
-                            committer=b"t <t@example.com>").decode()
+    return porcelain.commit(
+        repo, message=b"desired state", author=b"t <t@example.com>", committer=b"t <t@example.com>"
+    ).decode()
 
 
 def spec_yaml(environment: str) -> bytes:
-    return (f"environment: {environment}\nenvironment_class: non-production\ntarget: local-storage\n"
-            f"runner: embedded\nresources:\n  - type: queue\n    name: git-{environment[-8:]}\n").encode()
+    return (
+        f"environment: {environment}\nenvironment_class: non-production\ntarget: local-storage\n"
+        f"runner: embedded\nresources:\n  - type: queue\n    name: git-{environment[-8:]}\n"
+    ).encode()
 
 
 class GitWorld:
-    def __init__(self, root: Path, outside: Path, server: GitHttpsServer, stalled: int, host: HostProcess,
-                 commit: str, environments: dict[str, str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        outside: Path,
+        server: GitHttpsServer,
+        stalled: int,
+        host: HostProcess,
+        commit: str,
+        environments: dict[str, str],
+    ) -> None:
         self.root, self.outside, self.server, self.stalled = root, outside, server, stalled
         self.host, self.commit, self.environments = host, commit, environments
 
     def declare(self, token: str, repository: str, path: str = "envs/local.yaml", revision: str = "master") -> Any:
-        return self.host.request("POST", "runtime-cloud/specifications", token=token, json={
-            "git": {"repository": repository, "path": path, "revision": revision}})
+        return self.host.request(
+            "POST",
+            "runtime-cloud/specifications",
+            token=token,
+            json={"git": {"repository": repository, "path": path, "revision": revision}},
+        )
 
 
 @pytest.fixture(scope="module")
@@ -58,20 +73,28 @@ def git(azurite, key_dir, tmp_path_factory) -> Iterator[GitWorld]:
     base = tmp_path_factory.mktemp("git-world")
     root, outside = base / "allowed", base / "outside"
     environments = {"local": unique("gitl"), "remote": unique("gitr")}
-    commit = commit_files(root / "desired", {
-        "envs/local.yaml": spec_yaml(environments["local"]), "envs/remote.yaml": spec_yaml(environments["remote"]),
-        "config/app.yaml": b"database_host: db.internal.example\nadmin_user: root\nreplicas: 3\n"})
+    commit = commit_files(
+        root / "desired",
+        {
+            "envs/local.yaml": spec_yaml(environments["local"]),
+            "envs/remote.yaml": spec_yaml(environments["remote"]),
+            "config/app.yaml": b"database_host: db.internal.example\nadmin_user: root\nreplicas: 3\n",
+        },
+    )
     commit_files(root / "huge", {"blob.bin": os.urandom(300_000)})
     commit_files(outside / "desired", {"envs/local.yaml": spec_yaml(environments["local"])})
     (root / "plain-folder").mkdir()
     server = GitHttpsServer(base, {"desired.git": root / "desired", "huge.git": root / "huge"}).start()
     stalled = server.stalled_port()
-    sources = {"*": [str(root)],
-               "tenant-a": [server.url(""), f"https://localhost:{stalled}/"]}
-    settings = app_settings(azurite, key_dir, RuntimeCloud__Provisioning__GitAllowedSources=json.dumps(sources),
-                            RuntimeCloud__Provisioning__GitMaxFetchBytes="100000",
-                            RuntimeCloud__Provisioning__GitFetchTimeoutSeconds="2",
-                            SSL_CERT_FILE=str(server.certificate))
+    sources = {"*": [str(root)], "tenant-a": [server.url(""), f"https://localhost:{stalled}/"]}
+    settings = app_settings(
+        azurite,
+        key_dir,
+        RuntimeCloud__Provisioning__GitAllowedSources=json.dumps(sources),
+        RuntimeCloud__Provisioning__GitMaxFetchBytes="100000",
+        RuntimeCloud__Provisioning__GitFetchTimeoutSeconds="2",
+        SSL_CERT_FILE=str(server.certificate),
+    )
     host = HostProcess(REPO, settings, base / "host.log").start()
     try:
         yield GitWorld(root, outside, server, stalled, host, commit, environments)
@@ -89,9 +112,17 @@ def git_error(answer: Any) -> str:
 
 def test_paths_outside_the_allowed_folders_are_refused_alike_whether_or_not_they_exist(git, mint):
     token = mint("tenant-a", scopes=WRITE)
-    refused = [str(git.outside / "desired"), str(git.outside / "missing"), "/etc", str(REPO), "desired",
-               f"{git.root}/../outside/desired", f"file://{git.root}/desired", "ssh://git@localhost/desired.git",
-               f"http://localhost:{git.server.port}/desired.git"]
+    refused = [
+        str(git.outside / "desired"),
+        str(git.outside / "missing"),
+        "/etc",
+        str(REPO),
+        "desired",
+        f"{git.root}/../outside/desired",
+        f"file://{git.root}/desired",
+        "ssh://git@localhost/desired.git",
+        f"http://localhost:{git.server.port}/desired.git",
+    ]
 
     answers = [git.declare(token, repository) for repository in refused]
 
@@ -133,8 +164,13 @@ def test_a_specification_from_an_allowed_https_repository_pins_the_commit(git, m
     assert answer.status_code == 202, answer.text
     run = wait_for_run_state(git.host, token, answer.json()["run_id"], {"applied", "failed"})
     assert run["state"] == "applied"
-    assert run["source"] == {"kind": "git", "repository": git.server.url("desired.git"), "path": "envs/remote.yaml",
-                             "revision": "master", "commit": git.commit}
+    assert run["source"] == {
+        "kind": "git",
+        "repository": git.server.url("desired.git"),
+        "path": "envs/remote.yaml",
+        "revision": "master",
+        "commit": git.commit,
+    }
 
 
 def test_an_https_source_allowed_for_one_tenant_is_refused_to_another(git, mint):

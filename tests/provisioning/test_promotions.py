@@ -23,8 +23,13 @@ from tests.support.host import wait_until
 
 
 def promotion(environment: str, **spec_changes) -> dict:
-    return {"promotion_id": unique("promo"), "tenant": "tenant-a", "environment": environment,
-            "requested_by": "delivery", "specification": specification(environment, **spec_changes)}
+    return {
+        "promotion_id": unique("promo"),
+        "tenant": "tenant-a",
+        "environment": environment,
+        "requested_by": "delivery",
+        "specification": specification(environment, **spec_changes),
+    }
 
 
 def only_run(host, token, environment: str) -> dict:
@@ -39,8 +44,9 @@ def test_a_non_production_promotion_is_applied_with_receipts_that_verify(provisi
     message = promotion(environment)
     send_promotion(azurite, message)
 
-    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
-                             {"applied", "failed"})
+    run = wait_for_run_state(
+        provisioning_host, token, only_run(provisioning_host, token, environment)["id"], {"applied", "failed"}
+    )
 
     assert run["state"] == "applied", run
     assert [entry["state"] for entry in run["timeline"]] == ["queued", "planning", "applying", "applied"]
@@ -64,8 +70,9 @@ def test_the_same_promotion_delivered_three_times_is_one_run(provisioning_host, 
     for _ in range(3):
         send_promotion(azurite, message)
 
-    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
-                             {"applied", "failed"})
+    run = wait_for_run_state(
+        provisioning_host, token, only_run(provisioning_host, token, environment)["id"], {"applied", "failed"}
+    )
 
     assert run["state"] == "applied"
     assert len(runs_of(provisioning_host, token, environment)) == 1
@@ -77,8 +84,9 @@ def test_an_invalid_specification_fails_its_run_and_the_message_is_kept(provisio
     message = promotion(environment, resources=[])  # the embedded runner needs resources
     send_promotion(azurite, message)
 
-    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
-                             {"failed"})
+    run = wait_for_run_state(
+        provisioning_host, token, only_run(provisioning_host, token, environment)["id"], {"failed"}
+    )
 
     assert run["failure_reason"] == "invalid-specification"
     kept = BlobServiceClient.from_connection_string(azurite.connection_string()).get_container_client("rejections")
@@ -121,8 +129,13 @@ def test_an_unreachable_target_fails_the_run_with_a_receipt(provisioning_host, a
     environment = unique("far")
     send_promotion(azurite, promotion(environment, target="unreachable-storage"))
 
-    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
-                             {"failed", "applied"}, timeout=120)
+    run = wait_for_run_state(
+        provisioning_host,
+        token,
+        only_run(provisioning_host, token, environment)["id"],
+        {"failed", "applied"},
+        timeout=120,
+    )
 
     assert run["state"] == "failed"
     assert run["failure_reason"] == "target-unreachable"
@@ -139,17 +152,21 @@ def test_delivery_hears_declared_and_applied_as_cloudevents_in_sequence(provisio
     environment = unique("told")
     message = promotion(environment)
     send_promotion(azurite, message)
-    run = wait_for_run_state(provisioning_host, token, only_run(provisioning_host, token, environment)["id"],
-                             {"applied", "failed"})
-    events_queue = QueueClient.from_connection_string(azurite.connection_string(), "runtime-cloud-events",
-                                                      message_decode_policy=TextBase64DecodePolicy())
+    run = wait_for_run_state(
+        provisioning_host, token, only_run(provisioning_host, token, environment)["id"], {"applied", "failed"}
+    )
+    events_queue = QueueClient.from_connection_string(
+        azurite.connection_string(), "runtime-cloud-events", message_decode_policy=TextBase64DecodePolicy()
+    )
     seen: list[dict] = []
 
     def drain() -> bool:
         for received in events_queue.receive_messages(messages_per_page=32, visibility_timeout=300):
             seen.append(json.loads(received.content))  # base64 CloudEvents, as a queue trigger reads them
         return [e["type"] for e in seen if e["subject"].endswith(run["id"])] == [
-            "factory.runtime-cloud.SpecificationDeclared", "factory.runtime-cloud.ProvisioningApplied"]
+            "factory.runtime-cloud.SpecificationDeclared",
+            "factory.runtime-cloud.ProvisioningApplied",
+        ]
 
     wait_until(drain, timeout=60, message="both events of the run")
     ours = [e for e in seen if e["subject"].endswith(run["id"])]

@@ -31,9 +31,23 @@ def verify(host, token: str, environment: str) -> dict:
 
 
 def verify_from_the_command_line(azurite, environment: str) -> tuple[int, dict]:
-    done = subprocess.run([sys.executable, "-m", "shared.provisioning.verify_receipts", "--tenant", "tenant-a",
-                           "--environment", environment, "--connection-string", azurite.connection_string()],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shared.provisioning.verify_receipts",
+            "--tenant",
+            "tenant-a",
+            "--environment",
+            environment,
+            "--connection-string",
+            azurite.connection_string(),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return done.returncode, json.loads(done.stdout)
 
 
@@ -47,12 +61,17 @@ def test_receipts_verify_and_an_altered_receipt_and_a_broken_link_are_reported(p
     assert report["chain_length"] == 3 and report["receipts_checked"] == 6
     assert verify_from_the_command_line(azurite, environment)[0] == 0
     stranger = mint("tenant-b", scopes=READ)
-    assert provisioning_host.request("GET", f"runtime-cloud/environments/{environment}/receipts/verify",
-                                     token=stranger).status_code == 404
+    assert (
+        provisioning_host.request(
+            "GET", f"runtime-cloud/environments/{environment}/receipts/verify", token=stranger
+        ).status_code
+        == 404
+    )
 
     # 1. Someone edits the second apply receipt: its digest no longer matches what its run recorded.
     blob = BlobServiceClient.from_connection_string(azurite.connection_string()).get_blob_client(
-        "receipts", f"tenant-a/{environment}/{second}/apply.json")
+        "receipts", f"tenant-a/{environment}/{second}/apply.json"
+    )
     original = blob.download_blob().readall()
     edited = json.loads(original)
     edited["logs"].append("nothing happened here")
@@ -60,8 +79,11 @@ def test_receipts_verify_and_an_altered_receipt_and_a_broken_link_are_reported(p
 
     broken = verify(provisioning_host, token, environment)
     assert broken["verified"] is False
-    assert (broken["first_broken"]["run_id"], broken["first_broken"]["receipt"], broken["first_broken"]["problem"]) \
-        == (second, "apply", "digest")
+    assert (broken["first_broken"]["run_id"], broken["first_broken"]["receipt"], broken["first_broken"]["problem"]) == (
+        second,
+        "apply",
+        "digest",
+    )
     code, printed = verify_from_the_command_line(azurite, environment)
     assert code == 1 and printed["first_broken"] == broken["first_broken"]
     blob.upload_blob(original, overwrite=True)
@@ -90,5 +112,7 @@ def _record_digest(azurite, environment: str, run_id: str, digest: str) -> None:
     row = table.get_entity(f"tenant-a|{environment}", f"run|{run_id}")
     document = json.loads(row["Document"])
     document["apply_receipt_digest"] = digest
-    table.update_entity({"PartitionKey": row["PartitionKey"], "RowKey": row["RowKey"],
-                         "Document": json.dumps(document)}, mode=UpdateMode.MERGE)
+    table.update_entity(
+        {"PartitionKey": row["PartitionKey"], "RowKey": row["RowKey"], "Document": json.dumps(document)},
+        mode=UpdateMode.MERGE,
+    )

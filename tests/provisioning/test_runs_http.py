@@ -17,21 +17,31 @@ def test_a_production_run_waits_and_applies_only_what_an_operator_approved(provi
     run = wait_for_run_state(provisioning_host, requester, run_id, {"awaiting-approval"})
     digest = run["plan_digest"]
 
-    wrong = provisioning_host.request("POST", f"runtime-cloud/runs/{run_id}/approve", token=operator,
-                                      json={"plan_digest": "0" * 64})
+    wrong = provisioning_host.request(
+        "POST", f"runtime-cloud/runs/{run_id}/approve", token=operator, json={"plan_digest": "0" * 64}
+    )
     assert wrong.status_code == 409
     assert wrong.json()["type"].endswith("plan-digest-mismatch")
 
-    own = provisioning_host.request("POST", f"runtime-cloud/runs/{run_id}/approve", token=requester,
-                                    json={"plan_digest": digest})
+    own = provisioning_host.request(
+        "POST", f"runtime-cloud/runs/{run_id}/approve", token=requester, json={"plan_digest": digest}
+    )
     assert own.status_code == 403
 
     observer = mint("tenant-a", scopes=WRITE, roles=["Observer"], client_id="studio-carol")
-    assert provisioning_host.request("POST", f"runtime-cloud/runs/{run_id}/approve", token=observer,
-                                     json={"plan_digest": digest}).status_code == 403
+    assert (
+        provisioning_host.request(
+            "POST", f"runtime-cloud/runs/{run_id}/approve", token=observer, json={"plan_digest": digest}
+        ).status_code
+        == 403
+    )
 
-    approved = provisioning_host.request("POST", f"runtime-cloud/runs/{run_id}/approve", token=operator,
-                                         json={"plan_digest": digest, "reason": "reviewed"})
+    approved = provisioning_host.request(
+        "POST",
+        f"runtime-cloud/runs/{run_id}/approve",
+        token=operator,
+        json={"plan_digest": digest, "reason": "reviewed"},
+    )
     assert approved.status_code == 200, approved.text
 
     run = wait_for_run_state(provisioning_host, requester, run_id, {"applied", "failed"})
@@ -48,38 +58,48 @@ def test_a_rejected_run_ends_rejected(provisioning_host, mint):
     run_id = declare(provisioning_host, requester, specification(unique("prod"), "production")).json()["run_id"]
     run = wait_for_run_state(provisioning_host, requester, run_id, {"awaiting-approval"})
 
-    answer = provisioning_host.request("POST", f"runtime-cloud/runs/{run_id}/reject", token=operator,
-                                       json={"plan_digest": run["plan_digest"], "reason": "not now"})
+    answer = provisioning_host.request(
+        "POST",
+        f"runtime-cloud/runs/{run_id}/reject",
+        token=operator,
+        json={"plan_digest": run["plan_digest"], "reason": "not now"},
+    )
     assert answer.status_code == 200
 
     run = wait_for_run_state(provisioning_host, requester, run_id, {"rejected"})
     assert run["failure_reason"] == "approval-rejected"
 
 
-def test_a_newer_declaration_supersedes_a_run_awaiting_approval_and_only_the_newest_proceeds(
-        provisioning_host, mint):
+def test_a_newer_declaration_supersedes_a_run_awaiting_approval_and_only_the_newest_proceeds(provisioning_host, mint):
     requester = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")
     environment = unique("busy")
 
     first = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
     stale = wait_for_run_state(provisioning_host, requester, first, {"awaiting-approval"})
-    newer = [declare(provisioning_host, requester, specification(
-        environment, "production", resources=[{"type": "queue", "name": f"q{n}-{environment[-8:]}"}])).json()["run_id"]
-        for n in range(3)]
+    newer = [
+        declare(
+            provisioning_host,
+            requester,
+            specification(environment, "production", resources=[{"type": "queue", "name": f"q{n}-{environment[-8:]}"}]),
+        ).json()["run_id"]
+        for n in range(3)
+    ]
 
     # Nothing of the first run was applied: the newer declarations supersede it instead of waiting 24 h.
     superseded = wait_for_run_state(provisioning_host, requester, first, {"superseded", "applied", "expired"})
     assert superseded["state"] == "superseded" and superseded["failure_reason"] == "superseded"
     assert superseded["decision"]["decision"] == "superseded" and newer[0] in superseded["decision"]["reason"]
-    late = provisioning_host.request("POST", f"runtime-cloud/runs/{first}/approve", token=operator,
-                                     json={"plan_digest": stale["plan_digest"]})
+    late = provisioning_host.request(
+        "POST", f"runtime-cloud/runs/{first}/approve", token=operator, json={"plan_digest": stale["plan_digest"]}
+    )
     assert late.status_code == 409, late.text  # the approvers cannot apply the stale plan any more
     newest = wait_for_run_state(provisioning_host, requester, newer[-1], {"awaiting-approval"})
     for older in newer[:-1]:
         assert wait_for_run_state(provisioning_host, requester, older, {"superseded"})["failure_reason"] == "superseded"
-    provisioning_host.request("POST", f"runtime-cloud/runs/{newer[-1]}/approve", token=operator,
-                              json={"plan_digest": newest["plan_digest"]})
+    provisioning_host.request(
+        "POST", f"runtime-cloud/runs/{newer[-1]}/approve", token=operator, json={"plan_digest": newest["plan_digest"]}
+    )
     assert wait_for_run_state(provisioning_host, requester, newer[-1], {"applied", "failed"})["state"] == "applied"
 
 
@@ -89,11 +109,16 @@ def test_a_run_superseded_while_it_plans_does_not_wait_for_approval(provisioning
     requester = mint("tenant-a", scopes=WRITE, client_id="studio-alice")
     environment = unique("racing")
     first = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
-    second = declare(provisioning_host, requester, specification(environment, "production", resources=[
-        {"type": "queue", "name": f"second-{environment[-8:]}"}])).json()["run_id"]
+    second = declare(
+        provisioning_host,
+        requester,
+        specification(environment, "production", resources=[{"type": "queue", "name": f"second-{environment[-8:]}"}]),
+    ).json()["run_id"]
 
-    assert wait_for_run_state(provisioning_host, requester, first, {"superseded", "expired", "applied"})["state"] \
+    assert (
+        wait_for_run_state(provisioning_host, requester, first, {"superseded", "expired", "applied"})["state"]
         == "superseded"
+    )
     assert wait_for_run_state(provisioning_host, requester, second, {"awaiting-approval"})
 
 
@@ -103,15 +128,21 @@ def test_an_approved_run_is_not_superseded_and_the_newer_run_follows_it(provisio
     environment = unique("approved")
     first = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
     waiting = wait_for_run_state(provisioning_host, requester, first, {"awaiting-approval"})
-    approved = provisioning_host.request("POST", f"runtime-cloud/runs/{first}/approve", token=operator,
-                                         json={"plan_digest": waiting["plan_digest"]})
+    approved = provisioning_host.request(
+        "POST", f"runtime-cloud/runs/{first}/approve", token=operator, json={"plan_digest": waiting["plan_digest"]}
+    )
     assert approved.status_code == 200, approved.text
 
-    second = declare(provisioning_host, requester, specification(environment, "production", resources=[
-        {"type": "queue", "name": f"next-{environment[-8:]}"}])).json()["run_id"]
+    second = declare(
+        provisioning_host,
+        requester,
+        specification(environment, "production", resources=[{"type": "queue", "name": f"next-{environment[-8:]}"}]),
+    ).json()["run_id"]
 
-    assert wait_for_run_state(provisioning_host, requester, first, {"applied", "failed", "superseded"})["state"] \
+    assert (
+        wait_for_run_state(provisioning_host, requester, first, {"applied", "failed", "superseded"})["state"]
         == "applied"
+    )
     assert wait_for_run_state(provisioning_host, requester, second, {"awaiting-approval"})["decision"] is None
 
 
@@ -122,8 +153,12 @@ def test_an_idempotency_key_names_one_run_and_refuses_other_desired_state(provis
 
     first = declare(provisioning_host, token, specification(environment), key=key)
     again = declare(provisioning_host, token, specification(environment), key=key)
-    other = declare(provisioning_host, token, specification(environment, resources=[
-        {"type": "table", "name": "Other" + environment[-8:].replace("-", "")}]), key=key)
+    other = declare(
+        provisioning_host,
+        token,
+        specification(environment, resources=[{"type": "table", "name": "Other" + environment[-8:].replace("-", "")}]),
+        key=key,
+    )
 
     assert first.status_code == again.status_code == 202
     assert first.json()["run_id"] == again.json()["run_id"]
@@ -160,10 +195,12 @@ def test_an_unknown_target_or_runner_is_422(provisioning_host, mint):
 def test_a_body_that_is_not_json_is_400_and_a_wrong_media_type_415(provisioning_host, mint):
     token = mint("tenant-a", scopes=WRITE)
 
-    not_json = provisioning_host.request("POST", "runtime-cloud/specifications", token=token, data=b"{nope",
-                                         headers={"Content-Type": "application/json"})
-    wrong_type = provisioning_host.request("POST", "runtime-cloud/specifications", token=token, data=b"a: b",
-                                           headers={"Content-Type": "text/plain"})
+    not_json = provisioning_host.request(
+        "POST", "runtime-cloud/specifications", token=token, data=b"{nope", headers={"Content-Type": "application/json"}
+    )
+    wrong_type = provisioning_host.request(
+        "POST", "runtime-cloud/specifications", token=token, data=b"a: b", headers={"Content-Type": "text/plain"}
+    )
 
     assert not_json.status_code == 400
     assert wrong_type.status_code == 415
@@ -175,10 +212,16 @@ def test_another_tenants_run_answers_404(provisioning_host, mint):
     run_id = declare(provisioning_host, owner, specification(unique("mine"))).json()["run_id"]
 
     assert provisioning_host.request("GET", f"runtime-cloud/runs/{run_id}", token=stranger).status_code == 404
-    assert provisioning_host.request("GET", f"runtime-cloud/runs/{run_id}/receipts/plan",
-                                     token=stranger).status_code == 404
-    assert provisioning_host.request("POST", f"runtime-cloud/runs/{run_id}/approve", token=stranger,
-                                     json={"plan_digest": "0" * 64}).status_code == 404
+    assert (
+        provisioning_host.request("GET", f"runtime-cloud/runs/{run_id}/receipts/plan", token=stranger).status_code
+        == 404
+    )
+    assert (
+        provisioning_host.request(
+            "POST", f"runtime-cloud/runs/{run_id}/approve", token=stranger, json={"plan_digest": "0" * 64}
+        ).status_code
+        == 404
+    )
 
 
 def test_the_environment_specification_shows_declared_and_last_applied(provisioning_host, mint):

@@ -36,14 +36,20 @@ def largest_specification(environment: str) -> dict[str, Any]:
             else:
                 resources.append({"type": kind, "name": f"{kind[0]}{n}-{suffix}", "metadata": {"n": str(n)}})
     assert len(resources) == MAX_RESOURCES
-    return {"environment": environment, "environment_class": "non-production", "target": "local-storage",
-            "runner": "embedded", "resources": resources}
+    return {
+        "environment": environment,
+        "environment_class": "non-production",
+        "target": "local-storage",
+        "runner": "embedded",
+        "resources": resources,
+    }
 
 
 def outbox_event(azurite, tenant: str, environment: str, kind: str) -> dict[str, Any]:
     table = TableClient.from_connection_string(azurite.connection_string(), "ProvisioningRuns")
-    rows = table.query_entities("PartitionKey eq @p and EventType eq @t",
-                                parameters={"p": f"{tenant}|{environment}", "t": kind})
+    rows = table.query_entities(
+        "PartitionKey eq @p and EventType eq @t", parameters={"p": f"{tenant}|{environment}", "t": kind}
+    )
     [row] = list(rows)
     return json.loads(row["Event"])
 
@@ -64,16 +70,22 @@ def test_an_environment_of_the_largest_size_applies_is_recorded_applied_and_scan
     addresses = [change["address"] for change in plan["receipt"]["changes"]]
     assert len(addresses) == len(set(addresses)) == MAX_RESOURCES  # each change once
     specification = provisioning_host.request(
-        "GET", f"runtime-cloud/environments/{environment}/specification", token=token).json()
+        "GET", f"runtime-cloud/environments/{environment}/specification", token=token
+    ).json()
     assert specification["last_applied"]["run_id"] == run["id"]
 
     # The event carries a reference to the outputs and their digest; every output is behind it.
     event = outbox_event(azurite, "tenant-a", environment, "ProvisioningApplied")
     reference = event["data"]["outputs_ref"]
     assert "outputs" not in event["data"] and reference["count"] == MAX_RESOURCES
-    blob = BlobServiceClient.from_connection_string(azurite.connection_string()).get_blob_client(
-        reference["container"], reference["blob"]).download_blob().readall()
+    blob = (
+        BlobServiceClient.from_connection_string(azurite.connection_string())
+        .get_blob_client(reference["container"], reference["blob"])
+        .download_blob()
+        .readall()
+    )
     import hashlib
+
     assert hashlib.sha256(blob).hexdigest() == reference["sha256"]
     assert len(json.loads(blob)) == MAX_RESOURCES
     served = provisioning_host.request("GET", reference["href"], token=token).json()
@@ -81,16 +93,25 @@ def test_an_environment_of_the_largest_size_applies_is_recorded_applied_and_scan
 
     scanned = provisioning_host.request("POST", f"runtime-cloud/environments/{environment}/scan", token=token)
     assert scanned.status_code in (200, 202), scanned.text
-    outcome = scanned.json() if scanned.status_code == 200 else wait_until(
-        lambda: _finished_scan(provisioning_host, token, scanned.headers["Location"]), timeout=300,
-        message="the scan")
+    outcome = (
+        scanned.json()
+        if scanned.status_code == 200
+        else wait_until(
+            lambda: _finished_scan(provisioning_host, token, scanned.headers["Location"]),
+            timeout=300,
+            message="the scan",
+        )
+    )
     assert outcome["status"] == "fresh" and outcome["compared"] is True, outcome
     assert outcome["open_findings"] == 0
-    inventory = provisioning_host.request("GET", f"runtime-cloud/environments/{environment}/inventory",
-                                          token=token).json()
+    inventory = provisioning_host.request(
+        "GET", f"runtime-cloud/environments/{environment}/inventory", token=token
+    ).json()
     assert len(inventory["resources"]) == MAX_RESOURCES
-    print(f"\n{MAX_RESOURCES} resources: declared to applied {applied_after:.0f} s, "
-          f"with the checks and the scan {time.monotonic() - started:.0f} s")
+    print(
+        f"\n{MAX_RESOURCES} resources: declared to applied {applied_after:.0f} s, "
+        f"with the checks and the scan {time.monotonic() - started:.0f} s"
+    )
 
 
 def _finished_scan(host, token: str, location: str) -> dict[str, Any] | None:
@@ -117,9 +138,16 @@ def test_a_specification_over_the_limits_is_refused_saying_which(provisioning_ho
 
     # From the queue: a rejection kept with the reason, and a run that ends failed saying why.
     queued = unique("huge")
-    send_promotion(azurite, {"promotion_id": unique("promo"), "tenant": "tenant-a", "environment": queued,
-                             "requested_by": "delivery", "specification": {**spec, "environment": queued,
-                                                                           "resources": [fat]}})
+    send_promotion(
+        azurite,
+        {
+            "promotion_id": unique("promo"),
+            "tenant": "tenant-a",
+            "environment": queued,
+            "requested_by": "delivery",
+            "specification": {**spec, "environment": queued, "resources": [fat]},
+        },
+    )
     [run] = wait_until(lambda: runs_of(provisioning_host, token, queued), timeout=60, message="the refused run")
     assert run["state"] == "failed" and run["failure_reason"] == "invalid-specification"
     assert "at most 8192 bytes" in run["failure_detail"]

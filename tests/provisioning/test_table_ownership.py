@@ -18,15 +18,17 @@ def test_a_table_belongs_to_one_environment_and_is_deleted_when_dropped(provisio
     queue = {"type": "queue", "name": f"orders-{environment[-8:]}"}
     target = TableServiceClient.from_connection_string(azurite.connection_string(TARGET_ACCOUNT))
 
-    first = declare(provisioning_host, owner, specification(environment, resources=[
-        queue, {"type": "table", "name": ledger}])).json()["run_id"]
+    first = declare(
+        provisioning_host, owner, specification(environment, resources=[queue, {"type": "table", "name": ledger}])
+    ).json()["run_id"]
     assert wait_for_run_state(provisioning_host, owner, first, {"applied", "failed"})["state"] == "applied"
     assert registry_of(target).owner(ledger) == ManagementTags(tenant="tenant-a", environment=environment)
 
     # Another tenant declaring the same table (names are shared across the account) is refused at plan.
     theirs = unique("tables")
-    refused = declare(provisioning_host, other, specification(theirs, resources=[
-        {"type": "table", "name": ledger.lower()}])).json()["run_id"]
+    refused = declare(
+        provisioning_host, other, specification(theirs, resources=[{"type": "table", "name": ledger.lower()}])
+    ).json()["run_id"]
     run = wait_for_run_state(provisioning_host, other, refused, {"applied", "failed"})
     assert run["state"] == "failed" and run["failure_reason"] == "plan-failed", run
     assert "another tenant" in run["failure_detail"] and "tenant-a" not in run["failure_detail"]

@@ -33,16 +33,33 @@ class ApiObjects:
 
     def path_values(self) -> dict[str, str]:
         """A value for every route parameter name: ``{id}`` is qualified by the collection it follows."""
-        return {"environment": self.environment, "scan_id": self.scan_id, "finding_id": self.finding_id,
-                "rule_id": self.rule_id, "kind": "plan", "tenant": self.tenant, "edition": self.edition,
-                "runs/{id}": self.run_id, "proposals/{id}": self.proposal_id, "leases/{id}": self.lease_id,
-                "pools/{id}": self.pool_id}
+        return {
+            "environment": self.environment,
+            "scan_id": self.scan_id,
+            "finding_id": self.finding_id,
+            "rule_id": self.rule_id,
+            "kind": "plan",
+            "tenant": self.tenant,
+            "edition": self.edition,
+            "runs/{id}": self.run_id,
+            "proposals/{id}": self.proposal_id,
+            "leases/{id}": self.lease_id,
+            "pools/{id}": self.pool_id,
+        }
 
     def identifiers(self) -> dict[str, str]:
         """What names this tenant's data: an answer to another tenant holds none of it."""
-        return {"tenant": self.tenant, "environment": self.environment, "run": self.run_id, "scan": self.scan_id,
-                "finding": self.finding_id, "proposal": self.proposal_id, "ignore rule": self.rule_id,
-                "lease": self.lease_id, "pool": self.pool_id}
+        return {
+            "tenant": self.tenant,
+            "environment": self.environment,
+            "run": self.run_id,
+            "scan": self.scan_id,
+            "finding": self.finding_id,
+            "proposal": self.proposal_id,
+            "ignore rule": self.rule_id,
+            "lease": self.lease_id,
+            "pool": self.pool_id,
+        }
 
     def value_for(self, path: str, name: str) -> str | None:
         """The value of parameter ``name`` in the route ``path`` (``/runtime-cloud/runs/{id}/...``)."""
@@ -53,8 +70,9 @@ class ApiObjects:
         return values.get(name)
 
 
-def create_api_objects(host: HostProcess, azurite: Azurite, tenant: str, token: str, admin_token: str,
-                       edition: str = "standard") -> ApiObjects:
+def create_api_objects(
+    host: HostProcess, azurite: Azurite, tenant: str, token: str, admin_token: str, edition: str = "standard"
+) -> ApiObjects:
     """``token`` holds the runtime scopes, ``capacity.lease`` and the Operator role; ``admin_token``
     is a PlatformAdmin's (for the dedicated pool)."""
     environment, key = unique("api"), unique("declared")
@@ -65,19 +83,49 @@ def create_api_objects(host: HostProcess, azurite: Azurite, tenant: str, token: 
     scan_id = scan(host, token, environment)["scan_id"]
     [finding] = findings(host, token, environment)
     [proposal] = proposals(host, token, environment)
-    rule = _ok(host.request("POST", f"runtime-cloud/environments/{environment}/ignore-rules", token=token,
-                            json={"resource": f"blob-container/{names(spec)['container']}",
-                                  "reason": "kept for a test of every route"}), 201)
-    lease = _ok(host.request("POST", "runtime-cloud/leases", token=token, json={
-        "kind": "build", "purpose": "build", "holder": f"{tenant}-worker", "ttl_seconds": 600}), 201)
+    rule = _ok(
+        host.request(
+            "POST",
+            f"runtime-cloud/environments/{environment}/ignore-rules",
+            token=token,
+            json={"resource": f"blob-container/{names(spec)['container']}", "reason": "kept for a test of every route"},
+        ),
+        201,
+    )
+    lease = _ok(
+        host.request(
+            "POST",
+            "runtime-cloud/leases",
+            token=token,
+            json={"kind": "build", "purpose": "build", "holder": f"{tenant}-worker", "ttl_seconds": 600},
+        ),
+        201,
+    )
     # Released at once (it stays readable): a held slot of the shared pool would starve other tests.
     assert host.request("DELETE", f"runtime-cloud/leases/{lease['lease_id']}", token=token).status_code == 204
     pool_id = f"dedicated-{environment}"[:63]
-    _ok(host.request("PUT", f"runtime-cloud/pools/{pool_id}", token=admin_token, json={
-        "kind": "sandbox", "size": 1, "max": 2, "scope": "dedicated", "tenant": tenant}), 201)
-    return ApiObjects(tenant=tenant, environment=environment, run_id=run_id, idempotency_key=key, scan_id=scan_id,
-                      finding_id=finding["id"], proposal_id=proposal["id"], rule_id=rule["id"],
-                      lease_id=lease["lease_id"], pool_id=pool_id, edition=edition)
+    _ok(
+        host.request(
+            "PUT",
+            f"runtime-cloud/pools/{pool_id}",
+            token=admin_token,
+            json={"kind": "sandbox", "size": 1, "max": 2, "scope": "dedicated", "tenant": tenant},
+        ),
+        201,
+    )
+    return ApiObjects(
+        tenant=tenant,
+        environment=environment,
+        run_id=run_id,
+        idempotency_key=key,
+        scan_id=scan_id,
+        finding_id=finding["id"],
+        proposal_id=proposal["id"],
+        rule_id=rule["id"],
+        lease_id=lease["lease_id"],
+        pool_id=pool_id,
+        edition=edition,
+    )
 
 
 def _ok(answer: Any, status: int = 200) -> dict[str, Any]:

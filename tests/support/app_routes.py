@@ -39,9 +39,17 @@ class RegisteredRoute:
 
 def registered_http_routes(settings: dict[str, str]) -> list[RegisteredRoute]:
     """Every (method, route) of every HTTP function the app registers with these settings."""
-    result = subprocess.run([sys.executable, "-c", _LIST_ROUTES], cwd=REPO, capture_output=True, text=True,
-                            timeout=120, env={**os.environ, **settings, "PYTHONPATH": str(REPO)})
+    result = subprocess.run(
+        [sys.executable, "-c", _LIST_ROUTES],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **settings, "PYTHONPATH": str(REPO)},
+    )
     assert result.returncode == 0, result.stderr
     listed = json.loads(result.stdout.strip().splitlines()[-1])
-    return sorted((RegisteredRoute(item["function"], method, item["path"]) for item in listed
-                   for method in item["methods"]), key=lambda route: route.key)
+    return sorted(
+        (RegisteredRoute(item["function"], method, item["path"]) for item in listed for method in item["methods"]),
+        key=lambda route: route.key,
+    )

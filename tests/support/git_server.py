@@ -39,8 +39,13 @@ class GitHttpsServer:
         self._key = folder / "key.pem"
         self._write_certificate()
         backend = DictBackend({f"/{name}": Repo(str(path)) for name, path in repositories.items()})
-        self._server = make_server("127.0.0.1", 0, self._with_redirects(make_wsgi_chain(backend)),
-                                   handler_class=_QuietHandler, server_class=WSGIServerLogger)
+        self._server = make_server(
+            "127.0.0.1",
+            0,
+            self._with_redirects(make_wsgi_chain(backend)),
+            handler_class=_QuietHandler,
+            server_class=WSGIServerLogger,
+        )
         self._server.socket = self._tls().wrap_socket(self._server.socket, server_side=True)
         self._stalled: list[socket.socket] = []
 
@@ -72,7 +77,7 @@ class GitHttpsServer:
         def routed(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
             path = environ.get("PATH_INFO", "")
             if path.startswith("/moved/"):
-                target = f"https://127.0.0.1:{self.port}/{path[len('/moved/'):]}?{environ.get('QUERY_STRING', '')}"
+                target = f"https://127.0.0.1:{self.port}/{path[len('/moved/') :]}?{environ.get('QUERY_STRING', '')}"
                 start_response("302 Found", [("Location", target), ("Content-Length", "0")])
                 return [b""]
             return app(environ, start_response)
@@ -89,13 +94,21 @@ class GitHttpsServer:
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
         now = datetime.datetime.now(datetime.UTC)
         names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-        certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                       .serial_number(x509.random_serial_number())
-                       .not_valid_before(now - datetime.timedelta(minutes=5))
-                       .not_valid_after(now + datetime.timedelta(days=1))
-                       .add_extension(x509.SubjectAlternativeName(names), critical=False)
-                       .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                       .sign(key, hashes.SHA256()))
+        certificate = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256())
+        )
         self.certificate.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-        self._key.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                serialization.NoEncryption()))
+        self._key.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )

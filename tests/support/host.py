@@ -42,13 +42,16 @@ class HostProcess:
         log = open(self.log_path, "ab")
         self._process = subprocess.Popen(
             [sys.executable, "-m", "devhost", "start", "--app-dir", str(self.app_dir), "--port", str(self.port)],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise RuntimeError(f"host exited with {self._process.returncode}:\n{self.log()}")
-            if "Host started" in self.log()[self._log_start:]:
+            if "Host started" in self.log()[self._log_start :]:
                 return self
             time.sleep(0.1)
         raise TimeoutError(f"host did not start in {timeout} s:\n{self.log()}")
@@ -78,8 +81,9 @@ class HostProcess:
         document = json.loads((Path(self.env["DEVHOST_KEY_DIRECTORY"]) / KEYS_FILE).read_text())
         return str(document["masterKey"])
 
-    def request(self, method: str, path: str, token: str | None = None, host_key: bool = True,
-                **kwargs: Any) -> requests.Response:
+    def request(
+        self, method: str, path: str, token: str | None = None, host_key: bool = True, **kwargs: Any
+    ) -> requests.Response:
         """Call the host; its own endpoints (admin, Durable webhooks) get the master key unless ``host_key=False``."""
         headers = dict(kwargs.pop("headers", {}) or {})
         if token:

@@ -37,8 +37,13 @@ from azure.durable_functions.models.actions.ActionType import ActionType
 from azure.durable_functions.models.history.HistoryEventType import HistoryEventType as Event
 
 _FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # the SDK's DATETIME_STRING_FORMAT
-_NUMBERED = {ActionType.CALL_ACTIVITY, ActionType.CALL_ACTIVITY_WITH_RETRY, ActionType.CALL_SUB_ORCHESTRATOR,
-             ActionType.CALL_SUB_ORCHESTRATOR_WITH_RETRY, ActionType.CREATE_TIMER}
+_NUMBERED = {
+    ActionType.CALL_ACTIVITY,
+    ActionType.CALL_ACTIVITY_WITH_RETRY,
+    ActionType.CALL_SUB_ORCHESTRATOR,
+    ActionType.CALL_SUB_ORCHESTRATOR_WITH_RETRY,
+    ActionType.CREATE_TIMER,
+}
 _ACTIVITIES = {ActionType.CALL_ACTIVITY, ActionType.CALL_ACTIVITY_WITH_RETRY}
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -53,6 +58,7 @@ def _parse(text: str) -> datetime:
 
 
 # -- the decisions, as tests compare them ------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Call:
@@ -100,8 +106,11 @@ def _decision(action: dict[str, Any]) -> Decision:
     kind = ActionType(action["actionType"])
     if kind in _ACTIVITIES:
         raw = action.get("input")
-        return Call(action["functionName"], json.loads(raw) if isinstance(raw, str) else raw,
-                    with_retry=kind is ActionType.CALL_ACTIVITY_WITH_RETRY)
+        return Call(
+            action["functionName"],
+            json.loads(raw) if isinstance(raw, str) else raw,
+            with_retry=kind is ActionType.CALL_ACTIVITY_WITH_RETRY,
+        )
     if kind is ActionType.CREATE_TIMER:
         return Timer(_parse(action["fireAt"]))
     if kind is ActionType.WAIT_FOR_EXTERNAL_EVENT:
@@ -126,6 +135,7 @@ def _flatten(actions: list[Any]) -> list[dict[str, Any]]:
 
 
 # -- the replay -------------------------------------------------------------------------------
+
 
 @dataclass
 class _Pending:
@@ -160,9 +170,15 @@ class OrchestratorReplay:
 
         An orchestrator that raises fails the test unless ``allow_failure`` (then see ``Episode.error``).
         """
-        context = json.dumps({"history": self._marked_history(), "instanceId": self.instance_id,
-                              "isReplaying": self._played > 0, "parentInstanceId": None,
-                              "input": json.dumps(self.input)})
+        context = json.dumps(
+            {
+                "history": self._marked_history(),
+                "instanceId": self.instance_id,
+                "isReplaying": self._played > 0,
+                "parentInstanceId": None,
+                "input": json.dumps(self.input),
+            }
+        )
         try:
             state = json.loads(self.handle(func.OrchestrationContext(context)))
         except Exception as error:  # the orchestrator raised: the SDK reports its state after a marker
@@ -171,19 +187,20 @@ class OrchestratorReplay:
                 raise
             state = json.loads(data)
         actions = _flatten(state.get("actions") or [])
-        new = [_decision(action) for action in actions[self._seen_actions:]]
-        for action, decision in zip(actions[self._seen_actions:], new, strict=True):
-            self._action_ids.append(self._schedule(decision) if ActionType(action["actionType"]) in _NUMBERED
-                                    else None)
+        new = [_decision(action) for action in actions[self._seen_actions :]]
+        for action, decision in zip(actions[self._seen_actions :], new, strict=True):
+            self._action_ids.append(self._schedule(decision) if ActionType(action["actionType"]) in _NUMBERED else None)
         self._seen_actions = len(actions)
-        cancelled = {task_id for action, task_id in zip(actions, self._action_ids, strict=True)
-                     if action.get("isCanceled")}
+        cancelled = {
+            task_id for action, task_id in zip(actions, self._action_ids, strict=True) if action.get("isCanceled")
+        }
         self._pending = [p for p in self._pending if p.id not in cancelled]  # a cancelled timer never fires
         self._event(Event.ORCHESTRATOR_COMPLETED)
         self._played = len(self.history)
         self._episode_open = False
-        episode = Episode(new, bool(state.get("isDone")), state.get("output"), state.get("customStatus"),
-                          state.get("error"))
+        episode = Episode(
+            new, bool(state.get("isDone")), state.get("output"), state.get("customStatus"), state.get("error")
+        )
         if episode.error and not allow_failure:
             raise AssertionError(f"the orchestrator failed: {episode.error}")
         return episode
@@ -253,8 +270,9 @@ class OrchestratorReplay:
             self._event(Event.ORCHESTRATOR_STARTED)
 
     def _event(self, kind: Event, EventId: int = -1, **fields: Any) -> None:  # the SDK's names
-        self.history.append({"EventType": int(kind), "EventId": EventId, "IsPlayed": False,
-                             "Timestamp": _text(self.now), **fields})
+        self.history.append(
+            {"EventType": int(kind), "EventId": EventId, "IsPlayed": False, "Timestamp": _text(self.now), **fields}
+        )
 
     def _marked_history(self) -> list[dict[str, Any]]:
         return [{**event, "IsPlayed": index < self._played} for index, event in enumerate(self.history)]

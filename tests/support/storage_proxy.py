@@ -19,8 +19,16 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization",
-              "proxy-authenticate"}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-authenticate",
+}
 
 
 @dataclass(frozen=True)
@@ -68,8 +76,11 @@ class StorageProxy:
     def count(self, method: str, path: str, status: int | None = None, query: str = "") -> int:
         """How many ``method path?query`` requests reached the store (answered ``status``, if given)."""
         with self._lock:
-            return sum(1 for e in self.exchanges if e.method == method and e.path == path and e.query == query
-                       and (status is None or e.status == status))
+            return sum(
+                1
+                for e in self.exchanges
+                if e.method == method and e.path == path and e.query == query and (status is None or e.status == status)
+            )
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         proxy = self

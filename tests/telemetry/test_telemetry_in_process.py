@@ -37,8 +37,7 @@ class Exporters:
 def exporters() -> Exporters:
     """The process's telemetry, once (OpenTelemetry's global providers are set once per process)."""
     found = Exporters()
-    configured = telemetry.configure(span_exporter=found.spans, metric_reader=found.metrics,
-                                     log_exporter=found.logs)
+    configured = telemetry.configure(span_exporter=found.spans, metric_reader=found.metrics, log_exporter=found.logs)
     if configured.mode != "memory":
         pytest.skip(f"telemetry of this process was already configured ({configured.mode})")
     return found
@@ -53,8 +52,14 @@ def fresh(exporters: Exporters) -> Iterator[Exporters]:
 
 def gauge_points(reader: InMemoryMetricReader, name: str) -> list[Any]:
     data = reader.get_metrics_data()
-    return [point for resource in data.resource_metrics for scope in resource.scope_metrics
-            for metric in scope.metrics if metric.name == name for point in metric.data.data_points]
+    return [
+        point
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == name
+        for point in metric.data.data_points
+    ]
 
 
 def test_a_message_traceparent_is_continued_and_events_carry_it(fresh: Exporters) -> None:
@@ -82,8 +87,11 @@ def test_no_secret_in_any_span_or_log(fresh: Exporters) -> None:
     jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhYmNkZWZnaGlqIn0.c2lnbmF0dXJlc2lnbmF0dXJl"
     sas = "https://acct.blob.core.windows.net/c/b?sv=2024&sig=SECRETSIGNATURE123"
     log = logging.getLogger("runtime_cloud.test")
-    with telemetry.span("work", kind=SpanKind.SERVER, attributes={
-            "url.full": sas, "db.connection_string": f"AccountKey={key};", "note": f"Bearer {jwt}"}) as current:
+    with telemetry.span(
+        "work",
+        kind=SpanKind.SERVER,
+        attributes={"url.full": sas, "db.connection_string": f"AccountKey={key};", "note": f"Bearer {jwt}"},
+    ) as current:
         current.add_event("failed", {"exception.message": f"DefaultEndpointsProtocol=http;AccountKey={key};"})
         log.warning("calling with Authorization: Bearer %s and key %s", jwt, key, extra={"tenant_id": "tenant-a"})
     telemetry.flush()
@@ -96,8 +104,9 @@ def test_no_secret_in_any_span_or_log(fresh: Exporters) -> None:
     assert logs[-1].log_record.trace_id == spans[-1].context.trace_id, "logs carry the trace context"
 
 
-def test_the_inbox_lag_gauge_reports_an_old_message(exporters: Exporters, azurite: Azurite,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_inbox_lag_gauge_reports_an_old_message(
+    exporters: Exporters, azurite: Azurite, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from shared import health
     from shared.settings import Settings
     from shared.wiring.telemetry import _inbox_lag
@@ -130,9 +139,14 @@ def test_the_inbox_lag_gauge_reports_an_old_message(exporters: Exporters, azurit
 def test_counters_keep_their_declared_dimensions_only(exporters: Exporters) -> None:
     telemetry.count(names.LEASE_DENIALS, pool="sandbox-local", reason="quota-exceeded", tenant="tenant-a")
     data = exporters.metrics.get_metrics_data()
-    points = [point for resource in data.resource_metrics for scope in resource.scope_metrics
-              for metric in scope.metrics if metric.name == names.LEASE_DENIALS.name
-              for point in metric.data.data_points]
+    points = [
+        point
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == names.LEASE_DENIALS.name
+        for point in metric.data.data_points
+    ]
     assert points and all(set(point.attributes) <= {"pool", "reason"} for point in points)
 
 
@@ -177,18 +191,25 @@ os._exit(0)  # nothing is sent: no span was made, and the exit skips the final m
 
 
 def test_with_a_connection_string_azure_monitor_is_configured_without_a_network_call(tmp_path: Path) -> None:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("APPLICATIONINSIGHTS", "RuntimeCloud__Telemetry"))}
-    env.update({
-        # a port nothing listens on: had anything been sent, it would fail, not reach Azure
-        "APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=00000000-0000-0000-0000-000000000000;"
-                                                 "IngestionEndpoint=http://127.0.0.1:9/;LiveEndpoint=http://127.0.0.1:9/",
-        "APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL": "true",
-        "AZURE_CLIENT_ID": "11111111-1111-1111-1111-111111111111",
-        "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path),
-    })
-    done = subprocess.run([sys.executable, "-c", AZURE_MONITOR_PROBE], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("APPLICATIONINSIGHTS", "RuntimeCloud__Telemetry"))
+    }
+    env.update(
+        {
+            # a port nothing listens on: had anything been sent, it would fail, not reach Azure
+            "APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=00000000-0000-0000-0000-000000000000;"
+            "IngestionEndpoint=http://127.0.0.1:9/;LiveEndpoint=http://127.0.0.1:9/",
+            "APPLICATIONINSIGHTS_STATSBEAT_DISABLED_ALL": "true",
+            "AZURE_CLIENT_ID": "11111111-1111-1111-1111-111111111111",
+            "PYTHONPATH": str(REPO),
+            "TMPDIR": str(tmp_path),
+        }
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", AZURE_MONITOR_PROBE], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert "Retrying" not in done.stderr and "request error" not in done.stderr, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])
@@ -200,8 +221,9 @@ def test_with_a_connection_string_azure_monitor_is_configured_without_a_network_
     assert found["credential"] == "DefaultAzureCredential", "Entra authentication, with the process's credential"
 
 
-def test_the_open_findings_gauge_counts_open_findings_by_kind(exporters: Exporters, azurite: Azurite,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_open_findings_gauge_counts_open_findings_by_kind(
+    exporters: Exporters, azurite: Azurite, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from azure.data.tables import TableServiceClient
 
     from shared.storage import clients
@@ -214,8 +236,9 @@ def test_the_open_findings_gauge_counts_open_findings_by_kind(exporters: Exporte
     table = TableServiceClient.from_connection_string(connection).create_table_if_not_exists("Inventory")
     rows = [("open", "missing"), ("open", "missing"), ("open", "changed"), ("resolved", "missing")]
     for index, (state, kind) in enumerate(rows):
-        table.upsert_entity({"PartitionKey": "tenant-g|env", "RowKey": f"finding|g{index}", "State": state,
-                             "Kind": kind})
+        table.upsert_entity(
+            {"PartitionKey": "tenant-g|env", "RowKey": f"finding|g{index}", "State": state, "Kind": kind}
+        )
     table.upsert_entity({"PartitionKey": "tenant-g|env", "RowKey": "rule|r1", "State": "open", "Kind": "missing"})
     try:
         readings = {dimensions["kind"]: value for value, dimensions in _open_findings()}

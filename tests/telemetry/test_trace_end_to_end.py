@@ -29,8 +29,12 @@ def traced(tmp_path_factory: pytest.TempPathFactory, key_dir: Path) -> Iterator[
     azurite = Azurite(tmp_path_factory.mktemp("azurite-telemetry")).start()
     directory = tmp_path_factory.mktemp("telemetry")
     log = tmp_path_factory.mktemp("logs") / "telemetry-host.log"
-    settings = app_settings(azurite, key_dir, RuntimeCloud__Telemetry__LocalDirectory=str(directory),
-                            RuntimeCloud__Telemetry__MetricIntervalSeconds="1")
+    settings = app_settings(
+        azurite,
+        key_dir,
+        RuntimeCloud__Telemetry__LocalDirectory=str(directory),
+        RuntimeCloud__Telemetry__MetricIntervalSeconds="1",
+    )
     host = HostProcess(Path(__file__).resolve().parents[2], settings, log).start()
     try:
         yield host, azurite, directory
@@ -41,6 +45,7 @@ def traced(tmp_path_factory: pytest.TempPathFactory, key_dir: Path) -> Iterator[
 
 def _run_spans(directory: Path, run_id: str, names: set[str]) -> list[dict]:
     """The spans of the run's trace, once the activities named ``names`` have been written."""
+
     def ready() -> list[dict] | None:
         spans = read_spans(directory)
         traces = {s["traceId"] for s in spans if s["attributes"].get("run_id") == run_id}
@@ -62,28 +67,37 @@ def _check_connected(spans: list[dict], trace_id: str, root_name: str, run_id: s
     orchestrations = [s for s in spans if s["name"] == "orchestration:provisioning_run"]
     assert orchestrations and all(parent(s) is roots[0] for s in orchestrations)
     activities = [s for s in spans if s["name"].startswith("activity:provisioning_")]
-    assert {s["name"] for s in activities} >= {"activity:provisioning_plan", "activity:provisioning_apply",
-                                               "activity:provisioning_finish"}
+    assert {s["name"] for s in activities} >= {
+        "activity:provisioning_plan",
+        "activity:provisioning_apply",
+        "activity:provisioning_finish",
+    }
     for activity in activities:
         assert parent(activity) in orchestrations
         assert activity["attributes"]["run_id"] == run_id
         assert activity["attributes"]["tenant_id"] == "tenant-a"
     # storage calls (azure-core's OpenTelemetry tracing) under the activities, and the IaC runner's spans
     under_activities = [s for s in spans if parent(s) in activities]
-    assert any(s["attributes"].get("az.namespace") == "Microsoft.Storage" or "Table" in s["name"]
-               for s in under_activities), sorted({s["name"] for s in under_activities})
+    assert any(
+        s["attributes"].get("az.namespace") == "Microsoft.Storage" or "Table" in s["name"] for s in under_activities
+    ), sorted({s["name"] for s in under_activities})
     assert {"iac.plan", "iac.apply"} <= {s["name"] for s in spans}
-    assert any(parent(s) is roots[0] and s["name"] != "orchestration:provisioning_run" for s in spans), \
+    assert any(parent(s) is roots[0] and s["name"] != "orchestration:provisioning_run" for s in spans), (
         "the request's own storage calls are in the trace too"
+    )
 
 
 def test_a_declaration_is_one_trace_from_request_to_storage(traced, mint):
     host, azurite, directory = traced
     trace_id = uuid.uuid4().hex
     environment = unique("dev")
-    answer = host.request("POST", "runtime-cloud/specifications", token=mint("tenant-a", scopes=WRITE),
-                          json={"specification": specification(environment)},
-                          headers={"traceparent": f"00-{trace_id}-{'1' * 16}-01"})
+    answer = host.request(
+        "POST",
+        "runtime-cloud/specifications",
+        token=mint("tenant-a", scopes=WRITE),
+        json={"specification": specification(environment)},
+        headers={"traceparent": f"00-{trace_id}-{'1' * 16}-01"},
+    )
     assert answer.status_code == 202, answer.text
     run_id = answer.json()["run_id"]
     wait_for_run_state(host, mint("tenant-a", scopes=READ), run_id, {"applied"})
@@ -102,9 +116,14 @@ def test_a_promotion_continues_the_trace_its_message_names(traced, mint):
     host, azurite, directory = traced
     trace_id = uuid.uuid4().hex
     environment = unique("dev")
-    message = {"promotion_id": unique("promo"), "tenant": "tenant-a", "environment": environment,
-               "requested_by": "delivery", "specification": specification(environment),
-               "traceparent": f"00-{trace_id}-{'2' * 16}-01"}
+    message = {
+        "promotion_id": unique("promo"),
+        "tenant": "tenant-a",
+        "environment": environment,
+        "requested_by": "delivery",
+        "specification": specification(environment),
+        "traceparent": f"00-{trace_id}-{'2' * 16}-01",
+    }
     queue = QueueClient.from_connection_string(azurite.connection_string(), "promotions")
     queue.send_message(base64.b64encode(json.dumps(message).encode()).decode())
     token = mint("tenant-a", scopes=READ)
@@ -137,8 +156,12 @@ def test_the_inbox_lag_gauge_and_no_secret_in_the_files(traced, mint):
         return points or None
 
     points = wait_until(lag_points, timeout=30, message="the inbox lag gauge")
-    modules = {attribute["value"]["stringValue"] for point in points for attribute in point["attributes"]
-               if attribute["key"] == "module"}
+    modules = {
+        attribute["value"]["stringValue"]
+        for point in points
+        for attribute in point["attributes"]
+        if attribute["key"] == "module"
+    }
     assert "provisioning" in modules and "inventory" in modules, modules
     host.stop()  # flushes what is buffered
     written = "".join(path.read_text() for path in directory.glob("*.jsonl"))

@@ -38,5 +38,8 @@ class TargetsView(BaseModel):
 
 
 # The document itself: an OpenAPI 3.1 object (its schema is the OpenAPI specification's, not repeated here).
-OPENAPI_DOCUMENT: dict[str, Any] = {"type": "object", "required": ["openapi", "info", "paths"],
-                                    "properties": {"openapi": {"type": "string", "pattern": r"^3\.1\.\d+$"}}}
+OPENAPI_DOCUMENT: dict[str, Any] = {
+    "type": "object",
+    "required": ["openapi", "info", "paths"],
+    "properties": {"openapi": {"type": "string", "pattern": r"^3\.1\.\d+$"}},
+}

@@ -15,8 +15,12 @@ from shared.provisioning.runs import RunState
 
 FindingView = view_of(Finding, "FindingView", exclude=("tenant",), suppressed=(bool, ...))
 IgnoreRuleView = view_of(IgnoreRule, "IgnoreRuleView", exclude=("tenant",), active=(bool, ...))
-ProposalView = view_of(Proposal, "ProposalView", exclude=("tenant",),
-                       note=(str | None, Field(default=None, description="why a superseded proposal is")))
+ProposalView = view_of(
+    Proposal,
+    "ProposalView",
+    exclude=("tenant",),
+    note=(str | None, Field(default=None, description="why a superseded proposal is")),
+)
 
 
 class AppliedState(BaseModel):

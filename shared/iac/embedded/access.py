@@ -71,8 +71,13 @@ class AccessPolicy:
 class TargetClients:
     """The blob, queue and table service clients of one target account (a context manager)."""
 
-    def __init__(self, target: ProvisioningTarget, blobs: BlobServiceClient, queues: QueueServiceClient,
-                 tables: TableServiceClient) -> None:
+    def __init__(
+        self,
+        target: ProvisioningTarget,
+        blobs: BlobServiceClient,
+        queues: QueueServiceClient,
+        tables: TableServiceClient,
+    ) -> None:
         self.target = target
         self.blobs = blobs
         self.queues = queues
@@ -98,8 +103,9 @@ class TargetClients:
     def __enter__(self) -> TargetClients:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.close()
 
 

@@ -92,8 +92,13 @@ class ApplyProgress:
             self.outputs[step.address] = step.outputs
 
     def result(self) -> ApplyResult:
-        return ApplyResult(runner=self.runner, runner_version=self.runner_version, steps=list(self.steps),
-                           outputs=dict(self.outputs), logs=list(self.logs))
+        return ApplyResult(
+            runner=self.runner,
+            runner_version=self.runner_version,
+            steps=list(self.steps),
+            outputs=dict(self.outputs),
+            logs=list(self.logs),
+        )
 
 
 @dataclass(frozen=True)
@@ -104,8 +109,13 @@ class Applier:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
 
-    def apply(self, changes: list[ResourceChange], progress: ApplyProgress,
-              deadline: float | None = None, stop: Callable[[], bool] | None = None) -> ApplyResult:
+    def apply(
+        self,
+        changes: list[ResourceChange],
+        progress: ApplyProgress,
+        deadline: float | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> ApplyResult:
         """Apply ``changes`` in order; raise with ``result`` set to what was done when a step cannot be,
         or (:class:`ApplySliceEnded`) when ``deadline`` passed or ``stop()`` answers true between two steps."""
         try:
@@ -113,8 +123,13 @@ class Applier:
         finally:
             self.journal.flush()  # the journal may batch its writes
 
-    def _apply(self, changes: list[ResourceChange], progress: ApplyProgress, deadline: float | None,
-               stop: Callable[[], bool] | None) -> ApplyResult:
+    def _apply(
+        self,
+        changes: list[ResourceChange],
+        progress: ApplyProgress,
+        deadline: float | None,
+        stop: Callable[[], bool] | None,
+    ) -> ApplyResult:
         acted = False
         performed = 0
         for change in changes:
@@ -163,18 +178,26 @@ class Applier:
             raise _no_longer_holds(change, state)
         return self._perform_step(change, resource_type, started, progress)
 
-    def _perform_step(self, change: ResourceChange, resource_type: ResourceType, started: str,
-                      progress: ApplyProgress) -> StepResult:
+    def _perform_step(
+        self, change: ResourceChange, resource_type: ResourceType, started: str, progress: ApplyProgress
+    ) -> StepResult:
         try:
             with unreachable_on_failure(self.clients.target, f"applying {change.action.value} of {change.address}"):
                 after, message = self._perform(change, resource_type)
         except HttpResponseError as error:
-            failed = StepResult(address=change.address, action=change.action, status=StepStatus.FAILED,
-                                started_at=started, finished_at=now_iso(), message=_reason(error))
+            failed = StepResult(
+                address=change.address,
+                action=change.action,
+                status=StepStatus.FAILED,
+                started_at=started,
+                finished_at=now_iso(),
+                message=_reason(error),
+            )
             progress.add(failed)
             progress.log(f"{change.address}: {change.action.value} failed: {failed.message}")
-            raise ApplyFailed(f"{change.address}: {change.action.value} failed: {failed.message}",
-                              progress.result()) from error
+            raise ApplyFailed(
+                f"{change.address}: {change.action.value} failed: {failed.message}", progress.result()
+            ) from error
         progress.log(f"{change.address}: {message}")
         return self._result(change, StepStatus.APPLIED, started, after, message)
 
@@ -197,21 +220,33 @@ class Applier:
             return _as_planned(self.clients, change, resource_type), _done_word(change.action)
         return read_resource(self.clients, resource_type, change.name), _done_word(change.action)
 
-    def _result(self, change: ResourceChange, status: StepStatus, started: str,
-                resource: ObservedResource | None, message: str) -> StepResult:
+    def _result(
+        self, change: ResourceChange, status: StepStatus, started: str, resource: ObservedResource | None, message: str
+    ) -> StepResult:
         facts = {"name": resource.name, **resource.properties} if resource is not None else {}
         # last_modified changes on every write; nobody consumes it as an output.
         outputs = {key: value for key, value in facts.items() if value is not None and key != "last_modified"}
-        return StepResult(address=change.address, action=change.action, status=status, started_at=started,
-                          finished_at=now_iso(), outputs=outputs, message=message)
+        return StepResult(
+            address=change.address,
+            action=change.action,
+            status=status,
+            started_at=started,
+            finished_at=now_iso(),
+            outputs=outputs,
+            message=message,
+        )
 
 
 def _as_planned(clients: TargetClients, change: ResourceChange, resource_type: ResourceType) -> ObservedResource:
     """A resource just created, as the plan describes it (what reading it back would show)."""
     after = change.after or {}
     if resource_type is ResourceType.TABLE:
-        return ObservedResource(type=resource_type, name=change.name, tags=dict(after.get("registration") or {}),
-                                properties={"url": clients.table_url(change.name)})
+        return ObservedResource(
+            type=resource_type,
+            name=change.name,
+            tags=dict(after.get("registration") or {}),
+            properties={"url": clients.table_url(change.name)},
+        )
     user, tags = split_metadata(after.get("metadata") or {})
     url = (clients.container_url if resource_type is ResourceType.BLOB_CONTAINER else clients.queue_url)(change.name)
     return ObservedResource(type=resource_type, name=change.name, metadata=user, tags=tags, properties={"url": url})

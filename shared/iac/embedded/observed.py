@@ -30,8 +30,10 @@ class ObservedResource(BaseModel):
     type: ResourceType
     name: str
     metadata: dict[str, str] = Field(default_factory=dict, description="the user's metadata (no rc_ tags)")
-    tags: dict[str, str] = Field(default_factory=dict, description="the product's rc_ management tags "
-                                 "(of a table: its registration in the ownership registry)")
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="the product's rc_ management tags (of a table: its registration in the ownership registry)",
+    )
     properties: dict[str, Any] = Field(
         default_factory=dict, description="read-only facts: url, and for containers last_modified, public_access"
     )

@@ -116,7 +116,10 @@ def _check_owner(found: ObservedResource, ours: ManagementTags, target_id: str) 
 
 
 def _deletion_warning(resource: ObservedResource) -> str:
-    contents = {ResourceType.BLOB_CONTAINER: "its blobs", ResourceType.QUEUE: "its messages",
-                ResourceType.TABLE: "its entities"}
+    contents = {
+        ResourceType.BLOB_CONTAINER: "its blobs",
+        ResourceType.QUEUE: "its messages",
+        ResourceType.TABLE: "its entities",
+    }
     lost = contents.get(resource.type, "its contents")
     return f"{resource.address} is no longer declared: the plan deletes it, with {lost}"

@@ -38,8 +38,9 @@ def _everything(_type: ResourceType, _name: str, _metadata: Mapping[str, str]) -
     return True
 
 
-def read_target_state(target: ProvisioningTarget, policy: AccessPolicy | None = None,
-                      keep: Keep | None = None) -> ObservedState:
+def read_target_state(
+    target: ProvisioningTarget, policy: AccessPolicy | None = None, keep: Keep | None = None
+) -> ObservedState:
     """Every container, queue and table of the target's account, with metadata and tags.
 
     ``keep`` narrows the answer to the resources it accepts, decided on the
@@ -108,8 +109,7 @@ def _tables(clients: TargetClients, keep: Keep) -> list[ObservedResource]:
         found = []
         for item in clients.tables.list_tables(results_per_page=1000):
             owner = owners.get(item.name.lower())
-            if not is_registry(item.name) and keep(ResourceType.TABLE, item.name,
-                                                   owner.as_metadata() if owner else {}):
+            if not is_registry(item.name) and keep(ResourceType.TABLE, item.name, owner.as_metadata() if owner else {}):
                 found.append(_table(clients, item.name, owner))
         return found
 
@@ -144,29 +144,37 @@ def _table_name(clients: TargetClients, name: str) -> str | None:
     # Table names are case-insensitive in Azure Storage but a filter compares exactly:
     # only when the exact name is absent, look for the same table under other casing.
     key = lookup_key(ResourceType.TABLE, name)
-    other = next((item for item in clients.tables.list_tables() if lookup_key(ResourceType.TABLE, item.name) == key),
-                 None)
+    other = next(
+        (item for item in clients.tables.list_tables() if lookup_key(ResourceType.TABLE, item.name) == key), None
+    )
     return str(other.name) if other else None
 
 
-def _container(clients: TargetClients, name: str, metadata: Mapping[str, str] | None, last_modified: Any,
-               public_access: Any) -> ObservedResource:
+def _container(
+    clients: TargetClients, name: str, metadata: Mapping[str, str] | None, last_modified: Any, public_access: Any
+) -> ObservedResource:
     user, tags = split_metadata(metadata or {})
     properties = {
         "url": clients.container_url(name),
         "last_modified": last_modified.isoformat() if last_modified else None,
         "public_access": str(public_access) if public_access else None,
     }
-    return ObservedResource(type=ResourceType.BLOB_CONTAINER, name=name, metadata=user, tags=tags,
-                            properties=properties)
+    return ObservedResource(
+        type=ResourceType.BLOB_CONTAINER, name=name, metadata=user, tags=tags, properties=properties
+    )
 
 
 def _queue(clients: TargetClients, name: str, metadata: Mapping[str, str] | None) -> ObservedResource:
     user, tags = split_metadata(metadata or {})
-    return ObservedResource(type=ResourceType.QUEUE, name=name, metadata=user, tags=tags,
-                            properties={"url": clients.queue_url(name)})
+    return ObservedResource(
+        type=ResourceType.QUEUE, name=name, metadata=user, tags=tags, properties={"url": clients.queue_url(name)}
+    )
 
 
 def _table(clients: TargetClients, name: str, owner: ManagementTags | None) -> ObservedResource:
-    return ObservedResource(type=ResourceType.TABLE, name=name, tags=owner.as_metadata() if owner else {},
-                            properties={"url": clients.table_url(name)})
+    return ObservedResource(
+        type=ResourceType.TABLE,
+        name=name,
+        tags=owner.as_metadata() if owner else {},
+        properties={"url": clients.table_url(name)},
+    )

@@ -36,8 +36,12 @@ class EmbeddedRunner:
 
     name = RunnerName.EMBEDDED.value
 
-    def __init__(self, step_interval_seconds: float = 0.0, access: AccessPolicy | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        step_interval_seconds: float = 0.0,
+        access: AccessPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.version = shared.__version__
         self.step_interval_seconds = step_interval_seconds
         self.access = access or AccessPolicy()
@@ -56,8 +60,9 @@ class EmbeddedRunner:
     def plan(self, specification: EnvironmentSpecification, target: ProvisioningTarget) -> PlanResult:
         _check_specification(specification, target)
         planned = plan_changes(specification, self.observe(target))
-        return PlanResult(runner=self.name, runner_version=self.version, changes=planned.changes,
-                          diagnostics=planned.diagnostics)
+        return PlanResult(
+            runner=self.name, runner_version=self.version, changes=planned.changes, diagnostics=planned.diagnostics
+        )
 
     def apply(
         self,

@@ -63,8 +63,14 @@ class TableRegistry:
 
     def claim(self, name: str, owner: ManagementTags, table_exists: Callable[[], bool]) -> None:
         """Register ``owner`` for table ``name``; :class:`PlanNoLongerHolds` if another owner holds it."""
-        entity = {"PartitionKey": PARTITION, "RowKey": name.lower(), "Table": name, "ManagedBy": MANAGED_BY_VALUE,
-                  "Tenant": owner.tenant, "Environment": owner.environment}
+        entity = {
+            "PartitionKey": PARTITION,
+            "RowKey": name.lower(),
+            "Table": name,
+            "ManagedBy": MANAGED_BY_VALUE,
+            "Tenant": owner.tenant,
+            "Environment": owner.environment,
+        }
         try:
             self._insert(entity)
             return
@@ -74,14 +80,20 @@ class TableRegistry:
         if row is not None and _tags(row) == owner:
             return  # an earlier attempt of this step registered it
         if row is not None and table_exists():
-            raise PlanNoLongerHolds(f"table/{name} was registered to {_whose(_tags(row), owner)} since the plan; "
-                                    "nothing further was applied: make a new plan and review it")
+            raise PlanNoLongerHolds(
+                f"table/{name} was registered to {_whose(_tags(row), owner)} since the plan; "
+                "nothing further was applied: make a new plan and review it"
+            )
         try:  # a registration without its table is stale: take it over, unless it moves meanwhile
             if row is None:
                 self._table.create_entity(entity)
             else:
-                self._table.update_entity(entity, mode=UpdateMode.REPLACE, etag=row.metadata["etag"],
-                                          match_condition=MatchConditions.IfNotModified)
+                self._table.update_entity(
+                    entity,
+                    mode=UpdateMode.REPLACE,
+                    etag=row.metadata["etag"],
+                    match_condition=MatchConditions.IfNotModified,
+                )
         except (ResourceExistsError, ResourceModifiedError):
             raise PlanNoLongerHolds(f"table/{name} was claimed concurrently; make a new plan") from None
 
@@ -91,8 +103,9 @@ class TableRegistry:
         if row is None or _tags(row) != owner:
             return
         try:
-            self._table.delete_entity(PARTITION, name.lower(), etag=row.metadata["etag"],
-                                      match_condition=MatchConditions.IfNotModified)
+            self._table.delete_entity(
+                PARTITION, name.lower(), etag=row.metadata["etag"], match_condition=MatchConditions.IfNotModified
+            )
         except (ResourceNotFoundError, ResourceModifiedError):
             pass  # gone, or claimed anew since: not ours to remove
 

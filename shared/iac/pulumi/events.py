@@ -150,12 +150,20 @@ def _fields(resource: _Resource) -> list[FieldChange]:
             basis = before if difference.input_diff or old_outputs is None else old_outputs
             added = difference.diff_kind in (DiffKind.ADD, DiffKind.ADD_REPLACE)
             deleted = difference.diff_kind in (DiffKind.DELETE, DiffKind.DELETE_REPLACE)
-            changes.append(FieldChange(path=path, before=None if added else property_at(basis, path),
-                                       after=None if deleted else property_at(after, path)))
+            changes.append(
+                FieldChange(
+                    path=path,
+                    before=None if added else property_at(basis, path),
+                    after=None if deleted else property_at(after, path),
+                )
+            )
         return changes
     if diffs:
-        return [FieldChange(path=key, before=(before or {}).get(key), after=(after or {}).get(key))
-                for key in sorted(diffs) if not key.startswith("__")]
+        return [
+            FieldChange(path=key, before=(before or {}).get(key), after=(after or {}).get(key))
+            for key in sorted(diffs)
+            if not key.startswith("__")
+        ]
     if resource.action in (Action.CREATE, Action.DELETE, Action.REPLACE):
         return field_changes(before, after)
     return []
@@ -206,8 +214,10 @@ class _Reader:
             self._diagnostic(event)
         elif event.policy_event is not None:
             policy = event.policy_event
-            self.diagnostics.append(f"policy {policy.policy_pack_name}/{policy.policy_name} "
-                                    f"({policy.enforcement_level}): {plain_message(policy.message)}")
+            self.diagnostics.append(
+                f"policy {policy.policy_pack_name}/{policy.policy_name} "
+                f"({policy.enforcement_level}): {plain_message(policy.message)}"
+            )
         elif event.summary_event is not None:
             summary = event.summary_event
             self.logs.append(f"engine summary: {dict(summary.resource_changes)} in {summary.duration_seconds} s")
@@ -236,9 +246,15 @@ def plan_from_events(events: Iterable[EngineEvent], runner: str, runner_version:
     """A preview's events as a plan: one change per resource URN, in the engine's order."""
     reader = _Reader(events)
     changes = [
-        ResourceChange(address=resource.urn, type=resource.type, name=resource_name(resource.urn),
-                       action=resource.action, before=resource.before(), after=resource.after(),
-                       fields=_fields(resource))
+        ResourceChange(
+            address=resource.urn,
+            type=resource.type,
+            name=resource_name(resource.urn),
+            action=resource.action,
+            before=resource.before(),
+            after=resource.after(),
+            fields=_fields(resource),
+        )
         for resource in reader.infrastructure()
     ]
     return PlanResult(runner=runner, runner_version=runner_version, changes=changes, diagnostics=reader.diagnostics)
@@ -259,9 +275,17 @@ def apply_from_events(events: Iterable[EngineEvent], runner: str, runner_version
         else:
             status, message = StepStatus.APPLIED, resource.action.value
         step_outputs = (resource.outputs or {}) if status is not StepStatus.FAILED else {}
-        steps.append(StepResult(address=resource.urn, action=resource.action, status=status,
-                                started_at=timestamp(resource.started or resource.finished),
-                                finished_at=timestamp(resource.finished), outputs=step_outputs, message=message))
+        steps.append(
+            StepResult(
+                address=resource.urn,
+                action=resource.action,
+                status=status,
+                started_at=timestamp(resource.started or resource.finished),
+                finished_at=timestamp(resource.finished),
+                outputs=step_outputs,
+                message=message,
+            )
+        )
         if step_outputs:
             outputs[resource.urn] = step_outputs
     if reader.stack_outputs:

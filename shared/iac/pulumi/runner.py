@@ -67,8 +67,12 @@ class PulumiRunner:
     def available() -> bool:
         return shutil.which("pulumi") is not None
 
-    def plan(self, specification: EnvironmentSpecification, target: ProvisioningTarget,
-             resolved_configuration: dict[str, str] | None = None) -> PlanResult:
+    def plan(
+        self,
+        specification: EnvironmentSpecification,
+        target: ProvisioningTarget,
+        resolved_configuration: dict[str, str] | None = None,
+    ) -> PlanResult:
         """Preview the stack and save its update plan.
 
         ``resolved_configuration`` (optional, beyond the interface) lets the caller
@@ -105,9 +109,11 @@ class PulumiRunner:
         self._require_cli(specification)
         location = locate_program(specification, self.work_root)
         digest = _check_plan(plan, location)
-        logs = [f"apply of stack {location.stack_reference} bound to update plan {digest[:12]} "
-                f"by runner {self.name} {self.version}",
-                f"configuration supplied: {', '.join(sorted(resolved_configuration)) or 'none'}"]
+        logs = [
+            f"apply of stack {location.stack_reference} bound to update plan {digest[:12]} "
+            f"by runner {self.name} {self.version}",
+            f"configuration supplied: {', '.join(sorted(resolved_configuration)) or 'none'}",
+        ]
         finished = _from_journal(plan, journal, self.name, self.version, logs)
         if finished is not None:
             return finished
@@ -133,8 +139,13 @@ class PulumiRunner:
         journal.flush()
         return result.model_copy(update={"logs": logs + result.logs})
 
-    def _stack(self, location: ProgramLocation, specification: EnvironmentSpecification,
-               target: ProvisioningTarget, resolved: dict[str, str] | None) -> Any:
+    def _stack(
+        self,
+        location: ProgramLocation,
+        specification: EnvironmentSpecification,
+        target: ProvisioningTarget,
+        resolved: dict[str, str] | None,
+    ) -> Any:
         try:
             stack = open_stack(location, self.backend_url)
             stack.set_all_config(stack_configuration(specification, target, resolved))
@@ -162,8 +173,9 @@ def _check_plan(plan: PlanResult, location: ProgramLocation) -> str:
     return digest
 
 
-def _from_journal(plan: PlanResult, journal: StepJournal, runner: str, version: str,
-                  logs: list[str]) -> ApplyResult | None:
+def _from_journal(
+    plan: PlanResult, journal: StepJournal, runner: str, version: str, logs: list[str]
+) -> ApplyResult | None:
     """The result of an apply that already finished every changing step (a retried activity)."""
     changing = [change for change in plan.changes if change.action is not Action.NO_CHANGE]
     recorded = [journal.finished(change.address) for change in changing]
@@ -171,8 +183,13 @@ def _from_journal(plan: PlanResult, journal: StepJournal, runner: str, version: 
         return None
     steps = [step for step in recorded if step is not None]
     outputs = {step.address: step.outputs for step in steps if step.outputs}
-    return ApplyResult(runner=runner, runner_version=version, steps=steps, outputs=outputs,
-                       logs=logs + ["every planned change is already recorded: the update is not run again"])
+    return ApplyResult(
+        runner=runner,
+        runner_version=version,
+        steps=steps,
+        outputs=outputs,
+        logs=logs + ["every planned change is already recorded: the update is not run again"],
+    )
 
 
 def _failure(doing: str, location: ProgramLocation, error: Exception, events: EventCollector | None) -> RunnerError:
@@ -186,8 +203,11 @@ def _failure(doing: str, location: ProgramLocation, error: Exception, events: Ev
         )
     reasons: list[str] = []
     if events is not None:
-        reasons = [plain_message(event.diagnostic_event.message) for event in events.events
-                   if event.diagnostic_event is not None and event.diagnostic_event.severity == "error"]
+        reasons = [
+            plain_message(event.diagnostic_event.message)
+            for event in events.events
+            if event.diagnostic_event is not None and event.diagnostic_event.severity == "error"
+        ]
     if not reasons:
         reasons = [line for line in str(error).splitlines() if line.strip()][-3:]
     logger.warning("pulumi %s of %s failed: %s", doing, location.stack_reference, reasons)

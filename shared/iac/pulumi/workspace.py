@@ -76,17 +76,21 @@ def open_stack(location: ProgramLocation, backend_url: str | None) -> automation
     if backend_url:
         environment["PULUMI_BACKEND_URL"] = backend_url
     options = automation.LocalWorkspaceOptions(env_vars=environment)
-    stack = automation.create_or_select_stack(stack_name=location.stack, work_dir=str(location.program_dir),
-                                              opts=options)
+    stack = automation.create_or_select_stack(
+        stack_name=location.stack, work_dir=str(location.program_dir), opts=options
+    )
     found = stack.workspace.project_settings().name
     if found != location.project:
-        raise ProgramNotFound(f"the program in {location.program_dir.name} is project {found!r}, "
-                              f"not {location.project!r} as the specification says")
+        raise ProgramNotFound(
+            f"the program in {location.program_dir.name} is project {found!r}, "
+            f"not {location.project!r} as the specification says"
+        )
     return stack
 
 
-def stack_configuration(specification: EnvironmentSpecification, target: ProvisioningTarget,
-                        resolved: Mapping[str, str] | None = None) -> dict[str, automation.ConfigValue]:
+def stack_configuration(
+    specification: EnvironmentSpecification, target: ProvisioningTarget, resolved: Mapping[str, str] | None = None
+) -> dict[str, automation.ConfigValue]:
     """The stack's configuration for one run (values are never logged; callers log names only)."""
     from pulumi.automation import ConfigValue
 

@@ -64,9 +64,16 @@ def default_client(target: ProvisioningTarget, **options: Any) -> Any:
     from azure.mgmt.resource.resources import ResourceManagementClient
 
     endpoint = (target.endpoint or DEFAULT_ARM_ENDPOINT).rstrip("/")
-    return ResourceManagementClient(azure_credential(target.credential.client_id), target.subscription_id or "",
-                                    base_url=endpoint, credential_scopes=[f"{endpoint}/.default"], retry_total=1,
-                                    connection_timeout=5, read_timeout=15, **options)
+    return ResourceManagementClient(
+        azure_credential(target.credential.client_id),
+        target.subscription_id or "",
+        base_url=endpoint,
+        credential_scopes=[f"{endpoint}/.default"],
+        retry_total=1,
+        connection_timeout=5,
+        read_timeout=15,
+        **options,
+    )
 
 
 class ArmObserver:
@@ -84,17 +91,24 @@ class ArmObserver:
             groups = {group.lower(): group for group in sorted(self._groups_to_list(client, request))}
             resources = [resource for group in sorted(groups.values()) for resource in _list_group(client, group)]
         except (ServiceRequestError, ServiceResponseError) as error:
-            raise ObservationFailed(f"target {request.target.id}: Resource Manager did not answer "
-                                    f"({type(error).__name__})") from error
+            raise ObservationFailed(
+                f"target {request.target.id}: Resource Manager did not answer ({type(error).__name__})"
+            ) from error
         except HttpResponseError as error:
-            raise ObservationFailed(f"target {request.target.id}: Resource Manager answered HTTP "
-                                    f"{error.status_code} ({getattr(error, 'error_code', None) or 'error'})") from error
+            raise ObservationFailed(
+                f"target {request.target.id}: Resource Manager answered HTTP "
+                f"{error.status_code} ({getattr(error, 'error_code', None) or 'error'})"
+            ) from error
         finally:
             close = getattr(client, "close", None)
             if close:
                 close()
-        return Observation(observer=self.name, target=request.target.id, observed_at=observed_at,
-                           items=select_items(resources, request))
+        return Observation(
+            observer=self.name,
+            target=request.target.id,
+            observed_at=observed_at,
+            items=select_items(resources, request),
+        )
 
     @staticmethod
     def _groups_to_list(client: Any, request: ObservationRequest) -> set[str]:
@@ -127,10 +141,18 @@ def select_items(resources: Iterable[Any], request: ObservationRequest) -> list[
             continue
         sku = getattr(resource, "sku", None)
         items[key] = ObservedItem(
-            key=key, address=resource.id, type=resource.type or "", name=resource.name or "",
-            state=arm_state(tags, resource.location), managed_here=managed_here,
-            properties={"kind": getattr(resource, "kind", None), "sku": getattr(sku, "name", None),
-                        "resource_group": resource_group_of(resource.id or "")})
+            key=key,
+            address=resource.id,
+            type=resource.type or "",
+            name=resource.name or "",
+            state=arm_state(tags, resource.location),
+            managed_here=managed_here,
+            properties={
+                "kind": getattr(resource, "kind", None),
+                "sku": getattr(sku, "name", None),
+                "resource_group": resource_group_of(resource.id or ""),
+            },
+        )
     return sorted(items.values(), key=lambda item: item.key)
 
 
@@ -144,7 +166,14 @@ def expected_from_outputs(outputs: dict[str, dict[str, Any]]) -> list[ExpectedRe
         parts = urn.split("::")
         # Compare only what the program's outputs state: a field it never set is not drift.
         state = {name: values[name] for name in COMPARED_FIELDS if values.get(name) is not None}
-        expected.append(ExpectedResource(
-            key=resource_id.lower(), address=resource_id, type=parts[-2] if len(parts) >= 3 else "",
-            name=parts[-1], state=state, compared_fields=tuple(state)))
+        expected.append(
+            ExpectedResource(
+                key=resource_id.lower(),
+                address=resource_id,
+                type=parts[-2] if len(parts) >= 3 else "",
+                name=parts[-1],
+                state=state,
+                compared_fields=tuple(state),
+            )
+        )
     return expected

@@ -28,8 +28,13 @@ def expected_from_specification(specification: EnvironmentSpecification) -> list
     """Each declared resource in the state the runner gives it (management tags included)."""
     tags = ManagementTags(tenant=specification.tenant, environment=specification.environment)
     return [
-        ExpectedResource(key=lookup_key(resource.type, resource.name), address=resource.address,
-                         type=resource.type.value, name=resource.name, state=desired_state(resource, tags))
+        ExpectedResource(
+            key=lookup_key(resource.type, resource.name),
+            address=resource.address,
+            type=resource.type.value,
+            name=resource.name,
+            state=desired_state(resource, tags),
+        )
         for resource in specification.resources
     ]
 
@@ -69,13 +74,18 @@ def observation_for(request: ObservationRequest, state: ObservedState) -> Observ
         managed_here = resource.management == ours
         if managed_here or resource.key in declared:
             items.append(_item(resource, managed_here))
-    return Observation(observer=EmbeddedObserver.name, target=state.target, observed_at=state.observed_at,
-                       items=items)
+    return Observation(observer=EmbeddedObserver.name, target=state.target, observed_at=state.observed_at, items=items)
 
 
 def _item(resource: ObservedResource, managed_here: bool) -> ObservedItem:
     # Built without validation: every field comes from an ObservedResource, already validated, and
     # validating 10,000 items again cost more than the rest of the comparison.
-    return ObservedItem.model_construct(key=resource.key, address=resource.address, type=resource.type.value,
-                                        name=resource.name, state=resource.state(), managed_here=managed_here,
-                                        properties=resource.properties)
+    return ObservedItem.model_construct(
+        key=resource.key,
+        address=resource.address,
+        type=resource.type.value,
+        name=resource.name,
+        state=resource.state(),
+        managed_here=managed_here,
+        properties=resource.properties,
+    )

@@ -81,16 +81,36 @@ def observation_from_refresh(events: Iterable[Any], target_id: str, observed_at:
             continue  # not in the stack's state: a refresh says nothing about it
         key = _key(urn, old)
         paths = sorted(set(metadata.diffs or []) | set((metadata.detailed_diff or {}).keys()))
-        expected.append(ExpectedResource(key=key, address=urn, type=metadata.type, name=resource_name(urn),
-                                         state=_subset(old, paths), compared_fields=tuple(paths)))
+        expected.append(
+            ExpectedResource(
+                key=key,
+                address=urn,
+                type=metadata.type,
+                name=resource_name(urn),
+                state=_subset(old, paths),
+                compared_fields=tuple(paths),
+            )
+        )
         op = getattr(metadata.op, "value", metadata.op)
         if op in GONE_OPS or new is None:
             continue
-        items.append(ObservedItem(key=key, address=urn, type=metadata.type, name=resource_name(urn),
-                                  state=_subset(new, paths), properties={"op": op}))
-    return Observation(observer=PulumiRefreshObserver.name, target=target_id,
-                       observed_at=observed_at or datetime.now(UTC).isoformat(),
-                       items=items, expected=expected)
+        items.append(
+            ObservedItem(
+                key=key,
+                address=urn,
+                type=metadata.type,
+                name=resource_name(urn),
+                state=_subset(new, paths),
+                properties={"op": op},
+            )
+        )
+    return Observation(
+        observer=PulumiRefreshObserver.name,
+        target=target_id,
+        observed_at=observed_at or datetime.now(UTC).isoformat(),
+        items=items,
+        expected=expected,
+    )
 
 
 def _key(urn: str, outputs: dict[str, Any]) -> str:

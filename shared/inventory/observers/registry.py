@@ -33,8 +33,10 @@ class PulumiObserver:
 
     def observe(self, request: ObservationRequest) -> Observation:
         if self._refresh is None and self._arm is None:
-            raise ObservationFailed("no observer for this environment: the Pulumi CLI is not installed and "
-                                    f"target {request.target.id} is not an Azure subscription")
+            raise ObservationFailed(
+                "no observer for this environment: the Pulumi CLI is not installed and "
+                f"target {request.target.id} is not an Azure subscription"
+            )
         if self._refresh is None:
             assert self._arm is not None
             return self._arm.observe(request)
@@ -44,12 +46,14 @@ class PulumiObserver:
         listed = self._arm.observe(request)
         known = {resource.key for resource in refreshed.expected or []}
         extra = [item for item in listed.items if item.managed_here and item.key not in known]
-        return refreshed.model_copy(update={"observer": "pulumi-refresh-preview+azure-resource-manager",
-                                            "items": [*refreshed.items, *extra]})
+        return refreshed.model_copy(
+            update={"observer": "pulumi-refresh-preview+azure-resource-manager", "items": [*refreshed.items, *extra]}
+        )
 
 
-def observer_for(runner: RunnerName, target_kind: TargetKind, *, inventory: InventorySettings,
-                 iac: IaCSettings) -> Observer:
+def observer_for(
+    runner: RunnerName, target_kind: TargetKind, *, inventory: InventorySettings, iac: IaCSettings
+) -> Observer:
     if runner is RunnerName.EMBEDDED:
         return EmbeddedObserver(timeout_seconds=inventory.target_timeout_seconds)
     refresh = PulumiRefreshObserver(iac.pulumi_backend_url, iac.pulumi_work_root)
