@@ -276,15 +276,17 @@ class ManagementApi:
         return problem(501, "Not Implemented", "rewind is not supported by the local Durable engine")
 
     async def unknown(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+        # The webhook path, also for a call that came by the RPC alias (whose path holds the key: never echoed).
+        path = f"/{WEBHOOK_PREFIX}/{params.get('rest', '')}"
         for template, methods, _ in self._routes()[:-1]:
-            if methods and _matches(template, request.path):
+            if methods and _matches(template, path):
                 return problem(
                     405,
                     "Method Not Allowed",
-                    f"{request.method} is not allowed on {request.path}",
+                    f"{request.method} is not allowed on {path}",
                     {"Allow": ", ".join(methods)},
                 )
-        return problem(404, "Not Found", f"no Durable management endpoint at {request.path}")
+        return problem(404, "Not Found", f"no Durable management endpoint at {path}")
 
     async def _instance(
         self, request: web.Request, params: dict[str, str]

@@ -30,3 +30,12 @@ def test_the_durable_webhooks_want_the_system_key_and_its_status_urls_carry_it(d
 
     assert "code=" in status_url
     assert requests.get(status_url, timeout=30).status_code in (200, 202)
+
+
+def test_an_unknown_path_under_a_valid_rpc_key_is_a_404_that_does_not_echo_the_key(durable):
+    key = durable.host.master_key
+
+    answer = requests.get(durable.host.url(f"runtime/rpc/{key}/no/such/endpoint"), timeout=30)
+
+    assert answer.status_code == 404
+    assert key not in answer.text
