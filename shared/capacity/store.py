@@ -11,10 +11,9 @@ import queue
 import random
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from azure.data.tables import TableClient
 
@@ -23,6 +22,7 @@ from shared.capacity.settings import CapacitySettings
 from shared.events.cloudevents import CloudEvent, NewEvent
 from shared.events.outbox import Outbox, outbox_for
 from shared.logs import app_logger
+from shared.lru_cache import LruCache as LruCache  # the capacity modules' remembered rows
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import query_rows
 from shared.storage.conditional import submit_batch as submit_batch  # the storage adapters' one batch
@@ -30,8 +30,6 @@ from shared.storage.conditional import submit_batch as submit_batch  # the stora
 log = app_logger("capacity")
 # The capacity modules' name for the storage adapters' one query (shared.storage.conditional.query_rows).
 query = query_rows
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -61,33 +59,6 @@ def jittered_pause(attempt: int, cap_seconds: float = 0.05) -> None:
     """After a lost race: sleep a random time up to an exponentially growing cap ("full jitter"),
     so that contenders spread out instead of colliding again in step."""
     time.sleep(random.uniform(0, min(cap_seconds, 0.002 * 2**attempt)))
-
-
-class LruCache(Generic[K, V]):
-    """A small thread-safe least-recently-used map (per process)."""
-
-    def __init__(self, capacity: int) -> None:
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._capacity = capacity
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
-
-    def forget(self, key: K) -> None:
-        with self._lock:
-            self._items.pop(key, None)
 
 
 class _BackgroundDispatch:

@@ -46,13 +46,11 @@ touches its stream's marker at most once a minute, well inside that while.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceModifiedError, ResourceNotFoundError
@@ -62,6 +60,7 @@ from azure.storage.queue import QueueClient
 from shared.errors import ConcurrencyConflict, RuntimeCloudError
 from shared.events.cloudevents import CloudEvent, NewEvent
 from shared.logs import app_logger
+from shared.lru_cache import LruCache
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import read_row, submit_batch
 from shared.storage.resources import OUTBOX_SUBSCRIBERS
@@ -81,8 +80,6 @@ _OUTBOX_END = "~outbox}"  # the character after "|": an exclusive upper bound fo
 MAX_EVENT_BYTES = 32 * 1024
 
 TransactionOperation = tuple[Any, ...]
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 class EventTooLarge(RuntimeCloudError):
@@ -302,34 +299,10 @@ class Outbox:
         return submit_batch(self._table, batch)
 
 
-class _Remembered(Generic[K, V]):
-    """A small thread-safe map with a size bound (oldest out first), per process."""
-
-    def __init__(self, capacity: int) -> None:
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._capacity = capacity
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            return self._items.get(key)
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
-
-    def forget(self, key: K) -> None:
-        with self._lock:
-            self._items.pop(key, None)
-
-
 # Per stream: the sequence row's number and ETag as this process's last commit left them; and when
 # this process last touched the stream's pending marker.
-_sequences: _Remembered[tuple[str, str], tuple[int, str]] = _Remembered(20_000)
-_marked: _Remembered[tuple[str, str, str], float] = _Remembered(20_000)
+_sequences: LruCache[tuple[str, str], tuple[int, str]] = LruCache(20_000)
+_marked: LruCache[tuple[str, str, str], float] = LruCache(20_000)
 
 
 def _check_size(event: CloudEvent) -> None:
