@@ -13,26 +13,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from devhost.tokens import ensure_signing_key, mint_token
+from tests.support.claims import claims
 
 HEALTH = "runtime-cloud/health"
 SCOPE = ["factory.health.read"]
-
-
-def claims(**overrides):
-    now = int(time.time())
-    base = {
-        "iss": "runtime-cloud-local-issuer",
-        "aud": "api://runtime-cloud",
-        "sub": "c",
-        "azp": "c",
-        "tid": "tenant-a",
-        "scp": "factory.health.read",
-        "iat": now,
-        "nbf": now,
-        "exp": now + 600,
-    }
-    base.update(overrides)
-    return base
 
 
 def assert_unauthorized(answer, reason: str, challenge_error: str | None = "invalid_token"):

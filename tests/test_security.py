@@ -18,28 +18,12 @@ import jwt
 import pytest
 
 from devhost.tokens import ensure_signing_key
+from tests.support.claims import claims
 
 HEALTH = "runtime-cloud/health"
 SPECIFICATIONS = "runtime-cloud/specifications"
 PROBLEM = "urn:runtime-cloud:problem:"
 WRITE = ["factory.runtime.write", "factory.runtime.read"]
-
-
-def claims(**overrides: Any) -> dict[str, Any]:
-    now = int(time.time())
-    base = {
-        "iss": "runtime-cloud-local-issuer",
-        "aud": "api://runtime-cloud",
-        "sub": "c",
-        "azp": "c",
-        "tid": "tenant-a",
-        "scp": "factory.health.read",
-        "iat": now,
-        "nbf": now,
-        "exp": now + 600,
-    }
-    base.update(overrides)
-    return base
 
 
 def signed(key_dir, payload: dict[str, Any], **headers: Any) -> str:

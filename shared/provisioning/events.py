@@ -9,6 +9,16 @@ from shared.provisioning.runs import FailureReason, Run
 MAX_DETAIL = 2000  # a failure's detail can list many fields; the event stays small
 
 
+def _run_fields(run: Run) -> dict[str, str | None]:
+    """What every run event says about its run."""
+    return {
+        "run_id": run.id,
+        "promotion_id": run.idempotency_key,
+        "environment": run.environment,
+        "specification_digest": run.specification_digest,
+    }
+
+
 def _subject(run: Run) -> str:
     return f"environments/{run.environment}/runs/{run.id}"
 
@@ -38,10 +48,7 @@ def provisioning_applied(run: Run, outputs: OutputsReference) -> NewEvent:
         _subject(run),
         run.tenant,
         {
-            "run_id": run.id,
-            "promotion_id": run.idempotency_key,
-            "environment": run.environment,
-            "specification_digest": run.specification_digest,
+            **_run_fields(run),
             "plan_digest": run.plan_digest,
             "apply_receipt_digest": run.apply_receipt_digest,
             "counts": run.plan_counts,
@@ -56,10 +63,7 @@ def provisioning_failed(run: Run, reason: FailureReason, detail: str) -> NewEven
         _subject(run),
         run.tenant,
         {
-            "run_id": run.id,
-            "promotion_id": run.idempotency_key,
-            "environment": run.environment,
-            "specification_digest": run.specification_digest,
+            **_run_fields(run),
             "reason": reason.value,
             "detail": detail if len(detail) <= MAX_DETAIL else detail[:MAX_DETAIL] + "... (truncated; see the run)",
             "apply_receipt_digest": run.apply_receipt_digest,
