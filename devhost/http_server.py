@@ -171,11 +171,9 @@ class HttpFrontDoor:
     async def _host_endpoint(self, request: web.Request, path: str) -> web.StreamResponse | None:
         """The answer of a host endpoint, or None when ``path`` is none of theirs."""
         key = presented_key(request.headers, request.query)
-        aliased = False
         for alias in self._aliases:
             if (resolved := alias.resolve(path)) is not None:
                 key, path = resolved
-                aliased = True
                 if not alias.accepts(key):
                     return key_required()
         for endpoint in self._host_endpoints:
@@ -189,8 +187,6 @@ class HttpFrontDoor:
             except Exception:
                 log.exception("host endpoint %s failed", path)
                 return problem(500, "Internal Server Error", "the host endpoint failed; see the host log")
-        if aliased:  # answered here, so that the key in the path is not echoed as an unknown route
-            return problem(404, "Not Found", "no host endpoint answers this path")
         return None
 
     async def _read_body(self, request: web.Request) -> bytes | None:

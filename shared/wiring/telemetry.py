@@ -11,6 +11,7 @@ lease, so counting valid rows is exact).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from shared import telemetry
@@ -112,15 +113,29 @@ def _open_findings() -> Iterable[Reading]:
 
 def _pool_readings(*, utilization: bool) -> Iterable[Reading]:
     """Per pool, the leases its slot rows hold now, or that over the pool's size."""
+    return [
+        (held / size if utilization and size else float(held), {"pool": pool_id})
+        for pool_id, held, size in _pool_holdings()
+    ]
+
+
+_holdings: tuple[float, list[tuple[str, int, int]]] | None = None  # (when read, per pool: id, held, size)
+HOLDINGS_REUSE_SECONDS = 10.0  # both pool gauges are collected in one export: read the slot rows once for both
+
+
+def _pool_holdings() -> list[tuple[str, int, int]]:
+    global _holdings
+    if _holdings is not None and time.monotonic() - _holdings[0] < HOLDINGS_REUSE_SECONDS:
+        return _holdings[1]
     from shared.capacity.pools import list_pools
     from shared.capacity.slots import read_pool_slots
     from shared.clock import now
     from shared.wiring.capacity import store
 
     capacity, moment = store(), now()
-    readings = []
-    for pool in list_pools(capacity):
-        held = sum(1 for slot in read_pool_slots(capacity, pool) if slot.valid_at(moment))
-        value = held / pool.size if utilization and pool.size else float(held)
-        readings.append((float(value), {"pool": pool.id}))
-    return readings
+    holdings = [
+        (pool.id, sum(1 for slot in read_pool_slots(capacity, pool) if slot.valid_at(moment)), pool.size)
+        for pool in list_pools(capacity)
+    ]
+    _holdings = (time.monotonic(), holdings)
+    return holdings
