@@ -6,12 +6,14 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from functions import blueprints_for
+from shared.http.endpoint import configure_authentication
 from shared.settings import get_settings
 from shared.storage.bootstrap import prepare_store
 from shared.wiring.telemetry import configure_telemetry
 
 settings = get_settings()  # invalid settings stop the host here, naming the setting
 configure_telemetry(settings)  # OpenTelemetry: Application Insights, OTLP JSON lines locally, or off
+configure_authentication(settings.runtime_cloud.auth)  # every HTTP function checks bearer tokens against it
 prepare_store()
 
 app = df.DFApp(http_auth_level=func.AuthLevel.ANONYMOUS)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from devhost.durable import DurableExtension
 from devhost.host import HostExtension
+from devhost.runner_jobs import RunnerJobScaler
 
 
 def default_extensions() -> list[HostExtension]:
-    return [DurableExtension()]
+    return [DurableExtension(), RunnerJobScaler()]

@@ -17,6 +17,7 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from shared.auth import Caller, Role, Scope
+from shared.autoscaling.ownership import refuse_resize_by_hand
 from shared.capacity import editions, pools
 from shared.capacity.errors import (
     CapacityUnavailable,
@@ -164,6 +165,8 @@ def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> object:
 def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
     pool_id = _valid_name(req.route_params["id"], POOL_ID, "/id")
     spec = parse_model(req, PoolSpec)
+    if "provisioning" in get_settings().runtime_cloud.host.enabled_modules:  # autoscaling is deployed
+        refuse_resize_by_hand(wiring.store(), pool_id, spec.size)  # 409 while a policy owns the size
     with capacity_problems():
         pool, created = pools.put_pool(wiring.store(), pool_id, spec)
     view = pools.pool_view(wiring.store(), pool, utcnow())

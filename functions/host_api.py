@@ -11,13 +11,13 @@ import azure.functions as func
 import shared
 from functions import blueprints_for
 from shared.auth import Caller, Scope
-from shared.health import check_health
+from shared.health import health_answer
 from shared.http.endpoint import endpoint
 from shared.http.openapi import build_document
-from shared.http.responses import json_response
 from shared.http.views.host import OPENAPI_DOCUMENT, HealthView, TargetsView
 from shared.iac.runner_info import describe_runner
 from shared.settings import get_settings
+from shared.wiring import health
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 
@@ -33,9 +33,14 @@ API_DESCRIPTION = (
 )
 def runtime_cloud_health(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     """RuntimeCloudHealth: liveness, readiness and each dependency's status."""
-    report = check_health(get_settings())
-    headers = {} if report.ready else {"Retry-After": "10"}
-    return json_response(report.as_dict(), status=200 if report.ready else 503, headers=headers)
+    answer = health_answer(health.sections())  # the round's JSON, encoded once for every caller it answers
+    return func.HttpResponse(
+        body=answer.body,
+        status_code=200 if answer.ready else 503,
+        headers={} if answer.ready else {"Retry-After": "10"},
+        mimetype="application/json",
+        charset="utf-8",
+    )
 
 
 @bp.route(route="runtime-cloud/meta/targets", methods=["GET"])

@@ -8,9 +8,11 @@ accepting or rejecting a proposal ``factory.runtime.write`` and the role
 finding or proposal answers 404.
 
 Timers: ``inventory_scan`` scans every environment on
-``RuntimeCloud:Inventory:ScanSchedule`` (default every 15 minutes; read when
-the app is indexed), ``inventory_purge`` purges after 13 months, daily.
-``inventory_inbox`` consumes provisioning's events.
+``RuntimeCloud:Inventory:ScanSchedule`` (default every 15 minutes; a change
+takes effect at the next start), ``inventory_purge`` purges what is older than
+``FindingRetentionDays`` (13 months by default) on ``PurgeSchedule`` (daily by
+default); see :mod:`shared.inventory.settings`. ``inventory_inbox`` consumes
+provisioning's events.
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ async def inventory_scan_now(
     environment = req.route_params["environment"]
     scan_id = await start_scan(client, caller.tenant, environment)
     wait = get_settings().runtime_cloud.inventory.scan_wait_seconds
-    scan = await wait_for_scan(client, caller.tenant, environment, scan_id, wait)
+    scan = await wait_for_scan(client, caller.tenant, environment, scan_id=scan_id, wait_seconds=wait)
     if scan is None:
         running = ScanState(scan_id, environment, "running")
         return JsonResult(
@@ -125,7 +127,7 @@ async def inventory_get_scan(
 ) -> JsonResult:
     """A scan started by ``POST .../scan``: ``running`` (with ``Retry-After``), ``completed`` with its
     ``outcome``, ``refused`` or ``failed``. Another tenant's scan is not found."""
-    scan = await read_scan(client, caller.tenant, req.route_params["environment"], req.route_params["scan_id"])
+    scan = await read_scan(client, caller.tenant, req.route_params["environment"], scan_id=req.route_params["scan_id"])
     if scan is None:
         raise NotFound("scan")
     return JsonResult(scan.public_view(), headers={"Retry-After": "5"} if scan.state == "running" else {})
@@ -134,7 +136,7 @@ async def inventory_get_scan(
 @bp.route(route="runtime-cloud/environments/{environment}/findings", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=FindingsQuery, responses={200: FindingList})
 def inventory_list_findings(req: func.HttpRequest, caller: Caller) -> dict:
-    return wiring.views().findings(caller.tenant, req.route_params["environment"], req.params.get("state"))
+    return wiring.views().findings(caller.tenant, req.route_params["environment"], state=req.params.get("state"))
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/findings/{finding_id}", methods=["GET"])
@@ -162,7 +164,9 @@ def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller) -> dict:
 )
 def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller) -> JsonResult:
     environment = req.route_params["environment"]
-    rule = wiring.rule_book().create(caller.tenant, environment, parse_model(req, NewIgnoreRule), caller.principal)
+    rule = wiring.rule_book().create(
+        caller.tenant, environment, parse_model(req, NewIgnoreRule), author=caller.principal
+    )
     location = f"/runtime-cloud/environments/{environment}/ignore-rules/{rule.id}"
     return JsonResult(rule.public_view(datetime.now(UTC)), status=201, headers={"Location": location})
 
@@ -180,7 +184,9 @@ def inventory_delete_ignore_rule(req: func.HttpRequest, caller: Caller) -> func.
 @bp.route(route="runtime-cloud/proposals", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=ProposalsQuery, responses={200: ProposalList}, problems=(404,))
 def inventory_list_proposals(req: func.HttpRequest, caller: Caller) -> dict:
-    return wiring.views().proposals(caller.tenant, req.params.get("environment"), req.params.get("state"))
+    return wiring.views().proposals(
+        caller.tenant, environment=req.params.get("environment"), state=req.params.get("state")
+    )
 
 
 @bp.route(route="runtime-cloud/proposals/{id}", methods=["GET"])
@@ -206,7 +212,12 @@ async def inventory_accept_proposal(
     body = parse_model(req, AcceptBody)
     # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
     accepted = await to_thread(
-        wiring.decisions().accept, caller.tenant, req.route_params["id"], body, caller.principal, caller.client_id
+        wiring.decisions().accept,
+        caller.tenant,
+        req.route_params["id"],
+        body,
+        operator=caller.principal,
+        client=caller.client_id,
     )
     view = accepted.proposal.public_view()
     if accepted.run is not None:
@@ -224,7 +235,7 @@ def inventory_reject_proposal(req: func.HttpRequest, caller: Caller) -> dict:
     body = parse_model(req, RejectBody)
     return (
         wiring.decisions()
-        .reject(caller.tenant, req.route_params["id"], body, caller.principal, caller.client_id)
+        .reject(caller.tenant, req.route_params["id"], body, operator=caller.principal, client=caller.client_id)
         .public_view()
     )
 
@@ -237,9 +248,11 @@ def inventory_scan(timer: func.TimerRequest) -> None:
     """Scan every environment with applied state; one environment's failure never stops the others."""
     scanner = wiring.scanner()
     counts = {"fresh": 0, "stale": 0, "skipped": 0}
-    for tenant, environment in wiring.scan_targets():
+    environments = wiring.scan_targets()
+    shared = scanner.tick_reads(environments)  # one listing per target account for the whole tick
+    for tenant, environment in environments:
         try:
-            outcome = scanner.scan(tenant, environment)
+            outcome = scanner.scan(tenant, environment, shared)
             counts["stale" if outcome.error else "fresh"] += 1
         except (ScanInProgress, NotFound):  # another scan has it; or known only from events, not (yet) declared
             counts["skipped"] += 1
@@ -248,7 +261,7 @@ def inventory_scan(timer: func.TimerRequest) -> None:
             log.exception(
                 "scan of %s/%s failed", tenant, environment, extra=ids(tenant=tenant, environment=environment)
             )
-    log.info("inventory scan: %s", counts)
+    log.info("inventory scan: %s (%d account listing(s))", counts, shared.listed)
 
 
 @bp.timer_trigger(arg_name="timer", schedule=PURGE_SCHEDULE)

@@ -106,7 +106,7 @@ async def start_scan(client: df.DurableOrchestrationClient, tenant: str, environ
 
 
 async def read_scan(
-    client: df.DurableOrchestrationClient, tenant: str, environment: str, scan_id: str
+    client: df.DurableOrchestrationClient, tenant: str, environment: str, *, scan_id: str
 ) -> ScanState | None:
     """The scan, or None when this tenant's environment has no scan by that id."""
     if not SCAN_ID.fullmatch(scan_id):
@@ -135,13 +135,13 @@ async def read_scan(
 
 
 async def wait_for_scan(
-    client: df.DurableOrchestrationClient, tenant: str, environment: str, scan_id: str, wait_seconds: float
+    client: df.DurableOrchestrationClient, tenant: str, environment: str, *, scan_id: str, wait_seconds: float
 ) -> ScanState | None:
     """The scan once it ended, or None if it still runs after ``wait_seconds``."""
     deadline = time.monotonic() + wait_seconds
     interval = 0.05
     while time.monotonic() < deadline:
-        state = await read_scan(client, tenant, environment, scan_id)
+        state = await read_scan(client, tenant, environment, scan_id=scan_id)
         if state is not None and state.state != "running":
             return state
         await asyncio.sleep(min(interval, max(0.0, deadline - time.monotonic())))

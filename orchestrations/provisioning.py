@@ -4,6 +4,18 @@ The orchestrator is deterministic: it decides only from its input and from
 activity results (which the history replays); every side effect is an
 activity in ``shared.provisioning.lifecycle``, each idempotent. The instance
 id is the run id, so a run has at most one orchestration.
+
+Plan and apply run in **runner jobs** (``shared.provisioning.runner_jobs``):
+``provisioning_start_job`` launches one and answers its ticket; the
+orchestration then waits for the job's completion notice or its check timer,
+whichever comes first, and calls the step with the ticket, which reads the
+job's row (the truth: the notice only wakes) and answers ``waiting`` until the
+job finished. A dead job is launched again as a new attempt up to the
+ticket's ``max_attempts``; after that the step is called with the ticket
+marked ``dead`` and fails the run with a receipt. No
+activity holds a long apply: each one is a few storage calls. With jobs off
+(``RuntimeCloud:IaC:JobLauncher=in-process``) the ticket is empty and the
+steps run the runner in the activity, the apply in slices.
 """
 
 from __future__ import annotations
@@ -14,7 +26,14 @@ from typing import Any
 
 import azure.durable_functions as df
 
-from orchestrations.provisioning_client import APPROVAL_DECIDED, ENVIRONMENT_CHANGED, ORCHESTRATOR, wake
+from orchestrations.provisioning_client import (
+    APPROVAL_DECIDED,
+    ENVIRONMENT_CHANGED,
+    ORCHESTRATOR,
+    RUNNER_JOB_FINISHED,
+    wake,
+)
+from shared.iac.jobs.protocol import JobKind
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
 from shared.telemetry import annotate
@@ -30,6 +49,7 @@ DECISION_DETAILS = {
     Outcome.CANCELLED: "an operator cancelled the run",
     Outcome.SUPERSEDED: "newer desired state was declared while the run awaited approval",
 }
+FIRST_JOB_CHECK_SECONDS = 0.5
 APPROVED = "approved"  # the decision that lets a run apply; every other one ends it as that outcome
 
 Steps = Generator[Any, Any, Any]
@@ -55,7 +75,7 @@ def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
         return (yield from _finish(context, run, Outcome.CANCELLED, None, "an operator cancelled the run"))
 
     context.set_custom_status("planning")
-    plan: StepAnswer = yield context.call_activity_with_retry("provisioning_plan", RETRY, run)
+    plan: StepAnswer = yield from _job_step(context, run, JobKind.PLAN, "provisioning_plan")
     planned = Outcome(plan["outcome"])
     if planned in (Outcome.FAILED, Outcome.CANCELLED):
         return (yield from _finish(context, run, planned, plan.get("reason"), plan.get("detail", "")))
@@ -67,12 +87,47 @@ def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
             return (yield from _finish(context, run, ended, None, DECISION_DETAILS[ended]))
 
     context.set_custom_status("applying")
-    result: StepAnswer = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
-    while Outcome(result["outcome"]) is Outcome.CONTINUE:  # each slice is its own activity (functionTimeout)
+    result: StepAnswer = yield from _job_step(context, run, JobKind.APPLY, "provisioning_apply")
+    while Outcome(result["outcome"]) is Outcome.CONTINUE:  # in process, each slice is its own activity
         result = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
     return (
         yield from _finish(context, run, Outcome(result["outcome"]), result.get("reason"), result.get("detail", ""))
     )
+
+
+def _job_step(context: df.DurableOrchestrationContext, run: dict[str, Any], kind: JobKind, step: str) -> Steps:
+    """The plan or apply step through its runner job: launch the job, then call the step each time the
+    job's notice or the check timer wakes the run; the step answers ``waiting`` until the job finished.
+
+    The checks back off from half a second to the ticket's ``check_seconds``: a short job whose notice is
+    slow is found soon, and a long apply costs a step call every ``check_seconds``. A dead job is launched
+    again as a new attempt, up to the ticket's ``max_attempts``; then the step is called with the ticket
+    marked ``dead`` and fails the run with a receipt."""
+    attempt = 1
+    while True:
+        job = yield context.call_activity_with_retry(
+            "provisioning_start_job", RETRY, {**run, "kind": kind.value, "attempt": attempt}
+        )
+        if not job:  # no job to wait for: the step runs (or answers) by itself
+            return (yield context.call_activity_with_retry(step, RETRY, run))
+        wait = FIRST_JOB_CHECK_SECONDS
+        while True:
+            wait = min(float(job["check_seconds"]), wait)
+            timer = context.create_timer(context.current_utc_datetime + timedelta(seconds=wait))
+            finished = context.wait_for_external_event(RUNNER_JOB_FINISHED)
+            winner = yield context.task_any([finished, timer])
+            if winner == finished:
+                timer.cancel()
+            wait *= 2
+            answer: StepAnswer = yield context.call_activity_with_retry(step, RETRY, {**run, "job": job})
+            if Outcome(answer["outcome"]) is not Outcome.WAITING:
+                return answer
+            if answer.get("job_state") == "dead":
+                break
+        if attempt >= int(job["max_attempts"]):
+            dead = {**job, "dead": answer.get("detail", "the job stopped reporting")}
+            return (yield context.call_activity_with_retry(step, RETRY, {**run, "job": dead}))
+        attempt += 1
 
 
 def _wait_for_environment(context: df.DurableOrchestrationContext, run: dict[str, Any]) -> Steps:
@@ -139,7 +194,12 @@ def provisioning_claim_environment(run: dict) -> str:
 
 @bp.activity_trigger(input_name="run", activity="provisioning_plan")
 def provisioning_plan(run: dict) -> StepAnswer:
-    return steps().plan(_ref(run))
+    return steps().plan(_ref(run), run.get("job") or None)
+
+
+@bp.activity_trigger(input_name="request", activity="provisioning_start_job")
+def provisioning_start_job(request: dict) -> dict:
+    return dict(steps().start_job(_ref(request), JobKind(request["kind"]), int(request["attempt"])))
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_await_approval")
@@ -154,7 +214,7 @@ def provisioning_decision(run: dict) -> str | None:
 
 @bp.activity_trigger(input_name="run", activity="provisioning_apply")
 def provisioning_apply(run: dict) -> StepAnswer:
-    return steps().apply(_ref(run))
+    return steps().apply(_ref(run), run.get("job") or None)
 
 
 @bp.activity_trigger(input_name="request", activity="provisioning_finish")

@@ -24,6 +24,7 @@ log = app_logger("provisioning")
 ORCHESTRATOR = "provisioning_run"
 ENVIRONMENT_CHANGED = "environment-changed"
 APPROVAL_DECIDED = "approval-decided"
+RUNNER_JOB_FINISHED = "runner-job-finished"  # a runner job's completion notice; the job's row is the truth
 
 
 async def ensure_started(client: df.DurableOrchestrationClient, run: Run) -> None:
@@ -70,3 +71,11 @@ async def notify_decision(client: df.DurableOrchestrationClient, run_id: str) ->
         await client.raise_event(run_id, APPROVAL_DECIDED, {})
     except Exception as error:  # noqa: BLE001 - the decision is recorded; the approval timer re-reads it
         log.warning("could not signal run %s: %s", run_id, error, extra=ids(run=run_id))
+
+
+async def notify_job_finished(client: df.DurableOrchestrationClient, run_id: str, job_id: str) -> None:
+    """Wake the run waiting for its runner job (a run that is gone or not waiting: its check timer covers it)."""
+    try:
+        await client.raise_event(run_id, RUNNER_JOB_FINISHED, {"job_id": job_id})
+    except Exception as error:  # noqa: BLE001 - the job's row says finished; the run's next check reads it
+        log.info("could not wake run %s for job %s: %s", run_id, job_id, error, extra=ids(run=run_id))

@@ -15,6 +15,10 @@ class InvalidSettings(RuntimeCloudError):
     """A setting is missing or malformed; the host must not start."""
 
 
+class NotConfigured(RuntimeCloudError):
+    """A component was used before the app handed it its settings section (a wiring mistake, not input)."""
+
+
 class StoreError(RuntimeCloudError):
     """Base of storage errors that the domain can act on."""
 

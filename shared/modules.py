@@ -21,8 +21,8 @@ class ModuleSpec:
 KNOWN_MODULES: dict[str, ModuleSpec] = {
     "provisioning": ModuleSpec(
         name="provisioning",
-        summary="desired state, plan -> approve -> apply runs, receipts",
-        inbound_queues=("promotions", "approvals"),
+        summary="desired state, plan -> approve -> apply runs, receipts, GitOps reconciler",
+        inbound_queues=("promotions", "approvals", "gitops-sync"),
     ),
     "inventory": ModuleSpec(
         name="inventory",

@@ -14,11 +14,15 @@ Defaults (the README's Settings table lists the same):
 - ``RuntimeCloud:Targets``: none (a JSON array of targets)
 - ``RuntimeCloud:Auth:*``: see :class:`shared.host_settings.AuthSettings`
 - ``RuntimeCloud:ConfigPlatform:Url``: not configured
-- ``RuntimeCloud:Health:ProbeTimeoutSeconds``: ``3``
+- ``RuntimeCloud:Health:ProbeTimeoutSeconds``: ``3``; ``CacheSeconds``: ``1``
 - ``RuntimeCloud:Capacity:*``: see :class:`shared.capacity.settings.CapacitySettings`
+- ``RuntimeCloud:Autoscaling:*``: see :class:`shared.autoscaling.settings.AutoscalingSettings`
 - ``RuntimeCloud:Provisioning:*``: see :class:`shared.provisioning.settings.ProvisioningSettings`
 - ``RuntimeCloud:Inventory:*``: see :class:`shared.inventory.settings.InventorySettings`
+- ``RuntimeCloud:Policy:*``: see :class:`shared.policy.settings.PolicySettings` (the policy gate; off by default)
+- ``RuntimeCloud:GitOps:*``: see :class:`shared.gitops.settings.GitOpsSettings`
 - ``RuntimeCloud:Outbox:DispatchSchedule`` / ``PurgeSchedule``: ``*/15 * * * * *`` / ``0 30 3 * * *``
+- ``RuntimeCloud:Backup:*``: see :class:`shared.backup.settings.BackupSettings`
 - ``RuntimeCloud:Durable:HistoryRetentionDays``: ``30``; ``PurgeSchedule``: ``0 0 5 * * *``
 - Every ``...Schedule`` is a 6-field NCRONTAB expression (seconds first), checked
   when the settings are read; a timer declares it as a ``%...%`` reference (see
@@ -42,8 +46,11 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shared.autoscaling.settings import AutoscalingSettings
+from shared.backup.settings import BackupSettings
 from shared.capacity.settings import CapacitySettings
 from shared.errors import InvalidSettings
+from shared.gitops.settings import GitOpsSettings
 from shared.host_settings import (
     AuthSettings,
     ConfigPlatformSettings,
@@ -56,6 +63,7 @@ from shared.host_settings import (
 )
 from shared.iac.settings import IaCSettings
 from shared.inventory.settings import InventorySettings
+from shared.policy.settings import PolicySettings
 from shared.provisioning.settings import ProvisioningSettings
 from shared.settings_section import Section
 from shared.storage.connection import read_connection
@@ -72,10 +80,14 @@ class RuntimeCloudSection(Section):
     config_platform: ConfigPlatformSettings = Field(default_factory=ConfigPlatformSettings, alias="ConfigPlatform")
     health: HealthSettings = Field(default_factory=HealthSettings, alias="Health")
     capacity: CapacitySettings = Field(default_factory=CapacitySettings, alias="Capacity")
+    autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings, alias="Autoscaling")
     provisioning: ProvisioningSettings = Field(default_factory=ProvisioningSettings, alias="Provisioning")
     inventory: InventorySettings = Field(default_factory=InventorySettings, alias="Inventory")
+    policy: PolicySettings = Field(default_factory=PolicySettings, alias="Policy")
+    gitops: GitOpsSettings = Field(default_factory=GitOpsSettings, alias="GitOps")
     outbox: OutboxSettings = Field(default_factory=OutboxSettings, alias="Outbox")
     durable: DurableSection = Field(default_factory=DurableSection, alias="Durable")
+    backup: BackupSettings = Field(default_factory=BackupSettings, alias="Backup")
 
     @field_validator("targets")
     @classmethod

@@ -87,6 +87,13 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         # Tests run the reconciler through the admin endpoint; on a timer it would reach
         # runs that other test hosts (with other task hubs) are running.
         "RuntimeCloud__Provisioning__ReconcileSchedule": "0 0 0 1 1 *",
+        # The GitOps poll too (tests/gitops/ run it through the admin endpoint); and the installation's
+        # webhook secret, by reference (tests/gitops/helpers.py signs with the same value).
+        "RuntimeCloud__GitOps__PollSchedule": "0 0 0 1 1 *",
+        # The autoscaler's timer too (tests/autoscaling/ evaluate through the API or the admin endpoint):
+        # every host would evaluate every test's pools, between a test's own steps.
+        "RuntimeCloud__Autoscaling__EvaluateSchedule": "0 0 0 1 1 *",
+        "RuntimeCloudGitOps__WebhookSecret": "test-webhook-secret-0123456789abcdef",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
         # Each host its own Durable task hub, so hosts sharing the test Azurite do not share work.
         "AzureFunctionsJobHost__extensions__durableTask__hubName": f"Test{uuid.uuid4().hex[:12]}",

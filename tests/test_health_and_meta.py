@@ -37,7 +37,12 @@ def test_health_reports_every_dependency_with_status_and_latency(runtime_host, m
     assert checks["target.unreachable-storage"]["required"] is False
     assert "not configured" in checks["config-platform"]["detail"]
     lag = {(entry["module"], entry["queue"]): entry for entry in document["inbox_lag"]}
-    assert set(lag) == {("provisioning", "promotions"), ("provisioning", "approvals"), ("inventory", "inventory-inbox")}
+    assert set(lag) == {
+        ("provisioning", "promotions"),
+        ("provisioning", "approvals"),
+        ("provisioning", "gitops-sync"),
+        ("inventory", "inventory-inbox"),
+    }
     assert all(entry["lag_seconds"] is not None for entry in lag.values())
 
 

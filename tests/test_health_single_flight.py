@@ -10,19 +10,18 @@ from typing import Any, cast
 import pytest
 
 import shared.health as health
-from shared.settings import Settings
+from shared.health.sections import HealthSections
 
 
-def settings_with(cache_seconds: float) -> Settings:
-    section = SimpleNamespace(health=SimpleNamespace(cache_seconds=cache_seconds))
-    return cast(Settings, SimpleNamespace(runtime_cloud=section))
+def settings_with(cache_seconds: float) -> HealthSections:
+    return cast(HealthSections, SimpleNamespace(health=SimpleNamespace(cache_seconds=cache_seconds)))
 
 
 @pytest.fixture
 def probes(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     state: dict[str, Any] = {"rounds": 0, "gate": threading.Event()}
 
-    def probe_all(settings: Settings) -> health.HealthReport:
+    def probe_all(sections: HealthSections) -> health.HealthReport:
         state["rounds"] += 1
         assert state["gate"].wait(10)
         return health.HealthReport("runtime-cloud", "0", health.HEALTHY, True, checked_at=str(state["rounds"]))
@@ -64,7 +63,7 @@ def test_a_finished_round_answers_for_the_cache_time(probes: dict[str, Any]) -> 
 def test_a_failed_round_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
 
-    def failing(settings: Settings) -> health.HealthReport:
+    def failing(sections: HealthSections) -> health.HealthReport:
         calls.append(1)
         raise RuntimeError("probe broke")
 

@@ -42,6 +42,7 @@ APP_ROOT = {
     "functions",
     "orchestrations",
     "shared",
+    "policies",  # the sample policy bundle tree: RuntimeCloud__Policy__Directory=policies reads it in Azure
 }
 APP_PACKAGES = ("functions", "orchestrations", "shared")
 # The app's own top-level modules: imports of these are not third-party.

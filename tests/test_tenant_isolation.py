@@ -14,6 +14,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -38,7 +39,8 @@ class Case:
     """How B calls a route on A's objects, and what B must get.
 
     ``expect``: ``not-found`` (404, the same problem as for an id that never
-    existed), ``admin-only`` (403), ``listed`` (200, A's objects left out) or
+    existed), ``as-stranger`` (whatever the answer, the same as for an id that
+    never existed), ``admin-only`` (403), ``listed`` (200, A's objects left out) or
     ``global`` (200: the host's own, not any tenant's). ``query`` and ``body``
     make the call; a callable gets A's objects.
     """
@@ -54,6 +56,11 @@ ADMIN_ONLY = Case("admin-only")
 LISTED = Case("listed")
 GLOBAL = Case("global")
 PLAN_DIGEST = {"plan_digest": "0" * 64}
+
+
+def _in_a_day() -> str:
+    return (datetime.now(UTC) + timedelta(days=1)).isoformat()
+
 
 MATRIX: dict[str, Case] = {
     "GET /runtime-cloud/health": GLOBAL,
@@ -82,15 +89,44 @@ MATRIX: dict[str, Case] = {
         "not-found", body=lambda a: {"resource": "queue/anything", "reason": "hide A's drift"}
     ),
     "DELETE /runtime-cloud/environments/{environment}/ignore-rules/{rule_id}": NOT_FOUND,
+    # the policy gate: B's dry run of its own specification holds nothing of A's
+    "GET /runtime-cloud/environments/{environment}/policy": NOT_FOUND,
+    "POST /runtime-cloud/policy/dry-run": Case(
+        "listed", body=lambda a: {"specification": specification(unique("iso-b"))}
+    ),
+    "GET /runtime-cloud/environments/{environment}/policy/exceptions": NOT_FOUND,
+    "POST /runtime-cloud/environments/{environment}/policy/exceptions": Case(
+        "not-found",
+        body=lambda a: {"rule": "change-cap", "resource": "*", "reason": "let B through", "expires_at": _in_a_day()},
+    ),
+    "GET /runtime-cloud/environments/{environment}/policy/exceptions/{exception_id}": NOT_FOUND,
+    "DELETE /runtime-cloud/environments/{environment}/policy/exceptions/{exception_id}": NOT_FOUND,
     "GET /runtime-cloud/proposals": Case("listed", query=lambda a: {"state": "open"}),
     "GET /runtime-cloud/proposals/{id}": NOT_FOUND,
     "POST /runtime-cloud/proposals/{id}/accept": Case("not-found", body=lambda a: {"option": "accept"}),
     "POST /runtime-cloud/proposals/{id}/reject": Case("not-found", body=lambda a: {"reason": "not mine"}),
+    # GitOps (tests/gitops/test_webhooks_and_bindings.py binds for real and checks another tenant there)
+    "PUT /runtime-cloud/environments/{environment}/gitops": Case(
+        "as-stranger", body=lambda a: {"repository": "/not/allowed", "path": "env.yaml", "branch": "main"}
+    ),
+    "GET /runtime-cloud/environments/{environment}/gitops": NOT_FOUND,
+    "DELETE /runtime-cloud/environments/{environment}/gitops": NOT_FOUND,
+    "GET /runtime-cloud/environments/{environment}/gitops/status": NOT_FOUND,
+    "POST /runtime-cloud/environments/{environment}/gitops/suspend": NOT_FOUND,
+    "POST /runtime-cloud/environments/{environment}/gitops/resume": NOT_FOUND,
+    "POST /runtime-cloud/environments/{environment}/gitops/sync": NOT_FOUND,
+    # no bearer token: the signature authenticates; unsigned, A's binding and none at all answer alike
+    "POST /runtime-cloud/gitops/webhooks/{tenant}/{environment}": NOT_FOUND,
     # capacity
     "GET /runtime-cloud/pools": LISTED,
     "GET /runtime-cloud/pools/{id}": NOT_FOUND,
     "PUT /runtime-cloud/pools/{id}": Case("admin-only", body=lambda a: {"kind": "sandbox", "size": 0}),
     "POST /runtime-cloud/pools/{id}/drain": ADMIN_ONLY,
+    "GET /runtime-cloud/pools/{id}/autoscaling": NOT_FOUND,
+    "PUT /runtime-cloud/pools/{id}/autoscaling": Case("admin-only", body=lambda a: {"min_slots": 0, "max_slots": 1}),
+    "GET /runtime-cloud/pools/{id}/autoscaling/decisions": NOT_FOUND,
+    "GET /runtime-cloud/pools/{id}/autoscaling/decisions/{decision}": NOT_FOUND,
+    "POST /runtime-cloud/pools/{id}/autoscaling/evaluate": ADMIN_ONLY,
     "GET /runtime-cloud/quotas": LISTED,
     "PUT /runtime-cloud/quotas/{edition}": Case("admin-only", body=lambda a: {"tenants": [a.tenant]}),
     "GET /runtime-cloud/tenants/{tenant}/usage": NOT_FOUND,
@@ -156,6 +192,10 @@ def _check(host, route: RegisteredRoute, case: Case, a: ApiObjects, token: str) 
     if case.expect == "not-found":
         stranger = _call(host, route, case, a, token, lambda name: _made_up(name, a))
         if answer.status_code != 404 or _problem(answer) != _problem(stranger):
+            problems.append(f"answers {_shown(answer)} for A's object, {_shown(stranger)} for one that never existed")
+    elif case.expect == "as-stranger":  # whatever B gets, it gets the same for an id that never existed
+        stranger = _call(host, route, case, a, token, lambda name: _made_up(name, a))
+        if (answer.status_code, _problem(answer)) != (stranger.status_code, _problem(stranger)):
             problems.append(f"answers {_shown(answer)} for A's object, {_shown(stranger)} for one that never existed")
     elif case.expect == "admin-only" and answer.status_code != 403:
         problems.append(f"answers {_shown(answer)}, not 403")

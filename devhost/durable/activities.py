@@ -9,16 +9,22 @@ has been sent to the instance, so a host killed mid-activity runs it again
 (at least once). An activity that keeps killing the host is, after
 ``MAX_DEQUEUE`` attempts, reported to its orchestration as failed instead of
 being retried forever.
+
+Work items this host's own orchestrations send arrive by local delivery (see
+``queues``) while there is room for them; the poller takes the rest, and
+those other processes or a dead host left on the queue.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from azure.functions import meta
 from azure.functions.durable_functions import ActivityTriggerConverter
 from azure.storage.queue import QueueMessage
+from azure.storage.queue.aio import QueueClient
 
 from devhost.durable import history as h
 from devhost.durable.functions import DurableFunctions
@@ -48,7 +54,9 @@ class ActivityDispatcher:
         self._functions = functions
         self._invoker = invoker
         self._running: set[asyncio.Task[None]] = set()
+        self._reserved = 0  # room claimed by a poll or a local delivery under way
         self._room_changed = asyncio.Event()
+        self.visibility = settings.work_item_visibility
 
     async def run(self) -> None:
         poller = QueuePoller(
@@ -56,17 +64,45 @@ class ActivityDispatcher:
             self._queues.work_wake,
             self._settings.work_item_visibility,
             self._settings.max_polling_interval,
-            self._room,
+            self._claim,
             self._wait_for_room,
+            self._give_back,
         )
+        self._queues.local_work = self
         try:
             await poller.run(self._received)
         finally:
+            self._queues.local_work = None
             for task in self._running:
                 task.cancel()
 
     def _room(self) -> int:
-        return max(0, self._settings.max_concurrent_activities - len(self._running))
+        return max(0, self._settings.max_concurrent_activities - len(self._running) - self._reserved)
+
+    def _claim(self) -> int:
+        """Room for a poll, claimed until its messages start (so local deliveries cannot take it meanwhile)."""
+        room = self._room()
+        self._reserved += room
+        return room
+
+    def _give_back(self, unused: int) -> None:
+        self._reserved -= unused
+        if unused:
+            self._room_changed.set()
+
+    def reserve(self) -> bool:
+        if self._room() <= 0:
+            return False
+        self._reserved += 1
+        return True
+
+    def cancel(self) -> None:
+        self._reserved -= 1
+        self._room_changed.set()
+
+    def deliver(self, queue: QueueClient, message: QueueMessage, body: dict[str, Any]) -> None:
+        self._reserved -= 1
+        self._start(WorkItem.from_json(body), HeldMessage(queue, message, self.visibility, body))
 
     async def _wait_for_room(self) -> None:
         while self._room() == 0:
@@ -74,13 +110,21 @@ class ActivityDispatcher:
             await self._room_changed.wait()
 
     async def _received(self, message: QueueMessage) -> None:
+        """A polled message (its room claimed by ``_claim`` until it starts)."""
         try:
             body = await self._queues.decode(message)
             item = WorkItem.from_json(body)
         except (ValueError, KeyError) as error:
+            self._give_back(1)
             await self._queues.to_poison(self._queues.workitems, message, str(error))
             return
-        held = HeldMessage(self._queues.workitems, message, self._settings.work_item_visibility, body)
+        except BaseException:  # the store went away reading a large payload: the message comes back
+            self._give_back(1)
+            raise
+        self._reserved -= 1
+        self._start(item, HeldMessage(self._queues.workitems, message, self.visibility, body))
+
+    def _start(self, item: WorkItem, held: HeldMessage) -> None:
         task = asyncio.create_task(self._handle(item, held), name=f"activity {item.name}")
         self._running.add(task)
         task.add_done_callback(self._finished)

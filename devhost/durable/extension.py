@@ -76,7 +76,9 @@ class DurableExtension:
             settings.max_concurrent_orchestrators,
             settings.max_concurrent_activities,
         )
-        self._orchestrations = OrchestrationDispatcher(settings, self._hub.store, self._hub.queues, self._functions)
+        self._orchestrations = OrchestrationDispatcher(
+            settings, self._hub.store, self._hub.queues, self._functions, self._hub.cache
+        )
         activities = ActivityDispatcher(settings, self._hub.queues, self._functions, self._host.invoker)
         try:
             async with asyncio.TaskGroup() as group:

@@ -239,6 +239,7 @@ class ManagementApi:
                 f"instance '{state.instance_id}' is {state.status.value} (terminate it first)",
             )
         await self._hub.store.purge(state.instance_id)
+        self._hub.cache.forget(state.instance_id)
         return web.json_response({"instancesDeleted": 1}, status=200)
 
     async def purge_many(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
@@ -254,6 +255,7 @@ class ManagementApi:
         doomed = [s.instance_id async for s in self._hub.store.query(**filters) if s.status.finished]
         for instance_id in doomed:
             await self._hub.store.purge(instance_id)
+            self._hub.cache.forget(instance_id)
         if not doomed:
             return problem(404, "Not Found", "no finished instances match")
         return web.json_response({"instancesDeleted": len(doomed)}, status=200)

@@ -3,27 +3,21 @@
 Each received message is held (kept invisible) and handed to its instance's
 session; a session handles its instance's messages one batch at a time, so an
 instance never runs two episodes at once, and at most
-``maxConcurrentOrchestratorFunctions`` episodes run together.
+``maxConcurrentOrchestratorFunctions`` episodes run together. Messages the
+host sends itself arrive by local delivery (``queues``) rather than a poll.
 
-An episode is committed in the Azure Storage provider's order, which survives
-a crash at any point:
+A batch is sorted out against the instance (``triage``), played and
+committed (``checkpoint``, which says in what order, so that a crash at any
+point is survived), and only then are its messages deleted: in the
+background, so that the instance's next batch does not wait for the deletes
+(a message whose delete is lost comes back and is recognised as applied).
 
-1. the messages the new history implies are sent (work items, timers,
-   sub-orchestration starts, the parent's notice), and the new history rows
-   are written (beyond the instance's committed length, so not yet counted);
-2. the instance row is replaced, if unchanged since read (its ETag): this is
-   the commit;
-3. the messages that caused the episode are deleted.
-
-A crash before 2 leaves the episode undone: its messages come back after the
-control queue's visibility timeout and the episode is replayed, sending the
-same tasks again (activities run at least once; results and timers are
-deduplicated by task id). A crash after 2 sends nothing again: the causing
-messages come back, are recognised as applied, and are deleted; whatever the
-dead host was holding (work items it was running) comes back after its
-visibility timeout. As the sends come first, a result can reach an instance
-before the episode that scheduled its task has committed (only after a
-crash); it waits for that commit.
+Between episodes the instance's row and history stay in memory
+(``instance_cache``): a batch is first played on the remembered copy,
+without reading the store, and the commit's write, conditional on the
+remembered ETag, is what confirms the copy. A batch that would be settled
+without a commit is confirmed by reading the row. Whenever the store does not
+confirm the copy, the batch is handled again from a fresh read.
 """
 
 from __future__ import annotations
@@ -31,8 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import uuid
-from collections import OrderedDict
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,21 +34,20 @@ from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient
 
 from devhost.durable import history as h
-from devhost.durable.episode import Execution, Outcome, Runner, play, start_trace, terminate
+from devhost.durable.checkpoint import Episodes, parent_of
 from devhost.durable.functions import DurableFunctions
 from devhost.durable.history import EventType, Record
-from devhost.durable.instances import InstanceState, ParentRef, RuntimeStatus
+from devhost.durable.instance_cache import InstanceCache
+from devhost.durable.instances import InstanceState
 from devhost.durable.outbox import Outbox
 from devhost.durable.polling import QueuePoller
 from devhost.durable.queues import ControlMessage, HeldMessage, TaskHubQueues
 from devhost.durable.settings import DurableSettings
 from devhost.durable.store import InstanceConflict, InstanceStore
 from devhost.durable.triage import Triage, spent, task_of, triage
-from devhost.tracing import host_span
 
 log = logging.getLogger("devhost.durable")
 
-CACHE_SIZE = 500
 MAX_HELD = 2000  # messages held in memory before the pollers pause
 POSTPONE_SECONDS = 1.0
 MAX_POSTPONE_SECONDS = 30.0
@@ -68,7 +60,12 @@ class _Session:
 
 class OrchestrationDispatcher:
     def __init__(
-        self, settings: DurableSettings, store: InstanceStore, queues: TaskHubQueues, functions: DurableFunctions
+        self,
+        settings: DurableSettings,
+        store: InstanceStore,
+        queues: TaskHubQueues,
+        functions: DurableFunctions,
+        cache: InstanceCache | None = None,
     ) -> None:
         self._settings = settings
         self._store = store
@@ -83,27 +80,34 @@ class OrchestrationDispatcher:
         self._tasks: set[asyncio.Task[None]] = set()
         self._held = 0
         self._room_changed = asyncio.Event()
-        self._cache: OrderedDict[str, tuple[str, list[Record]]] = OrderedDict()
+        self._cache = cache if cache is not None else InstanceCache()
+        self._episodes = Episodes(settings, store, self._outbox, functions, self._executor, self._cache)
+        self.visibility = settings.control_visibility
         # how long a result for a task its execution has not recorded may wait for that record: the
         # episode that scheduled it is replayed once its message comes back after a crash
         self._early_patience = 2 * settings.control_visibility + 30
 
     async def run(self) -> None:
-        async with asyncio.TaskGroup() as group:
-            for partition, queue in enumerate(self._queues.control):
-                poller = QueuePoller(
-                    queue,
-                    self._queues.control_wake[partition],
-                    self._settings.control_visibility,
-                    self._settings.max_polling_interval,
-                    self._room,
-                    self._wait_for_room,
-                )
-                group.create_task(poller.run(functools.partial(self._received, queue)))
+        self._queues.local_control = self
+        try:
+            async with asyncio.TaskGroup() as group:
+                for partition, queue in enumerate(self._queues.control):
+                    poller = QueuePoller(
+                        queue,
+                        self._queues.control_wake[partition],
+                        self._settings.control_visibility,
+                        self._settings.max_polling_interval,
+                        self._room,
+                        self._wait_for_room,
+                    )
+                    group.create_task(poller.run(functools.partial(self._received, queue)))
+        finally:
+            self._queues.local_control = None
 
     def shutdown(self) -> None:
         """Stop where things are: whatever was not committed is done again by the next host."""
-        for task in self._tasks:
+        self._queues.local_control = None
+        for task in list(self._tasks):
             task.cancel()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
@@ -115,15 +119,31 @@ class OrchestrationDispatcher:
             self._room_changed.clear()
             await self._room_changed.wait()
 
+    def reserve(self) -> bool:
+        if MAX_HELD - self._held <= 0:
+            return False
+        self._held += 1
+        return True
+
+    def cancel(self) -> None:
+        self._held -= 1
+        self._room_changed.set()
+
+    def deliver(self, queue: QueueClient, message: QueueMessage, body: dict[str, Any]) -> None:
+        """A message this host sent itself (see ``queues``), its room reserved."""
+        self._hold(HeldMessage(queue, message, self.visibility, body))
+
     async def _received(self, queue: QueueClient, message: QueueMessage) -> None:
         try:
             body = await self._queues.decode(message)
         except ValueError as error:
             await self._queues.to_poison(queue, message, str(error))
             return
-        held = HeldMessage(queue, message, self._settings.control_visibility, body)
         self._held += 1
-        instance_id = str(body["instance"])
+        self._hold(HeldMessage(queue, message, self.visibility, body))
+
+    def _hold(self, held: HeldMessage) -> None:
+        instance_id = str(held.body["instance"])
         session = self._sessions.get(instance_id)
         if session is not None:
             session.inbox.append(held)
@@ -149,42 +169,88 @@ class OrchestrationDispatcher:
             later = await self._process(instance_id, held)
         except InstanceConflict:
             log.info("instance %s changed while an episode ran; its messages will be handled again", instance_id)
-            self._cache.pop(instance_id, None)
+            self._cache.forget(instance_id)
             await asyncio.gather(*(m.release(POSTPONE_SECONDS) for m in held))
             return
         except Exception:
             log.exception("an episode of instance %s failed; its messages will be handled again", instance_id)
-            self._cache.pop(instance_id, None)
+            self._cache.forget(instance_id)
             await asyncio.gather(*(m.release(2 * POSTPONE_SECONDS) for m in held))
             return
-        await asyncio.gather(*(m.release(later[m]) if m in later else m.delete() for m in held))
+        await asyncio.gather(*(m.release(later[m]) for m in held if m in later))
+        # The episode is committed: deleting what caused it need not hold up the instance's next batch
+        # (a message whose delete is lost comes back and is recognised as applied).
+        done = [m for m in held if m not in later]
+        if done:
+            self._background(asyncio.gather(*(m.delete() for m in done)))
+
+    def _background(self, work: Awaitable[Any]) -> None:
+        async def run() -> None:
+            await work
+
+        task = asyncio.create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _process(self, instance_id: str, held: list[HeldMessage]) -> dict[HeldMessage, float]:
         """Apply ``held`` messages to the instance.
 
         Returns the messages to handle later, each with the delay before it is seen again; the
-        others are done with.
+        others are done with. The remembered copy of the instance is tried first; when the store
+        does not confirm it (see ``instance_cache``), the batch is handled again from a fresh read.
         """
         held = sorted(held, key=lambda m: m.message.inserted_on.timestamp() if m.message.inserted_on else 0.0)
         messages = [ControlMessage.from_json(m.body) for m in held]
         rearmed = await self._rearm_early_timers(messages)
-        state = await self._store.get(instance_id)
-        records = await self._history(state)
         ready = [i for i in range(len(messages)) if i not in rearmed]
+        remembered = self._cache.get(instance_id)
+        if remembered is not None:
+            try:
+                later = await self._apply(held, messages, ready, *remembered, confirmed=False)
+            except InstanceConflict:
+                later = None
+            if later is not None:
+                return later
+            self._cache.forget(instance_id)
+        state = await self._store.get(instance_id)
+        later = await self._apply(held, messages, ready, state, await self._history(state), confirmed=True)
+        assert later is not None
+        return later
+
+    async def _apply(
+        self,
+        held: list[HeldMessage],
+        messages: list[ControlMessage],
+        ready: list[int],
+        state: InstanceState | None,
+        records: list[Record],
+        confirmed: bool,
+    ) -> dict[HeldMessage, float] | None:
+        """Triage and play the batch on ``state``; ``None`` if ``state`` (not ``confirmed`` as the
+        store's) turns out not to be the store's before anything was committed or settled."""
         sorted_out = triage(state, records, [messages[i] for i in ready])
-        await self._refuse(sorted_out.refused_starts)
         later = self._later([held[i] for i in ready], [messages[i] for i in ready], sorted_out)
         previous = state
         if sorted_out.start is not None:
-            state, records = self._begin(state, sorted_out.start), []
+            state, records = self._episodes.begin(state, sorted_out.start), []
         if state is None:
             return later
         consumed = tuple(c.message_id for m, c in zip(held, messages, strict=True) if m not in later)
-        await self._advance(state, records, sorted_out, consumed)
+        committed = await self._episodes.advance(state, records, sorted_out, consumed)
+        if not committed and not confirmed and not await self._still_current(previous):
+            return None
+        await self._refuse(sorted_out.refused_starts)
         if sorted_out.start is not None and previous is not None:
             # the execution it replaced (or the rows of one long gone) go once the new one is committed
-            await self._store.delete_other_executions(instance_id, str(sorted_out.start.execution_id))
+            await self._store.delete_other_executions(state.instance_id, str(sorted_out.start.execution_id))
         return later
+
+    async def _still_current(self, remembered: InstanceState | None) -> bool:
+        """Whether the instance row is still the one remembered (nothing committed to vouch for it)."""
+        if remembered is None:
+            return False
+        current = await self._store.get(remembered.instance_id)
+        return current is not None and current.etag == remembered.etag
 
     def _later(
         self, held: list[HeldMessage], messages: list[ControlMessage], sorted_out: Triage
@@ -202,180 +268,15 @@ class OrchestrationDispatcher:
             later[held[i]] = min(MAX_POSTPONE_SECONDS, POSTPONE_SECONDS * 2 ** min(held[i].dequeue_count, 5))
         return later
 
-    async def _advance(
-        self, state: InstanceState, records: list[Record], sorted_out: Triage, consumed: tuple[str, ...]
-    ) -> None:
-        """Run episodes until the instance waits (one, or more after a continue-as-new)."""
-        if state.status.finished:
-            # Triage spent whatever arrived for a finished execution (say, a work item's result sent
-            # again after a restart, landing after completion). There is nothing to play: ``play`` would
-            # find nothing to replay and answer "Running", and committing that would reopen the instance.
-            return
-        incoming = (
-            [Record(sorted_out.start.event, message_id=sorted_out.start.message_id)] if sorted_out.start else []
-        ) + sorted_out.incoming
-        terminate_reason, suspended = sorted_out.terminate_reason, sorted_out.suspended
-        while True:
-            at = h.now()
-            execution = Execution(state.instance_id, state.execution_id, state.name)
-            # The episode's span, under the context the instance was started in: the orchestrator's code
-            # makes none (it replays), the engine does, and the work items it sends carry this one.
-            started_in = start_trace(records + incoming)
-            with host_span(
-                f"orchestration:{state.name}",
-                trigger="other",
-                parent=started_in,
-                attributes={"faas.name": state.name, "durable.instance_id": state.instance_id},
-            ):
-                if terminate_reason is not None:
-                    outcome = terminate(records, incoming, terminate_reason, at)
-                else:
-                    outcome = await play(execution, records, incoming, suspended, self._runner(state), at)
-                if len(outcome.records) == len(records) and outcome.status == state.status.value:
-                    return
-                if outcome.status == RuntimeStatus.CONTINUED_AS_NEW.value:
-                    # What this episode received and the old execution did not use is dropped with it (the
-                    # Python SDK cannot carry events over); the new execution starts with its input only,
-                    # in the trace the first one began in.
-                    state, records = await self._continue_as_new(state, outcome, consumed, started_in)
-                    incoming, terminate_reason, suspended = [], None, False
-                    await asyncio.sleep(0)
-                    continue
-                state, records = await self._commit(state, len(records), outcome)
-                self._log_outcome(state)
-                return
-
-    def _begin(self, state: InstanceState | None, start: ControlMessage) -> InstanceState:
-        event = start.event
-        keep_created = state is not None and state.execution_id == start.execution_id
-        fresh = InstanceState(
-            instance_id=start.instance_id,
-            name=str(event["Name"]),
-            execution_id=str(start.execution_id),
-            status=RuntimeStatus.PENDING,
-            input=event.get("Input"),
-            parent=_parent(event),
-            etag=state.etag if state else None,
-        )
-        if keep_created and state is not None:
-            fresh.created = state.created
-        if state is not None and not keep_created:
-            log.info(
-                "instance %s: execution %s replaces execution %s (%s)",
-                start.instance_id,
-                start.execution_id,
-                state.execution_id,
-                state.status.value,
-            )
-        self._cache.pop(start.instance_id, None)
-        return fresh
-
-    def _runner(self, state: InstanceState) -> Runner:
-        return self._functions.runner(state.instance_id, state.name, self._executor, self._settings.function_timeout)
-
-    async def _commit(
-        self, state: InstanceState, committed: int, outcome: Outcome
-    ) -> tuple[InstanceState, list[Record]]:
-        status = RuntimeStatus(outcome.status)
-        updated = state.copy(
-            status=status,
-            output=outcome.output if status.finished else state.output,
-            custom_status=outcome.custom_status if outcome.ran else state.custom_status,
-            failure=outcome.failure,
-            updated=h.now(),
-            history_length=len(outcome.records),
-        )
-        # Messages first, then the checkpoint, as the Azure Storage provider does: once the row says
-        # the episode happened, everything it implied is on a queue, so nothing is ever sent twice
-        # because of where a crash fell after the commit. A crash before the commit replays the
-        # episode, which sends the same tasks (same ids) again: at least once.
-        await asyncio.gather(
-            self._outbox.send(updated, outcome.records, committed),
-            self._store.write_history(state.instance_id, state.execution_id, committed, outcome.records[committed:]),
-        )
-        try:
-            updated.etag = await self._store.replace(updated)
-        except InstanceConflict:
-            updated.etag = await self._commit_over_pending_mark(updated)
-        self._remember(updated, outcome.records)
-        return updated, outcome.records
-
-    async def _commit_over_pending_mark(self, updated: InstanceState) -> str:
-        """The management API writes its Pending row just after it sends the start, so the first episode
-        can find that row changed under it. The row then names this very execution and no history:
-        nothing the episode relied on changed, and it commits over it (instead of being replayed,
-        which would send its tasks twice). Any other change is a real conflict."""
-        current = await self._store.get(updated.instance_id)
-        if current is None or current.execution_id != updated.execution_id or current.history_length != 0:
-            raise InstanceConflict(updated.instance_id)
-        updated.created, updated.etag = current.created, current.etag
-        return await self._store.replace(updated)
-
-    async def _continue_as_new(
-        self,
-        state: InstanceState,
-        outcome: Outcome,
-        consumed: tuple[str, ...],
-        trace_context: dict[str, str] | None = None,
-    ) -> tuple[InstanceState, list[Record]]:
-        """Start the next execution with the new input; the old execution's history goes once it is committed.
-
-        The episode that asked for it needs no commit of its own: had the host died before this, the
-        episode would simply run again. ``consumed`` (the messages of the batch) is recorded on the new
-        execution, so that one of them delivered again is not applied to it.
-        """
-        at = h.now()
-        execution_id = uuid.uuid4().hex
-        parent = state.parent.to_event() if state.parent else None
-        records = [
-            Record(h.orchestrator_started(at)),
-            Record(
-                h.execution_started(
-                    at,
-                    state.instance_id,
-                    execution_id,
-                    state.name,
-                    outcome.continue_input,
-                    parent,
-                    trace_context=trace_context,
-                ),
-                consumed=consumed,
-            ),
-        ]
-        await self._store.write_history(state.instance_id, execution_id, 0, records)
-        fresh = state.copy(
-            execution_id=execution_id,
-            status=RuntimeStatus.RUNNING,
-            input=outcome.continue_input,
-            output=None,
-            failure=None,
-            custom_status=outcome.custom_status,
-            updated=at,
-            history_length=len(records),
-        )
-        fresh.etag = await self._store.replace(fresh)
-        await self._store.delete_other_executions(state.instance_id, execution_id)
-        self._remember(fresh, records)
-        return fresh, records
-
     async def _history(self, state: InstanceState | None) -> list[Record]:
         if state is None or state.history_length == 0:
             return []
-        cached = self._cache.get(state.instance_id)
-        if cached is not None and cached[0] == state.etag:
-            self._cache.move_to_end(state.instance_id)
-            return list(cached[1])
+        cached = self._cache.history(state)
+        if cached is not None:
+            return cached
         records = await self._store.load_history(state.instance_id, state.execution_id, state.history_length)
-        self._remember(state, records)
+        self._cache.remember(state, records)
         return records
-
-    def _remember(self, state: InstanceState, records: list[Record]) -> None:
-        if state.etag is None:
-            return
-        self._cache[state.instance_id] = (state.etag, list(records))
-        self._cache.move_to_end(state.instance_id)
-        while len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
 
     async def _rearm_early_timers(self, messages: list[ControlMessage]) -> set[int]:
         """A timer never fires early: one due within a second is waited for, a later one is sent again.
@@ -396,26 +297,9 @@ class OrchestrationDispatcher:
 
     async def _refuse(self, starts: list[ControlMessage]) -> None:
         for start in starts:
-            parent = _parent(start.event)
+            parent = parent_of(start.event)
             log.warning(
                 "instance %s is already running; start of execution %s refused", start.instance_id, start.execution_id
             )
             if parent is not None:
                 await self._outbox.refuse_child(parent, start.instance_id)
-
-    @staticmethod
-    def _log_outcome(state: InstanceState) -> None:
-        if state.status.finished:
-            level = logging.WARNING if state.status == RuntimeStatus.FAILED else logging.INFO
-            log.log(
-                level,
-                "orchestration %s (%s) %s%s",
-                state.name,
-                state.instance_id,
-                state.status.value.lower(),
-                f": {state.output}" if state.status == RuntimeStatus.FAILED else "",
-            )
-
-
-def _parent(event: dict[str, Any]) -> ParentRef | None:
-    return ParentRef.from_event(event.get("ParentInstance"))

@@ -32,20 +32,27 @@ class QueuePoller:
         max_interval: float,
         room: Callable[[], int],
         has_room: Callable[[], Awaitable[None]],
+        give_back: Callable[[int], None] | None = None,
     ) -> None:
+        """``room()`` says how many messages to receive at most (and may claim that room for them);
+        ``give_back(n)`` returns the claim for the ``n`` of them that did not come."""
         self._queue = queue
         self._wake = wake
         self._visibility = visibility
         self._max_interval = max(MIN_INTERVAL, max_interval)
         self._room = room
         self._has_room = has_room
+        self._give_back = give_back
 
     async def run(self, handle: Callable[[QueueMessage], Awaitable[None]]) -> None:
         interval = MIN_INTERVAL
         while True:
             await self._has_room()
             self._wake.clear()
-            received = await self._receive(min(32, self._room()))
+            wanted = min(32, self._room())
+            received = await self._receive(wanted)
+            if self._give_back is not None:
+                self._give_back(wanted - len(received))
             for message in received:
                 await handle(message)
             if received:

@@ -8,6 +8,15 @@ that stays invisible until the timer is due. A message the host receives
 stays invisible while it is being handled and is deleted only after its
 effects are recorded, so a host killed at any point leaves it to be handled
 again (at least once).
+
+Local delivery. A message this host sends to itself, when the receiving
+dispatcher has room for it, is sent already invisible (for the queue's
+visibility timeout) and handed straight to that dispatcher, as though the
+dispatcher had received it the moment it was sent: it saves the receive and
+the wait for a poll. On the queue it is exactly a received message: held
+invisible while it is handled, deleted after its effects are recorded, and
+back after the visibility timeout if the host dies first. Only the host that
+holds the task hub's lease runs dispatchers, so only it delivers locally.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import math
 import uuid
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError
 from azure.storage.queue import QueueMessage
@@ -96,6 +105,21 @@ class WorkItem:
         )
 
 
+class LocalReceiver(Protocol):
+    """A dispatcher of this host that takes messages sent to its queue without polling for them."""
+
+    visibility: float
+
+    def reserve(self) -> bool:
+        """Take room for one message now (before the send); ``False`` when there is none."""
+
+    def cancel(self) -> None:
+        """Give back a reservation whose send failed."""
+
+    def deliver(self, queue: QueueClient, message: QueueMessage, body: dict[str, Any]) -> None:
+        """Take a message sent invisible on ``queue`` (``body`` already decoded) as though received."""
+
+
 class TaskHubQueues:
     def __init__(self, connection_string: str, prefix: str, partitions: int, payloads: PayloadStore) -> None:
         self.partitions = partitions
@@ -109,6 +133,9 @@ class TaskHubQueues:
         self.control_wake = [asyncio.Event() for _ in range(partitions)]
         self.work_wake = asyncio.Event()
         self._poison: dict[str, QueueClient] = {}
+        # the dispatchers running in this host (while it holds the hub's lease)
+        self.local_control: LocalReceiver | None = None
+        self.local_work: LocalReceiver | None = None
 
     async def ensure(self) -> None:
         for queue in [*self.control, self.workitems]:
@@ -123,12 +150,32 @@ class TaskHubQueues:
 
     async def send_control(self, message: ControlMessage, delay: float = 0.0) -> None:
         partition = self.partition_of(message.instance_id)
-        await self._send(self.control[partition], message.to_json(), message.instance_id, delay)
+        queue, body = self.control[partition], message.to_json()
+        if delay <= 0 and await self._deliver_locally(self.local_control, queue, body, message.instance_id):
+            return
+        await self._send(queue, body, message.instance_id, delay)
         self._wake(self.control_wake[partition], delay)
 
     async def send_work_item(self, item: WorkItem) -> None:
-        await self._send(self.workitems, item.to_json(), item.instance_id, 0.0)
+        body = item.to_json()
+        if await self._deliver_locally(self.local_work, self.workitems, body, item.instance_id):
+            return
+        await self._send(self.workitems, body, item.instance_id, 0.0)
         self.work_wake.set()
+
+    async def _deliver_locally(
+        self, receiver: LocalReceiver | None, queue: QueueClient, body: dict[str, Any], instance_id: str
+    ) -> bool:
+        """Send ``body`` invisible and hand it to ``receiver``; ``False`` (nothing sent) if it has no room."""
+        if receiver is None or not receiver.reserve():
+            return False
+        try:
+            sent = await self._send(queue, body, instance_id, 0.0, hidden=receiver.visibility)
+        except BaseException:
+            receiver.cancel()
+            raise
+        receiver.deliver(queue, sent, body)
+        return True
 
     async def decode(self, message: QueueMessage) -> dict[str, Any]:
         """The message body; raises ``ValueError`` for a message that is not the engine's."""
@@ -154,13 +201,18 @@ class TaskHubQueues:
         await self._poison[name].send_message(message.content, time_to_live=-1)
         await queue.delete_message(message.id, message.pop_receipt)
 
-    async def _send(self, queue: QueueClient, body: dict[str, Any], instance_id: str, delay: float) -> None:
+    async def _send(
+        self, queue: QueueClient, body: dict[str, Any], instance_id: str, delay: float, hidden: float = 0.0
+    ) -> QueueMessage:
+        """Send ``body``; visible after ``delay`` seconds, or, if ``hidden``, invisible as a received message is."""
         text = json.dumps(body)
         if len(text) > INLINE_LIMIT:
             text = json.dumps({"blob": await self._payloads.put(instance_id, "message", text)})
         # Whole seconds only: a timer message shows up to a second early and is held until due.
         visibility = min(MAX_DELAY_SECONDS, math.floor(delay)) if delay >= 1 else None
-        await queue.send_message(text, visibility_timeout=visibility, time_to_live=-1)
+        if hidden:
+            visibility = math.ceil(hidden)
+        return await queue.send_message(text, visibility_timeout=visibility, time_to_live=-1)
 
     @staticmethod
     def _wake(event: asyncio.Event, delay: float) -> None:

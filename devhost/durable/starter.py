@@ -91,12 +91,14 @@ class Starter:
         again and mark it over that), or the new execution's first episode (it is ahead: leave it).
         """
         current = seen
+        self._hub.cache.forget(fresh.instance_id)
         for _ in range(PENDING_MARK_ATTEMPTS):
             if current is not None and current.execution_id == fresh.execution_id:
                 return
             fresh.etag = current.etag if current is not None else None
             try:
                 await self._hub.store.replace(fresh)
+                self._hub.cache.forget(fresh.instance_id)  # (an episode may have remembered the row meanwhile)
                 return
             except InstanceConflict:
                 current = await self._hub.store.get(fresh.instance_id)

@@ -13,6 +13,7 @@ import asyncio
 from azure.data.tables.aio import TableServiceClient
 from azure.storage.blob.aio import BlobServiceClient, ContainerClient
 
+from devhost.durable.instance_cache import InstanceCache
 from devhost.durable.payloads import PayloadStore
 from devhost.durable.queues import TaskHubQueues
 from devhost.durable.settings import DurableSettings
@@ -33,6 +34,8 @@ class TaskHub:
             self.payloads,
         )
         self.queues = TaskHubQueues(connection, prefix, settings.partition_count, self.payloads)
+        # the engine's remembered instances; the management API's writes drop an instance's copy
+        self.cache = InstanceCache()
         self._ready = False
         self._lock = asyncio.Lock()
 

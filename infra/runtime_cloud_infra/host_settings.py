@@ -31,11 +31,19 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 
+from runtime_cloud_infra.backup import COMPUTED_SETTINGS as BACKUP_SETTINGS
+
 if TYPE_CHECKING:
     from runtime_cloud_infra.settings import StackSettings
 
 HOST_CONNECTION = "AzureWebJobsStorage"
 PULUMI_STATE_CONTAINER = "pulumi-state"  # the stack's state after bootstrap (README, Deploying)
+STATE_KEY = "pulumi-state"  # the vault key that encrypts Pulumi stack secrets (key_vault.STATE_KEY)
+# The GitOps webhooks' default secret (shared/gitops/settings.py: RuntimeCloud:GitOps:WebhookSecret names
+# this app setting): a Key Vault reference to the vault secret of this name, when the stack's ``secrets``
+# catalogue lists it; without it no webhook is accepted unless its binding names a secret of its own.
+GITOPS_WEBHOOK_SETTING = "RuntimeCloudGitOps__WebhookSecret"
+GITOPS_WEBHOOK_SECRET = "gitops-webhook-secret"
 
 # Names this module computes; hostSettings may not set them.
 COMPUTED = (
@@ -52,8 +60,11 @@ COMPUTED = (
     "RuntimeCloud__Targets",
     "RuntimeCloud__Durable__TaskHubName",
     "RuntimeCloud__IaC__PulumiBackendUrl",
+    "RuntimeCloud__IaC__PulumiSecretsProvider",
     "RuntimeCloud__Inventory__FindingRetentionDays",
     "RuntimeCloud__Capacity__LeaseRetentionDays",
+    GITOPS_WEBHOOK_SETTING,
+    *BACKUP_SETTINGS,  # the backup account's (runtime_cloud_infra/backup.py)
 )
 # For the local host only (README, Settings): in Azure they would be wrong or a secret store.
 LOCAL_ONLY = (
@@ -149,6 +160,8 @@ def app_settings(settings: StackSettings, wiring: Wiring) -> dict[str, pulumi.In
         "RuntimeCloud__IaC__PulumiBackendUrl": pulumi.Output.concat(
             "azblob://", PULUMI_STATE_CONTAINER, "?storage_account=", wiring.account_name
         ),
+        # Stack secrets are encrypted with the vault's state key; runner jobs take both from the app's settings.
+        "RuntimeCloud__IaC__PulumiSecretsProvider": secrets_provider(settings),
         # The host's purge timers and the storage lifecycle rules keep the same periods.
         "RuntimeCloud__Inventory__FindingRetentionDays": str(settings.retention.finding_days),
         "RuntimeCloud__Capacity__LeaseRetentionDays": str(settings.retention.lease_days),
@@ -158,9 +171,14 @@ def app_settings(settings: StackSettings, wiring: Wiring) -> dict[str, pulumi.In
             )
         ),
         **key_vault_references(settings.targets, settings.key_vault_name),
+        **gitops_webhook_reference({entry.name for entry in settings.secrets}, settings.key_vault_name),
         **settings.host_settings,
     }
     return values
+
+
+def secrets_provider(settings: StackSettings) -> str:
+    return f"azurekeyvault://{settings.key_vault_name}.vault.azure.net/keys/{STATE_KEY}"
 
 
 def identity_store(wiring: Wiring) -> dict[str, pulumi.Input[str]]:
@@ -201,6 +219,13 @@ def key_vault_references(targets: tuple[Mapping[str, Any], ...], vault_name: str
                 f"@Microsoft.KeyVault(VaultName={vault_name};SecretName={credential['SecretName']})"
             )
     return references
+
+
+def gitops_webhook_reference(secret_names: set[str], vault_name: str) -> dict[str, str]:
+    """The GitOps webhooks' default secret as a Key Vault reference, when the vault holds it (by catalogue)."""
+    if GITOPS_WEBHOOK_SECRET not in secret_names:
+        return {}
+    return {GITOPS_WEBHOOK_SETTING: f"@Microsoft.KeyVault(VaultName={vault_name};SecretName={GITOPS_WEBHOOK_SECRET})"}
 
 
 def _without_slash(endpoint: pulumi.Input[str]) -> pulumi.Output[str]:

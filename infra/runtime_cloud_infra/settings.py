@@ -25,6 +25,10 @@ Defaults of the rest:
 - ``runnerRoles``, ``targets``, ``secrets``: none
 - ``operatorPrincipalId``: none (the Entra group that may write Key Vault secrets)
 - ``protect``: ``true`` (Pulumi refuses to delete the store and the vault)
+- ``runnerJobImage``: ``ghcr.io/connectsoft/runtime-cloud-runner-job:latest`` (build it from
+  ``runner_job/Dockerfile``); ``runnerJobRegistry``: none (a registry the runner identity pulls
+  from); ``runnerJobTimeoutSeconds``: ``14400``; ``runnerJobMaxExecutions``: ``10``;
+  ``runnerJobCpu``: ``1.0``; ``runnerJobMemory``: ``2Gi``
 
 Nothing here may hold a secret: a value that looks like one is refused, naming
 the key and never quoting the value.
@@ -101,6 +105,18 @@ class Alerting:
 
 
 @dataclass(frozen=True)
+class RunnerJobSettings:
+    """The Container Apps job that runs plans and applies (runtime_cloud_infra/runner_job.py)."""
+
+    image: str
+    registry: str | None
+    timeout_seconds: int
+    max_executions: int
+    cpu: float
+    memory: str
+
+
+@dataclass(frozen=True)
 class StackSettings:
     stack: str
     location: str
@@ -123,6 +139,7 @@ class StackSettings:
     operator_principal_id: str | None
     protect: bool
     tags: Mapping[str, str]
+    runner_job: RunnerJobSettings
 
     def name(self, kind: str) -> str:
         """A resource name of this stack, e.g. ``rtcloud-dev-plan`` (lower case, letters, digits, hyphens)."""
@@ -222,6 +239,21 @@ def load(stack: str | None = None) -> StackSettings:
         operator_principal_id=_operator(reader),
         protect=reader.boolean("protect", True),
         tags=_tags(stack_name),
+        runner_job=_runner_job(reader),
+    )
+
+
+def _runner_job(reader: _Reader) -> RunnerJobSettings:
+    cpu = reader.text("runnerJobCpu", "1.0")
+    if cpu not in ("0.5", "1.0", "1.5", "2.0", "4.0"):
+        raise StackConfigError(f"{reader.key('runnerJobCpu')} must be one of 0.5, 1.0, 1.5, 2.0, 4.0")
+    return RunnerJobSettings(
+        image=reader.text("runnerJobImage", "ghcr.io/connectsoft/runtime-cloud-runner-job:latest"),
+        registry=reader.optional_text("runnerJobRegistry"),
+        timeout_seconds=reader.integer("runnerJobTimeoutSeconds", 14400, 300, 86400),
+        max_executions=reader.integer("runnerJobMaxExecutions", 10, 1, 100),
+        cpu=float(cpu),
+        memory=_matching(reader, "runnerJobMemory", re.compile(r"\d+(\.\d+)?Gi"), "a size such as 2Gi", "2Gi"),
     )
 
 

@@ -11,7 +11,16 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import authorization, resources
 
-from runtime_cloud_infra import function_app, host_settings, identity, key_vault, monitoring, storage
+from runtime_cloud_infra import (
+    backup,
+    function_app,
+    host_settings,
+    identity,
+    key_vault,
+    monitoring,
+    runner_job,
+    storage,
+)
 from runtime_cloud_infra.settings import StackSettings
 
 
@@ -23,6 +32,7 @@ class Stack:
     vault: key_vault.Vault
     sinks: monitoring.Monitoring
     app: function_app.HostApp
+    runner: runner_job.RunnerJob
 
 
 def build(settings: StackSettings) -> Stack:
@@ -35,11 +45,15 @@ def build(settings: StackSettings) -> Stack:
     )
     rg = group.name
     store = storage.host_store(settings, rg)
+    backups = backup.backup_store(settings, rg)
     ids = identity.identities(settings, rg)
     vault = key_vault.host_vault(settings, rg, client.tenant_id)
     sinks = monitoring.telemetry_sinks(settings, rg)
 
     grants = _grants(settings, group, store, ids, vault, sinks, client.subscription_id)
+    grants.append(
+        identity.grant_host("host-backup-blobs", ids.host, backups.account.id, backup.ROLE, client.subscription_id)
+    )
     settings_by_name = host_settings.app_settings(
         settings,
         host_settings.Wiring(
@@ -53,6 +67,7 @@ def build(settings: StackSettings) -> Stack:
             vault_uri=key_vault.vault_uri(settings),
         ),
     )
+    settings_by_name.update(backup.app_settings(backups, ids.host.client_id))
     app = function_app.host_app(
         settings,
         rg,
@@ -67,6 +82,30 @@ def build(settings: StackSettings) -> Stack:
         depends_on=[*grants, store.deployment],
     )
 
+    jobs = runner_job.runner_job(
+        settings,
+        rg,
+        runner_job.JobWiring(
+            host_identity=ids.host,
+            runner_identity=ids.runner,
+            account_name=store.account.name,
+            store_settings=host_settings.identity_store(
+                host_settings.Wiring(
+                    account_name=store.account.name,
+                    blob_endpoint=store.account.primary_endpoints.blob,
+                    queue_endpoint=store.account.primary_endpoints.queue,
+                    table_endpoint=store.account.primary_endpoints.table,
+                    host_client_id=ids.host.client_id,
+                    runner_client_id=ids.runner.client_id,
+                    insights_connection_string=sinks.insights.connection_string,
+                    vault_uri=key_vault.vault_uri(settings),
+                )
+            ),
+            backend_url=runner_job.backend_url(store.account.name),
+            secrets_provider=host_settings.secrets_provider(settings),
+        ),
+    )
+
     monitoring.alerts(settings, rg, sinks)
     monitoring.workbook(settings, rg, sinks)
     monitoring.audit_logs("vault", vault.vault.id, sinks, category_group="audit")
@@ -74,7 +113,7 @@ def build(settings: StackSettings) -> Stack:
         "blobs", pulumi.Output.concat(store.account.id, "/blobServices/default"), sinks, category_group="audit"
     )
     monitoring.audit_logs("app", app.app.id, sinks, category="FunctionAppLogs")
-    return Stack(resource_group=group, store=store, identities=ids, vault=vault, sinks=sinks, app=app)
+    return Stack(resource_group=group, store=store, identities=ids, vault=vault, sinks=sinks, app=app, runner=jobs)
 
 
 def _grants(
@@ -93,6 +132,7 @@ def _grants(
         identity.grant_host("host-state-key", ids.host, vault.state_key.id, identity.STATE_KEY_ROLE, subscription),
         *identity.grant_runner(settings, ids.runner, group.id, subscription),
         *identity.grant_operators(settings, vault.vault.id, store.pulumi_state.id, vault.state_key.id, subscription),
+        *runner_job.grant_runner_state(ids.runner, store.pulumi_state.id, vault.state_key.id, subscription),
     ]
     return grants
 
@@ -117,3 +157,6 @@ def export(stack: Stack, settings: StackSettings) -> None:
         "pulumiSecretsProvider", f"azurekeyvault://{settings.key_vault_name}.vault.azure.net/keys/{key_vault.STATE_KEY}"
     )
     pulumi.export("secretNames", [entry.name for entry in settings.secrets])
+    pulumi.export("backupStorageAccountName", backup.account_name(settings))
+    pulumi.export("runnerJobName", stack.runner.job.name)
+    pulumi.export("runnerJobQueue", runner_job.JOB_QUEUE)

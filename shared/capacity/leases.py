@@ -10,7 +10,14 @@ Idempotency by client-chosen lease id, and what can go wrong:
 
 - *Retry after the answer was lost*: the record exists; the same lease is
   answered again (``Idempotent-Replayed``). A record made for a different
-  request body is a 409, not a silent mix-up.
+  request body is a 409, not a silent mix-up. The record is not read up
+  front (a fresh id, by far the common case, would pay a read for nothing):
+  an id this process has seen is read at once; otherwise the record insert
+  at the end fails on the existing record, the grant made meanwhile is given
+  back (recorded ``released``, reason ``duplicate-acquire``, exactly as for
+  two concurrent acquires with one id below) and the recorded lease is
+  answered. A retry that would be refused (no pool, quota, capacity) reads
+  the record before refusing, so it still gets its lease.
 - *Two acquires with one id at the same time*: the later one sees a live
   token naming the id and waits (up to ``JOIN_SECONDS``) for the earlier
   one's record, then answers that lease. If both slip past that check, both
@@ -53,6 +60,7 @@ from shared.capacity.errors import (
     NoMatchingPool,
     QuotaExceeded,
 )
+from shared.capacity.inflight import InFlight
 from shared.capacity.keys import stamp, utcnow
 from shared.capacity.models import AcquireRequest, Edition, LeaseState, LeaseView, Pool, PoolKind
 from shared.capacity.pools import candidate_pools
@@ -69,6 +77,16 @@ RENEW_ATTEMPTS = 16
 JOIN_SECONDS = 2.0  # how long a retried acquire waits for a concurrent attempt with the same id
 SETTLE_ROUNDS = 3  # short waits (~0.1 s in all) for the tenant's own acquires in flight to finish
 
+_granting = InFlight()  # (pool, shard, slot) an acquire of this process is granting right now
+
+
+class _Replay(Exception):
+    """A refused acquire turned out to be a retry of one that succeeded: answer that lease."""
+
+    def __init__(self, lease: LeaseView) -> None:
+        super().__init__(lease.lease_id)
+        self.lease = lease
+
 
 class LeaseService:
     def __init__(self, store: CapacityStore) -> None:
@@ -80,12 +98,20 @@ class LeaseService:
     def acquire(self, tenant: str, request: AcquireRequest) -> tuple[LeaseView, bool]:
         """Grant a lease. Returns (lease, replayed); raises QuotaExceeded, CapacityUnavailable, ..."""
         self._check_ttl(request.ttl_seconds)
-        if request.lease_id:
-            replay = self._replay(tenant, request)
+        if request.lease_id and records.cached_record(tenant, request.lease_id) is not None:
+            replay = self._replay(tenant, request)  # an id this process has seen: a retry, surely
             if replay is not None:
                 return replay, True
+        try:
+            return self._acquire(tenant, request)
+        except _Replay as replay:
+            return replay.lease, True
+
+    def _acquire(self, tenant: str, request: AcquireRequest) -> tuple[LeaseView, bool]:
         pools = candidate_pools(self.store, tenant, request.kind, request.region)
         if not pools:
+            if request.lease_id and (replay := self._replay(tenant, request)) is not None:
+                return replay, True  # a retry of an acquire that succeeded before the pool went away
             raise NoMatchingPool(request.kind.value, request.region)
         edition = edition_of(self.store, tenant)
         if edition.limit_for(request.kind) == 0:  # permanent until the edition changes: no Retry-After
@@ -93,7 +119,10 @@ class LeaseService:
             self._deny(pools[0], tenant, request, "kind-not-in-edition", str(refusal))
             raise refusal
         lease_id = request.lease_id or uuid.uuid4().hex
-        tokens: quota.TenantTokens | None = quota.read_tokens(self.store, tenant, request.kind, utcnow())
+        tokens: quota.TenantTokens | None = quota.known_tokens(self.store, tenant, request.kind, utcnow())
+        if request.lease_id and tokens is not None and tokens.held_by(request.lease_id):
+            if tokens.remembered:  # join or adopt only on what storage says now
+                tokens = quota.read_tokens(self.store, tenant, request.kind, utcnow())
         if request.lease_id and tokens is not None and tokens.held_by(request.lease_id):
             joined = self._join_in_flight(tenant, request, pools, tokens)
             if joined is not None:
@@ -121,7 +150,7 @@ class LeaseService:
                 return joined, True  # a concurrent acquire with this id took the last slot
             self._deny(pools[0], tenant, request, "capacity-unavailable", str(refusal))
             raise
-        return self._record(pool, slot, claim), False
+        return self._record(pool, slot, claim, request)
 
     def _claim_token(
         self,
@@ -234,27 +263,41 @@ class LeaseService:
                         token_index=row.token_index,
                         ttl_seconds=request.ttl_seconds,
                     )
-                    return self._record(pool, row, claim)
+                    return self._record(pool, row, claim, request)[0]
         return None  # the earlier attempt holds a token but no slot (yet): acquire normally
 
     def _allocate(self, pools: list[Pool], claim: Claim, expires_at: datetime) -> tuple[Pool, SlotRow]:
-        """Grant a random free slot of the first pool that has one."""
+        """Grant a random free slot of the first pool that has one.
+
+        The first pass chooses among the shards' rows as this process remembers them (a grant is
+        conditional on the row's ETag, so a stale row only costs a lost race) and reads nothing;
+        every later pass, and so every refusal, reads the shards afresh.
+        """
         attempts = 0
         open_pools = [p for p in pools if not p.draining and p.size > 0] or pools
         saw_free, seen = False, list[SlotRow]()  # of the last pass, which the refusal describes
-        for _ in range(4):  # passes over the shards; another pass only after lost races
-            lost_race = saw_free = False
+        for pass_number in range(4):  # passes over the shards; another pass only after lost races
+            lost_race = saw_free = used_memory = False
             seen = []
             for pool in open_pools:
                 for shard in slots.shuffled(pool.shards(upto=pool.size)):
-                    rows = slots.read_shard(self.store, pool.id, shard)
+                    if pass_number == 0:  # remembered shards only; the others are read on the next pass
+                        rows = self._remembered_shard(pool, shard) or []
+                        used_memory = True
+                    else:
+                        rows = slots.read_shard(self.store, pool.id, shard)
                     seen.extend(rows)
                     now = utcnow()
                     if now >= expires_at:  # so slow that a grant now would be born expired
                         raise CapacityUnavailable(claim.kind, [p.id for p in pools], False, 1.0, contended=True)
                     free = [row for row in rows if row.takeable_at(now, self.grace)]
                     for row in slots.shuffled(free)[:2]:
-                        saw_free, attempts = True, attempts + 1
+                        saw_free = True
+                        key = (row.pool, row.shard, row.index)
+                        if not _granting.take(key):
+                            lost_race = True  # another acquire of this process is granting it right now
+                            continue
+                        attempts += 1
                         try:
                             granted, _ = slots.grant(self.store, pool, row, claim, now, expires_at)
                         except (ConcurrencyConflict, AlreadyExists):
@@ -263,14 +306,25 @@ class LeaseService:
                                 break
                             jittered_pause(attempts)
                             continue
+                        finally:
+                            _granting.done(key)
                         if row.lease_id:
                             self._tidy_taken_over(row)
                         return pool, granted
+            if used_memory:
+                continue  # nothing granted on remembered rows: read the shards
             if not lost_race or attempts >= GRANT_ATTEMPTS:
                 break
+            jittered_pause(pass_number)
         now = utcnow()
         pressure = refusals.pressure_of(seen, pools, now, self.grace)
         raise pressure.refusal(claim.kind, pools, now, self.grace, contended=saw_free and not pressure.draining)
+
+    @staticmethod
+    def _remembered_shard(pool: Pool, shard: int) -> list[SlotRow] | None:
+        first = shard * pool.slots_per_shard
+        indices = range(first, min(first + pool.slots_per_shard, pool.slots_created))
+        return slots.remembered_shard(pool.id, shard, indices)
 
     def _tidy_taken_over(self, previous: SlotRow) -> None:
         """The expired lease we replaced: its record says so and its token returns (best effort)."""
@@ -285,7 +339,13 @@ class LeaseService:
         except StoreError as error:
             log.warning("lease %s: record not marked expired: %s", previous.lease_id, error)
 
-    def _record(self, pool: Pool, slot: SlotRow, claim: Claim) -> LeaseView:
+    def _record(self, pool: Pool, slot: SlotRow, claim: Claim, request: AcquireRequest) -> tuple[LeaseView, bool]:
+        """Record the granted lease: (lease, replayed). The insert is also the replay check.
+
+        If the record exists, an acquire with this id got there first (a retry of an acquire that
+        succeeded, or a concurrent one): our grant is given back and the recorded lease answered,
+        or a 409 if it was acquired with another body.
+        """
         record = records.new_record(
             tenant=claim.tenant,
             lease_id=claim.lease_id,
@@ -305,17 +365,20 @@ class LeaseService:
         )
         try:
             records.insert_record(self.store, record)
-            return records.view(record, utcnow())
+            return records.view(record, utcnow()), False
         except AlreadyExists:
             winner = records.read_record(self.store, claim.tenant, claim.lease_id)
-            assert winner is not None
-            if (winner["Pool"], int(winner["Slot"]), int(winner["FencingToken"])) != (
+            assert winner is not None  # records are deleted only long after their lease ended
+            mine = (winner["Pool"], int(winner["Slot"]), int(winner["FencingToken"])) == (
                 pool.id,
                 slot.index,
                 slot.generation,
-            ):
+            )
+            if not mine:
                 self._give_back(slot, claim)
-            return records.view(winner, utcnow())
+            if not request.same_request(winner):
+                raise LeaseIdInUse(claim.lease_id) from None
+            return records.view(winner, utcnow()), not mine
 
     def _give_back(self, granted: SlotRow, claim: Claim) -> None:
         """A concurrent acquire with the same id recorded its lease first: return our duplicate grant."""
@@ -331,6 +394,11 @@ class LeaseService:
         quota.release(self.store, claim.tenant, PoolKind(claim.kind), claim.token_index, claim.lease_id)
 
     def _deny(self, pool: Pool, tenant: str, request: AcquireRequest, reason: str, detail: str) -> None:
+        """Record a refusal, unless this is a retry of an acquire that succeeded (then answer that)."""
+        if request.lease_id:  # the record was not read up front: read it before refusing
+            replay = self._replay(tenant, request)
+            if replay is not None:
+                raise _Replay(replay)
         record_denial(self.store, pool.id, tenant, request.kind.value, reason, request.holder, detail)
 
     # -- renew, release, read -------------------------------------------------

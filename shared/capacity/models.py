@@ -209,6 +209,8 @@ class PoolView(BaseModel):
     free: int
     # Leases still held on slots that a shrink or drain closed; they vanish when released.
     held_on_closed_slots: int
+    # Slots a scale-down is draining (shared/capacity/draining.py): no new grants, held leases live on.
+    draining_slots: int = 0
     recent_denials: dict[str, Any] = Field(default_factory=dict)
     created_at: str
     updated_at: str

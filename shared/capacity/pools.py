@@ -306,6 +306,7 @@ def pool_view(store: CapacityStore, pool: Pool, now: datetime, viewer_tenant: st
         held=len(held),
         free=sum(1 for s in slots if s.takeable_at(now, grace)),
         held_on_closed_slots=sum(1 for s in held if not s.open),
+        draining_slots=sum(1 for s in slots if s.draining),
         recent_denials=recent_denials(store, pool.id, now - window, window, viewer_tenant),
         created_at=pool.created_at,
         updated_at=pool.updated_at,

@@ -46,15 +46,31 @@ lease is valid again, so its token waits for its own expiry plus grace.
 when the tenant already holds ``L`` live tokens; a lowered limit therefore
 binds as held leases end, and a raised one at once. Leases granted under an
 old, higher limit are kept, as a pool shrink keeps its held leases.
+
+*Remembered tokens.* A process remembers each tenant's tokens as it last read
+them (:func:`read_tokens`) and as its own writes left them, with their ETags,
+for ``VIEW_SECONDS`` (the edition and pool caches' few seconds). A claim
+tries a token that view says is free, written conditionally on the
+remembered ETag (or inserted, for a row it says was never used): the write
+succeeds only if the row is exactly as remembered, i.e. free, so storage
+still lets exactly one claim win. Anything the view cannot prove is decided
+on a fresh read, never on memory: a refused write (someone else wrote the
+row), a view with no free token (QuotaFull is raised only on a fresh read,
+and the census judges a fresh read), and a view that names the acquire's own
+lease id (a concurrent or crashed attempt with this id: join or adopt it).
+Within this process, two acquires never try the same token at once.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from shared.capacity.inflight import InFlight
 from shared.capacity.keys import TOKEN_PREFIX, after, parse_stamp, quota_partition, stamp, token_row
 from shared.capacity.models import PoolKind
 from shared.capacity.slots import shuffled
@@ -63,9 +79,15 @@ from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound
 from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
 
 CLAIM_ROUNDS = 8
+VIEW_SECONDS = 5.0  # how long a remembered view of a tenant's tokens may stand in for a read
 # Tokens as this process last wrote them, with their ETags: renew and release try a conditional
 # write against these first and read only when storage says the row moved. An optimisation only.
 _written: LruCache[tuple[str, str], dict[str, Any]] = LruCache(50_000)
+# Per quota partition: its tokens as last read, updated by this process's own writes, and when the
+# read was made (monotonic). A claim may start from it (see "Remembered tokens" above).
+_views: LruCache[str, tuple[dict[int, QuotaToken], float]] = LruCache(20_000)
+_views_lock = threading.Lock()
+_claiming = InFlight()  # (partition, index) a claim of this process is writing right now
 
 
 @dataclass(frozen=True)
@@ -99,6 +121,7 @@ class TenantTokens:
 
     tokens: dict[int, QuotaToken]
     now: datetime
+    remembered: bool = False  # from this process's memory, not a read: proves nothing on its own
 
     def live(self) -> list[QuotaToken]:
         return [t for t in self.tokens.values() if t.live_at(self.now)]
@@ -123,14 +146,40 @@ class QuotaFull(Exception):
 
 
 def read_tokens(store: CapacityStore, tenant: str, kind: PoolKind, now: datetime) -> TenantTokens:
+    partition = quota_partition(tenant, kind)
+    read_at = time.monotonic()
     rows = query(
         store.quotas,
         "PartitionKey eq @pk and RowKey ge @low and RowKey lt @high",
-        pk=quota_partition(tenant, kind),
+        pk=partition,
         low=TOKEN_PREFIX,
         high=after(TOKEN_PREFIX),
     )
-    return TenantTokens({int(r["Index"]): QuotaToken.from_row(r) for r in rows}, now)
+    tokens = {int(r["Index"]): QuotaToken.from_row(r) for r in rows}
+    _views.put(partition, (dict(tokens), read_at))
+    return TenantTokens(tokens, now)
+
+
+def known_tokens(store: CapacityStore, tenant: str, kind: PoolKind, now: datetime) -> TenantTokens:
+    """The remembered view of the tenant's tokens if it is recent enough, else a fresh read."""
+    view = _views.get(quota_partition(tenant, kind))
+    if view is not None and time.monotonic() - view[1] < VIEW_SECONDS:
+        return TenantTokens(dict(view[0]), now, remembered=True)
+    return read_tokens(store, tenant, kind, now)
+
+
+def _update_view(partition: str, index: int, row: dict[str, Any] | None, etag: str = "") -> None:
+    """Record this process's own write of a token in the partition's view (None: forget the token)."""
+    with _views_lock:
+        view = _views.get(partition)
+        if view is None:
+            return
+        tokens = dict(view[0])
+        if row is None:
+            tokens.pop(index, None)
+        else:
+            tokens[index] = QuotaToken.from_row({**row, "Index": index, "etag": etag})
+        _views.put(partition, (tokens, view[1]))
 
 
 def claim(
@@ -146,42 +195,77 @@ def claim(
 ) -> int:
     """Hold one of tokens ``0..limit-1`` for ``lease_id`` until ``expires_at``; QuotaFull if none is free.
 
-    ``tokens`` is the caller's fresh read, if it has one (saves a round trip).
+    ``tokens`` is the caller's fresh read or remembered view, if it has one (saves a round trip).
+    QuotaFull always carries a fresh read: a remembered view that shows no free token, or
+    whose token turned out taken, is read again first.
     """
     partition = quota_partition(tenant, kind)
     tokens = tokens or read_tokens(store, tenant, kind, now_fn())
     for round_number in range(CLAIM_ROUNDS):
         free = [i for i in range(limit) if i not in tokens.tokens or tokens.tokens[i].takeable_at(tokens.now, grace)]
         if len(tokens.live()) >= limit or not free:
+            if tokens.remembered:
+                tokens = read_tokens(store, tenant, kind, now_fn())
+                continue
             raise QuotaFull(tokens)
         for index in shuffled(free):
-            entity = {
-                "PartitionKey": partition,
-                "RowKey": token_row(index),
-                "Index": index,
-                "Tenant": tenant,
-                "Kind": kind.value,
-                "LeaseId": lease_id,
-                "ExpiresAt": stamp(expires_at),
-                "ClaimedAt": stamp(tokens.now),
-            }
+            if not _claiming.take((partition, index)):
+                continue  # another acquire of this process is writing it: it would win or we both lose
             try:
-                current = tokens.tokens.get(index)
-                if current is None:
-                    etag = insert_if_absent(store.quotas, entity)
-                else:
-                    etag = replace_if_unchanged(store.quotas, entity, current.etag)
-                _remember((partition, token_row(index)), entity, etag)
-                return index
-            except (AlreadyExists, ConcurrencyConflict, NotFound):
-                continue  # another acquire of this tenant won that token; try the next
-        jittered_pause(round_number)
+                if _write_claim(store, tenant, kind, tokens, index, lease_id, expires_at):
+                    return index
+            finally:
+                _claiming.done((partition, index))
+            if tokens.remembered:
+                break  # the view was stale: decide on a fresh read
+        if not tokens.remembered:
+            jittered_pause(round_number)
         tokens = read_tokens(store, tenant, kind, now_fn())
     raise QuotaFull(tokens)
 
 
+def _write_claim(
+    store: CapacityStore,
+    tenant: str,
+    kind: PoolKind,
+    tokens: TenantTokens,
+    index: int,
+    lease_id: str,
+    expires_at: datetime,
+) -> bool:
+    """Claim token ``index`` if its row is still as ``tokens`` has it; False if another claim won it."""
+    partition = quota_partition(tenant, kind)
+    entity = {
+        "PartitionKey": partition,
+        "RowKey": token_row(index),
+        "Index": index,
+        "Tenant": tenant,
+        "Kind": kind.value,
+        "LeaseId": lease_id,
+        "ExpiresAt": stamp(expires_at),
+        "ClaimedAt": stamp(tokens.now),
+    }
+    try:
+        current = tokens.tokens.get(index)
+        if current is None:
+            etag = insert_if_absent(store.quotas, entity)
+        else:
+            etag = replace_if_unchanged(store.quotas, entity, current.etag)
+    except (AlreadyExists, ConcurrencyConflict, NotFound):
+        return False  # another acquire of this tenant won that token
+    _remember((partition, token_row(index)), entity, etag)
+    return True
+
+
 def _remember(key: tuple[str, str], entity: dict[str, Any], etag: str) -> None:
     _written.put(key, {**{k: v for k, v in entity.items() if k != "etag"}, "etag": etag})
+    _update_view(key[0], int(entity["Index"]), entity, etag)
+
+
+def _remember_free(key: tuple[str, str], entity: dict[str, Any], etag: str) -> None:
+    """A token this process freed: not worth remembering for renew or release, but free in the view."""
+    _written.forget(key)
+    _update_view(key[0], int(entity["Index"]), entity, etag)
 
 
 def _rows(store: CapacityStore, key: tuple[str, str]) -> Iterator[tuple[dict[str, Any] | None, bool]]:
@@ -231,10 +315,10 @@ def give_back(store: CapacityStore, tenant: str, kind: PoolKind, token: QuotaTok
         "ClaimedAt": token.claimed_at,
     }
     try:
-        replace_if_unchanged(store.quotas, entity, token.etag)
+        etag = replace_if_unchanged(store.quotas, entity, token.etag)
     except (ConcurrencyConflict, NotFound):
         return False
-    _written.forget(key)
+    _remember_free(key, entity, etag)
     return True
 
 
@@ -249,8 +333,7 @@ def release(store: CapacityStore, tenant: str, kind: PoolKind, index: int, lease
         etag = row.pop("etag")
         row.update(LeaseId="", ExpiresAt="")
         try:
-            replace_if_unchanged(store.quotas, row, etag)
-            _written.forget(key)
+            _remember_free(key, row, replace_if_unchanged(store.quotas, row, etag))
             return
         except (ConcurrencyConflict, NotFound):
             continue

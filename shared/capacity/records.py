@@ -61,6 +61,11 @@ def read_record(store: CapacityStore, tenant: str, lease_id: str) -> dict[str, A
     return record
 
 
+def cached_record(tenant: str, lease_id: str) -> dict[str, Any] | None:
+    """The record if this process has seen it (no read): a lease id it knows is taken."""
+    return _cache.get((tenant, lease_id))
+
+
 def known_record(store: CapacityStore, tenant: str, lease_id: str) -> dict[str, Any] | None:
     """The record's immutable facts, from the cache if this process has seen it (``State`` may be stale)."""
     return _cache.get((tenant, lease_id)) or read_record(store, tenant, lease_id)

@@ -49,6 +49,7 @@ from typing import Any, TypeVar
 from azure.core import MatchConditions
 from azure.data.tables import UpdateMode
 
+from shared.capacity.epoch import generation_floor
 from shared.capacity.keys import (
     GRANT_PREFIX,
     SLOT_PREFIX,
@@ -63,7 +64,6 @@ from shared.capacity.models import Pool
 from shared.capacity.store import (
     CapacityStore,
     LruCache,
-    commit_and_dispatch,
     commit_dispatch_etags,
     query,
     submit_batch,
@@ -105,6 +105,8 @@ class SlotRow:
     granted_at: str
     expires_at: str
     etag: str
+    # Chosen by a scale-down (shared.autoscaling): no new grants; a held lease lives on until it ends.
+    draining: bool = False
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> SlotRow:
@@ -120,6 +122,7 @@ class SlotRow:
             granted_at=row.get("GrantedAt", ""),
             expires_at=row.get("ExpiresAt", ""),
             etag=row["etag"],
+            draining=bool(row.get("Draining", False)),
         )
 
     @property
@@ -134,8 +137,8 @@ class SlotRow:
         return bool(self.lease_id) and parse_stamp(self.expires_at) > now
 
     def takeable_at(self, now: datetime, grace: timedelta) -> bool:
-        """May a new grant take this slot: open, and free or expired for longer than ``grace``?"""
-        return self.open and (not self.lease_id or parse_stamp(self.expires_at) + grace < now)
+        """May a new grant take this slot: open, not draining, and free or expired for longer than ``grace``?"""
+        return self.open and not self.draining and (not self.lease_id or parse_stamp(self.expires_at) + grace < now)
 
     def entity(self, **changes: Any) -> dict[str, Any]:
         row = replace(self, **changes) if changes else self
@@ -152,6 +155,7 @@ class SlotRow:
             "TokenIndex": row.token_index,
             "GrantedAt": row.granted_at,
             "ExpiresAt": row.expires_at,
+            "Draining": row.draining,
         }
 
     def free_entity(self) -> dict[str, Any]:
@@ -174,7 +178,10 @@ def read_shard(store: CapacityStore, pool_id: str, shard: int) -> list[SlotRow]:
         low=SLOT_PREFIX,
         high=after(SLOT_PREFIX),
     )
-    return [SlotRow.from_row(row) for row in rows]
+    read = [SlotRow.from_row(row) for row in rows]
+    for slot in read:
+        _known.put((slot.pool, slot.shard, slot.index), slot)
+    return read
 
 
 def read_pool_slots(store: CapacityStore, pool: Pool) -> list[SlotRow]:
@@ -199,6 +206,16 @@ def known_slot(pool_id: str, shard: int, index: int) -> SlotRow | None:
     return _known.get((pool_id, shard, index))
 
 
+def remembered_shard(pool_id: str, shard: int, indices: Iterable[int]) -> list[SlotRow] | None:
+    """The shard's slot rows ``indices`` as this process last read or wrote them; None if any is unknown.
+
+    Only for choosing which row to try: a grant on a remembered row is still conditional on its
+    ETag, and a refusal ("the pool is full") is decided on a fresh read.
+    """
+    rows = [_known.get((pool_id, shard, index)) for index in indices]
+    return [row for row in rows if row is not None] if all(rows) else None
+
+
 @on_conflict(attempts=50)
 def ensure_slot(store: CapacityStore, pool: Pool, index: int, should_be_open: bool) -> None:
     """Create the slot row, or set its ``Open`` flag; held leases are left alone."""
@@ -209,7 +226,7 @@ def ensure_slot(store: CapacityStore, pool: Pool, index: int, should_be_open: bo
             index=index,
             shard=pool.shard_of(index),
             open=should_be_open,
-            generation=0,
+            generation=generation_floor(store.pools),  # 0, or past every token of before a restore
             lease_id="",
             tenant="",
             token_index=-1,
@@ -322,8 +339,13 @@ def end(store: CapacityStore, row: SlotRow, now: datetime, reason: str = "") -> 
     if reason:
         extra["reason"] = reason
     event = _event("LeaseExpired" if expired else "LeaseReleased", row, row.lease_id, row.tenant, **extra)
-    _known.forget((row.pool, row.shard, row.index))
-    return commit_and_dispatch(store.slots_outbox, row.partition, operations, [event])
+    key = (row.pool, row.shard, row.index)
+    _known.forget(key)
+    sent, results = commit_dispatch_etags(store.slots_outbox, row.partition, operations, [event])
+    # The freed row with the ETag the batch answered: the next grant of it need not read it first.
+    freed = replace(row, lease_id="", tenant="", token_index=-1, granted_at="", expires_at="")
+    _known.put(key, replace(freed, etag=str(results[0]["etag"])))
+    return sent
 
 
 def shuffled(items: Iterable[T]) -> list[T]:

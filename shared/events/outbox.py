@@ -59,6 +59,7 @@ from azure.storage.queue import QueueClient
 
 from shared.errors import ConcurrencyConflict, RuntimeCloudError
 from shared.events.cloudevents import CloudEvent, NewEvent
+from shared.events.sequence_floor import sequence_floor
 from shared.logs import app_logger
 from shared.lru_cache import LruCache
 from shared.storage.clients import StorageClients
@@ -136,7 +137,7 @@ class Outbox:
                 current = (int(row["Last"]), str(row["etag"])) if row else None
             else:
                 current = remembered
-            last = current[0] if current else 0
+            last = current[0] if current else sequence_floor(self._markers)  # past a restore's loss
             now = datetime.now(UTC).isoformat()
             cloud_events = [self._envelope(stream, event, last + n, now) for n, event in enumerate(pending, 1)]
             for event in cloud_events:

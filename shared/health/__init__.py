@@ -1,15 +1,22 @@
 """Liveness and readiness: every dependency's status and latency.
 
 Readiness hangs on the runtime-cloud store alone: without it nothing can be
-recorded, so the host answers 503. The IaC runner, targets and the Config
-Platform degrade the host (200, ``degraded``) because reads, leases and queued
-work still proceed without them (README, ``GET /runtime-cloud/health``: a
-target fails fast per run, a Config Platform that does not answer degrades).
+recorded, so the host answers 503. The IaC runner, targets, the Config
+Platform, stale inventories, an unreadable inbound queue and backups degrade the host (200,
+``degraded``) because reads, leases and queued work still proceed without them:
+a run whose target is down fails on its own, and an unreachable Config Platform
+leaves configuration references unresolved (README: the ``GET
+/runtime-cloud/health`` row of "Calling the API locally", and
+``RuntimeCloud__ConfigPlatform__Url`` under "Settings").
+
+Health reads the settings sections of :class:`shared.health.sections.HealthSections`,
+which the wiring builds once (:mod:`shared.wiring.health`), never the settings root.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -21,13 +28,18 @@ from typing import Any
 import requests
 
 import shared
+from shared.backup.location import BackupLocation, open_location
+from shared.backup.status import backup_health
+from shared.health.sections import HealthSections
 from shared.iac.runner_info import describe_runner
-from shared.inventory.staleness import stale_summary
+from shared.inventory.staleness import StaleSummary, stale_summary
 from shared.inventory.store import INVENTORY_TABLE
 from shared.modules import KNOWN_MODULES
-from shared.settings import Settings
 from shared.storage.clients import StorageClients, fail_fast_options, host_storage
 from shared.target_access import probe_target
+from shared.targets import ProvisioningTarget
+
+__all__ = ["HealthAnswer", "HealthReport", "HealthSections", "check_health", "health_answer", "inbox_lags"]
 
 HEALTHY, DEGRADED, UNHEALTHY = "healthy", "degraded", "unhealthy"
 
@@ -60,7 +72,9 @@ class HealthReport:
     inbox_lag: list[InboxLag] = field(default_factory=list)
     checked_at: str = ""
     # Environments whose target could not be read at their last scan, counted per target.
-    inventory: dict[str, Any] | None = None
+    inventory: StaleSummary | None = None
+    # The backup settings (schedule, RPO) and the latest export's age; see shared.backup.status.
+    backup: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"live": True}
@@ -100,27 +114,25 @@ def _store_checks(clients: StorageClients) -> list[Callable[[], Check]]:
     ]
 
 
-def _runner_check(settings: Settings) -> Check:
-    info = describe_runner(settings.runtime_cloud.iac.runner)
+def _runner_check(sections: HealthSections) -> Check:
+    info = describe_runner(sections.runner)
     status = HEALTHY if info.available else DEGRADED
     version = f" {info.version}" if info.version else ""
     return Check(f"iac-runner.{info.name}", status, 0.0, f"{info.name}{version}: {info.detail}")
 
 
-def _target_check(settings: Settings, target_id: str) -> Check:
-    target = settings.target(target_id)
-    assert target is not None
-    result = probe_target(target, settings.runtime_cloud.health.probe_timeout_seconds)
+def _target_check(sections: HealthSections, target: ProvisioningTarget) -> Check:
+    result = probe_target(target, sections.health.probe_timeout_seconds)
     return Check(f"target.{target.id}", HEALTHY if result.reachable else DEGRADED, result.latency_ms, result.detail)
 
 
-def _config_platform_check(settings: Settings) -> Check:
-    url = settings.runtime_cloud.config_platform.url
+def _config_platform_check(sections: HealthSections) -> Check:
+    url = sections.config_platform.url
     if not url:
         return Check("config-platform", HEALTHY, 0.0, "not configured: configuration references stay unresolved")
 
     def probe() -> str:
-        response = requests.get(url, timeout=settings.runtime_cloud.health.probe_timeout_seconds)
+        response = requests.get(url, timeout=sections.health.probe_timeout_seconds)
         return f"answered HTTP {response.status_code}"
 
     return _timed("config-platform", probe, False, DEGRADED)
@@ -138,7 +150,7 @@ def _inbox_lag(clients: StorageClients, module: str, queue: str) -> InboxLag:
     return InboxLag(module, queue, lag, HEALTHY)
 
 
-def _inventory_check(clients: StorageClients) -> tuple[Check, dict[str, Any] | None]:
+def _inventory_check(clients: StorageClients) -> tuple[Check, StaleSummary | None]:
     """Stale inventories degrade the host: drift cannot be seen where a target cannot be read."""
     started = time.perf_counter()
     try:
@@ -156,29 +168,71 @@ def _inventory_check(clients: StorageClients) -> tuple[Check, dict[str, Any] | N
 
 
 @functools.lru_cache(maxsize=2)
+def _backup_location(connection: str, container: str, timeout: float) -> BackupLocation:
+    return open_location(connection, container, **fail_fast_options(timeout))
+
+
+def _backup_check(sections: HealthSections) -> tuple[Check, dict[str, Any]]:
+    """Backups degrade the host (never unready): without them it runs, but a lost store loses more."""
+    section = sections.backup
+    started = time.perf_counter()
+    try:
+        location = (
+            _backup_location(section.connection, section.container, sections.health.probe_timeout_seconds)
+            if section.configured
+            else None
+        )
+        found = backup_health(section, location, datetime.now(UTC))
+        status, detail, summary = (HEALTHY if found.healthy else DEGRADED), found.detail, found.as_dict()
+    except Exception as error:  # noqa: BLE001 - a probe's failure is the finding, never an exception
+        status, detail = DEGRADED, f"backup location unreadable: {type(error).__name__}: {_first_line(error)}"
+        summary = {"configured": True, "schedule": section.schedule, "rpo_minutes": section.rpo_minutes}
+    latency = round((time.perf_counter() - started) * 1000, 1)
+    return Check("backup", status, latency, detail), summary
+
+
+@functools.lru_cache(maxsize=2)
 def _probe_clients(timeout: float) -> StorageClients:
     """Clients without retries, kept for the process: probes must fail fast, and making clients
     (in Azure: a managed-identity credential) on every probe would cost more than the probe."""
     return host_storage(**fail_fast_options(timeout))
 
 
+@dataclass(frozen=True)
+class HealthAnswer:
+    """One round's report and its JSON, encoded once for every call the round answers."""
+
+    report: HealthReport
+    body: bytes
+
+    @property
+    def ready(self) -> bool:
+        return self.report.ready
+
+
+def _answer(report: HealthReport) -> HealthAnswer:
+    # Encoding the report (dataclasses.asdict, then JSON) cost more than the rest of a cached
+    # health call; 200 callers of one round now share one encoding.
+    return HealthAnswer(report, json.dumps(report.as_dict(), default=str).encode("utf-8"))
+
+
 class _Round:
     """One round of probes that concurrent health calls share (see :func:`check_health`)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.future: Future[HealthReport] = Future()
+    def __init__(self, sections: HealthSections) -> None:
+        self.sections = sections
+        self.future: Future[HealthAnswer] = Future()
         self.finished_at: float | None = None
 
-    def serves(self, settings: Settings, now: float, cache_seconds: float) -> bool:
-        return self.settings is settings and (self.finished_at is None or now - self.finished_at <= cache_seconds)
+    def serves(self, sections: HealthSections, now: float, cache_seconds: float) -> bool:
+        return self.sections is sections and (self.finished_at is None or now - self.finished_at <= cache_seconds)
 
 
 _rounds_lock = threading.Lock()
-_round: _Round | None = None  # the latest round (the settings object is made once per process)
+_round: _Round | None = None  # the latest round (the sections object is made once per process)
 
 
-def check_health(settings: Settings) -> HealthReport:
+def check_health(sections: HealthSections) -> HealthReport:
     """Every dependency's status, probed once for all calls that arrive together.
 
     A call that arrives while a round of probes is running waits for that
@@ -188,53 +242,56 @@ def check_health(settings: Settings) -> HealthReport:
     one round (``checked_at`` says when it ran). With ``0`` only calls that
     overlap a running round share it.
     """
+    return replace(health_answer(sections).report)
+
+
+def health_answer(sections: HealthSections) -> HealthAnswer:
+    """:func:`check_health` with the report's JSON, encoded once per round (what the endpoint sends)."""
     global _round
-    cache_seconds = settings.runtime_cloud.health.cache_seconds
+    cache_seconds = sections.health.cache_seconds
     with _rounds_lock:
         current = _round
-        leader = current is None or not current.serves(settings, time.monotonic(), cache_seconds)
+        leader = current is None or not current.serves(sections, time.monotonic(), cache_seconds)
         if leader:
-            current = _round = _Round(settings)
+            current = _round = _Round(sections)
     assert current is not None
     if leader:
         try:
-            current.future.set_result(_probe_all(settings))
+            current.future.set_result(_answer(_probe_all(sections)))
             current.finished_at = time.monotonic()
         except BaseException as error:  # noqa: BLE001 - handed to the callers waiting on this round; the next call probes
             current.finished_at = float("-inf")
             current.future.set_exception(error)
-    return replace(current.future.result())
+    return current.future.result()
 
 
-def _probe_all(settings: Settings) -> HealthReport:
-    timeout = settings.runtime_cloud.health.probe_timeout_seconds
-    clients = _probe_clients(timeout)
+def _probe_all(sections: HealthSections) -> HealthReport:
+    clients = _probe_clients(sections.health.probe_timeout_seconds)
     checks: list[Callable[[], Check]] = [
         *_store_checks(clients),
-        lambda: _runner_check(settings),
-        *[lambda tid=t.id: _target_check(settings, tid) for t in settings.runtime_cloud.targets],
-        lambda: _config_platform_check(settings),
+        lambda: _runner_check(sections),
+        *[functools.partial(_target_check, sections, target) for target in sections.targets],
+        lambda: _config_platform_check(sections),
     ]
-    lags = [
-        (module, queue)
-        for module in settings.runtime_cloud.host.enabled_modules
-        for queue in KNOWN_MODULES[module].inbound_queues
-    ]
-    with_inventory = "inventory" in settings.runtime_cloud.host.enabled_modules
+    lags = [(module, queue) for module in sections.enabled_modules for queue in KNOWN_MODULES[module].inbound_queues]
+    with_inventory = "inventory" in sections.enabled_modules
     # Probes run side by side so the answer takes as long as the slowest one.
     with ThreadPoolExecutor(max_workers=8) as pool:
         check_futures = [pool.submit(check) for check in checks]
         lag_futures = [pool.submit(_inbox_lag, clients, module, queue) for module, queue in lags]
         inventory_future = pool.submit(_inventory_check, clients) if with_inventory else None
+        backup_future = pool.submit(_backup_check, sections)
         results = [future.result() for future in check_futures]
         inbox = [future.result() for future in lag_futures]
         inventory_check, inventory = inventory_future.result() if inventory_future else (None, None)
-    report = _report(settings, results + ([inventory_check] if inventory_check else []), inbox)
+        backup_check, backup = backup_future.result()
+    report = _report(sections, results + ([inventory_check] if inventory_check else []) + [backup_check], inbox)
     report.inventory = inventory
+    report.backup = backup
     return report
 
 
-def _report(settings: Settings, checks: list[Check], inbox: list[InboxLag]) -> HealthReport:
+def _report(sections: HealthSections, checks: list[Check], inbox: list[InboxLag]) -> HealthReport:
     ready = all(check.status == HEALTHY for check in checks if check.required)
     if not ready:
         status = UNHEALTHY
@@ -243,7 +300,7 @@ def _report(settings: Settings, checks: list[Check], inbox: list[InboxLag]) -> H
     else:
         status = HEALTHY
     return HealthReport(
-        service=settings.messaging.service_name,
+        service=sections.service_name,
         version=shared.__version__,
         status=status,
         ready=ready,
@@ -253,11 +310,11 @@ def _report(settings: Settings, checks: list[Check], inbox: list[InboxLag]) -> H
     )
 
 
-def inbox_lags(settings: Settings) -> list[InboxLag]:
+def inbox_lags(sections: HealthSections) -> list[InboxLag]:
     """The lag of every inbound queue of the enabled modules (the ``host.inbox_lag`` gauge reads it)."""
-    clients = _probe_clients(settings.runtime_cloud.health.probe_timeout_seconds)
+    clients = _probe_clients(sections.health.probe_timeout_seconds)
     return [
         _inbox_lag(clients, module, queue)
-        for module in settings.runtime_cloud.host.enabled_modules
+        for module in sections.enabled_modules
         for queue in KNOWN_MODULES[module].inbound_queues
     ]

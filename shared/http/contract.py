@@ -51,6 +51,9 @@ class Contract:
     responses: Mapping[int, Shape] = field(default_factory=dict)
     response_headers: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     problems: tuple[int, ...] = ()
+    # Credentials other than the bearer token (a webhook's signature): scheme name -> its OpenAPI
+    # Security Scheme Object, any one of them accepted. Empty: the bearer token with ``scopes``.
+    security: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def documented(self) -> bool:

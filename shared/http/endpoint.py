@@ -11,6 +11,12 @@ the handler the :class:`Caller`, and turns every failure into a problem
 document. Handlers may be sync (run in a worker thread, as the Functions worker
 does) or async. The wrapper exposes the handler's signature without ``caller``
 so the Functions indexer sees only real bindings.
+
+Tokens are checked against the ``RuntimeCloud:Auth`` section, which
+``function_app.py`` hands over once at start (:func:`configure_authentication`):
+the request pipeline sits below the composition root and never reads the
+settings root (pyproject.toml, the "settings-root" contract). Until then every
+call answers 500 (logged with its reference), never an unauthenticated 200.
 """
 
 from __future__ import annotations
@@ -36,26 +42,39 @@ from shared.errors import (
     ConcurrencyConflict,
     Conflict,
     InvalidInput,
+    NotConfigured,
     NotFound,
     PermissionDenied,
     StoreUnavailable,
 )
+from shared.host_settings import AuthSettings
 from shared.http import problems
 from shared.http.contract import CONTRACT_ATTRIBUTE, Contract, names
 from shared.http.responses import to_http_response
 from shared.http.validation import validation_problem
 from shared.logs import app_logger
-from shared.settings import get_settings
 
 log = app_logger("http")
 
 Handler = Callable[..., Any]
 
 
+_auth: AuthSettings | None = None  # set once at start by configure_authentication
+
+
+def configure_authentication(auth: AuthSettings) -> None:
+    """Check bearer tokens against ``auth`` (the issuer, audience and signing keys it names)."""
+    global _auth
+    _auth = auth
+    token_validator.cache_clear()  # the validator holds the section it was made with
+
+
 @functools.lru_cache(maxsize=1)
 def token_validator() -> TokenValidator:
-    auth = get_settings().runtime_cloud.auth
-    return TokenValidator(auth, key_source_for(auth))
+    """Made at the first request, not at start: a key source may fetch signing keys when made."""
+    if _auth is None:
+        raise NotConfigured("the HTTP pipeline has no RuntimeCloud:Auth section; function_app.py hands it over")
+    return TokenValidator(_auth, key_source_for(_auth))
 
 
 def authenticate(req: func.HttpRequest) -> Caller:

@@ -113,6 +113,7 @@ def build_document(functions: Iterable[Function], title: str, version: str, desc
         for method in route_methods(trigger):
             item[method.lower()] = _operation(function, trigger, contract, schemas)
     components = schemas.resolve()  # fills in the operations' references, so before they are served
+    other_schemes = {name: dict(scheme) for _, _, contract in operations for name, scheme in contract.security.items()}
     return {
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": version, "description": description},
@@ -126,7 +127,8 @@ def build_document(functions: Iterable[Function], title: str, version: str, desc
                     "bearerFormat": "JWT",
                     "description": "an OAuth2 client-credentials access token (Entra ID; locally `devhost token`); "
                     "the tenant claim is the row filter of everything the caller reads or writes",
-                }
+                },
+                **other_schemes,
             },
         },
     }
@@ -237,7 +239,10 @@ def _describe(contract: Contract) -> str:
 
 
 def _security(contract: Contract) -> list[dict[str, list[str]]]:
-    """Every scope of ``scopes`` and, when ``any_scopes`` is given, one of those (alternatives)."""
+    """Every scope of ``scopes`` and, when ``any_scopes`` is given, one of those (alternatives); or any one
+    of the contract's own schemes (a webhook's signature) instead of a bearer token."""
+    if contract.security:
+        return [{name: []} for name in contract.security]
     if contract.any_scopes:
         return [{SECURITY_SCHEME: [*contract.scopes, scope]} for scope in contract.any_scopes]
     return [{SECURITY_SCHEME: list(contract.scopes)}]
@@ -281,7 +286,9 @@ def _responses(contract: Contract, schemas: SchemaRegistry, has_path_parameters:
 
 
 def _problem_statuses(contract: Contract, has_path_parameters: bool) -> list[int]:
-    statuses = {401, 500, 503, *contract.problems}
+    statuses = {500, 503, *contract.problems}
+    if not contract.security:  # an endpoint with its own scheme answers bad credentials as it documents
+        statuses.add(401)
     if contract.scopes or contract.any_scopes or contract.roles:
         statuses.add(403)
     if contract.body is not None:

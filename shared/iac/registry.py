@@ -11,9 +11,11 @@ from shared.iac.settings import IaCSettings
 from shared.targets import ProvisioningTarget
 
 
-def runner_for(name: RunnerName, iac_settings: IaCSettings) -> TracedRunner:
-    """The runner ``name``, its plan and apply each a span (``iac.plan``, ``iac.apply``; see :func:`_runner_for`)."""
-    return TracedRunner(_runner_for(name, iac_settings))
+def runner_for(name: RunnerName, iac_settings: IaCSettings, **options: Any) -> TracedRunner:
+    """The runner ``name``, its plan and apply each a span (``iac.plan``, ``iac.apply``; see :func:`_runner_for`).
+
+    ``options`` go to the Pulumi runner only (``saved_plans``, ``event_sink``: what a runner job gives it)."""
+    return TracedRunner(_runner_for(name, iac_settings, **options))
 
 
 class TracedRunner:
@@ -61,7 +63,7 @@ class TracedRunner:
         return {"iac.runner": self.name, "iac.runner.version": self.version or "", "iac.target": target.id}
 
 
-def _runner_for(name: RunnerName, iac_settings: IaCSettings) -> IaCRunner:
+def _runner_for(name: RunnerName, iac_settings: IaCSettings, **options: Any) -> IaCRunner:
     """A runner configured from ``RuntimeCloud:IaC``; cheap to call (no I/O beyond a cached CLI probe).
 
     The Pulumi runner is returned even where the CLI is missing: its ``plan`` and
@@ -75,5 +77,5 @@ def _runner_for(name: RunnerName, iac_settings: IaCSettings) -> IaCRunner:
     if name is RunnerName.PULUMI:
         from shared.iac.pulumi import PulumiRunner
 
-        return PulumiRunner.from_settings(iac_settings)
+        return PulumiRunner.from_settings(iac_settings, **options)
     raise ValueError(f"unknown IaC runner {name!r}")

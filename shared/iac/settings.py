@@ -1,20 +1,54 @@
-"""``RuntimeCloud:IaC:*``: which runner applies by default and how it paces and slices an apply."""
+"""``RuntimeCloud:IaC:*``: which runner applies by default, how it paces and slices an apply, and its runner jobs.
+
+Runner jobs (``JobLauncher``, default ``queue``): plan and apply run in a job
+process, not in a Functions activity. The app writes the job's input to blob
+and a small request to the ``JobQueue`` queue; in Azure a Container Apps job,
+scaled by that queue (KEDA ``azure-queue``), runs it as the runner identity;
+locally the local host's job scaler forks a process per request. The job
+writes a heartbeat every ``JobHeartbeatSeconds``; the run's orchestration
+checks it every ``JobCheckSeconds`` (and when the job's completion message
+wakes it). A job with no heartbeat for ``JobStaleSeconds`` (or none at all
+within ``JobStartSeconds`` of its launch) is dead: it is launched again (a new
+attempt; the step journal makes the apply go on where the dead one stopped)
+up to ``JobMaxAttempts`` in all, then the run fails with a receipt.
+``in-process`` runs the runner inside the activity (in slices), as before
+runner jobs: only for a host with no job consumer.
+"""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
 from shared.desired_state import RunnerName
 from shared.settings_section import Section
 
+JobLauncherKind = Literal["queue", "in-process"]
+
 
 class IaCSettings(Section):
     runner: RunnerName = Field(default=RunnerName.PULUMI, alias="Runner")
     # Pause between resource changes of one apply, to stay under a target API's rate limits.
     step_interval_seconds: float = Field(default=0.0, ge=0, le=60, alias="StepIntervalSeconds")
-    # An apply runs in slices of about this long, each one activity call: a slice plus one last step
+    # An in-process apply runs in slices of about this long, each one activity call: a slice plus one last step
     # (at most a minute's pause and a target's retries) stays far inside the 30-minute functionTimeout,
-    # so no apply is ever cut off there. 0 stops after every change.
+    # so no apply is ever cut off there. 0 stops after every change. A runner job is not sliced.
     apply_slice_seconds: float = Field(default=300.0, ge=0, le=1200, alias="ApplySliceSeconds")
     pulumi_backend_url: str | None = Field(default=None, alias="PulumiBackendUrl")
     pulumi_work_root: str | None = Field(default=None, alias="PulumiWorkRoot")
+    # Where stack secrets are encrypted: in Azure a Key Vault key (``azurekeyvault://<vault>.vault.azure.net/keys/<key>``)
+    # the runner identity may use; unset, the backend's default (a passphrase, for local programs only).
+    pulumi_secrets_provider: str | None = Field(default=None, alias="PulumiSecretsProvider")
+    # Runner jobs (see the module docstring).
+    job_launcher: JobLauncherKind = Field(default="queue", alias="JobLauncher")
+    job_queue: str = Field(default="runner-jobs", pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", alias="JobQueue")
+    # Where jobs send their completion notices (a queue trigger of the app reads it).
+    job_results_queue: str = Field(
+        default="runner-job-results", pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", alias="JobResultsQueue"
+    )
+    job_heartbeat_seconds: float = Field(default=10.0, gt=0, le=300, alias="JobHeartbeatSeconds")
+    job_stale_seconds: float = Field(default=90.0, gt=0, le=3600, alias="JobStaleSeconds")
+    job_start_seconds: float = Field(default=600.0, gt=0, le=7200, alias="JobStartSeconds")
+    job_check_seconds: float = Field(default=30.0, gt=0, le=600, alias="JobCheckSeconds")
+    job_max_attempts: int = Field(default=2, ge=1, le=5, alias="JobMaxAttempts")

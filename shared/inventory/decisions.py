@@ -116,7 +116,7 @@ class ProposalDecisions:
 
     @on_conflict
     def accept(
-        self, tenant: str, proposal_id: str, body: AcceptBody, operator: str, client: str | None = None
+        self, tenant: str, proposal_id: str, body: AcceptBody, *, operator: str, client: str | None = None
     ) -> Accepted:
         versioned = self._open(tenant, proposal_id, body)
         proposal = versioned.value
@@ -139,7 +139,7 @@ class ProposalDecisions:
 
     @on_conflict
     def reject(
-        self, tenant: str, proposal_id: str, body: RejectBody, operator: str, client: str | None = None
+        self, tenant: str, proposal_id: str, body: RejectBody, *, operator: str, client: str | None = None
     ) -> Proposal:
         versioned = self._found(tenant, proposal_id)
         proposal = versioned.value
@@ -224,7 +224,9 @@ class ProposalDecisions:
     ) -> EnvironmentSpecification:
         """The specification the decision declares (saved, so the run and a retry can load it)."""
         label = body.option or "decisions"
-        applied = self._provisioning.load_specification(proposal.tenant, proposal.environment, proposal.basis_digest)
+        applied = self._provisioning.load_specification(
+            proposal.tenant, proposal.environment, digest=proposal.basis_digest
+        )
         try:
             specification = declared_specification(applied, open_findings, to_run).specification
         except NotAdoptable as error:
@@ -245,11 +247,11 @@ class ProposalDecisions:
                     proposal.tenant,
                     proposal.environment,
                     request,
-                    operator,
-                    now,
-                    inventory.default_ignore_days,
-                    inventory.max_ignore_days,
-                    proposal.id,
+                    author=operator,
+                    now=now,
+                    default_days=inventory.default_ignore_days,
+                    max_days=inventory.max_ignore_days,
+                    proposal_id=proposal.id,
                 )
                 for finding in findings
                 for request in _rule_requests(finding, reason, body.expires_at)
@@ -262,7 +264,7 @@ class ProposalDecisions:
         if decision is None or decision.option == "accept" or not decision.specification_digest:
             return Accepted(proposal)
         specification = self._provisioning.load_specification(
-            proposal.tenant, proposal.environment, decision.specification_digest
+            proposal.tenant, proposal.environment, digest=decision.specification_digest
         )
         source = SourceInfo(kind="proposal", path=f"proposals/{proposal.id}/{decision.option or 'decisions'}")
         run, created = self._provisioning.declare(

@@ -15,7 +15,7 @@ from shared.inventory.proposals import Proposal
 
 
 def drift_detected(
-    tenant: str, environment: str, opened: list[Finding], open_count: int, basis_digest: str
+    tenant: str, environment: str, *, opened: list[Finding], open_count: int, basis_digest: str
 ) -> NewEvent:
     return NewEvent(
         "RuntimeDriftDetected",

@@ -25,5 +25,5 @@ def expected_resources(applied: AppliedEnvironment, provisioning: ProvisioningAp
         return expected_from_specification(applied.specification)
     if not applied.run_id:
         return []
-    outputs = provisioning.apply_outputs(applied.tenant, applied.environment, applied.run_id)
+    outputs = provisioning.apply_outputs(applied.tenant, applied.environment, run_id=applied.run_id)
     return expected_from_outputs(outputs) if outputs is not None else []

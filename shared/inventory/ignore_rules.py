@@ -69,6 +69,7 @@ def new_rule(
     tenant: str,
     environment: str,
     request: NewIgnoreRule,
+    *,
     author: str,
     now: datetime,
     default_days: int,

@@ -74,7 +74,7 @@ def _apply(
 ) -> None:
     now = datetime.now(UTC).isoformat()
     env = store.environment(tenant, environment)
-    operations = [store.event_operation(tenant, environment, event_id, kind, now)]
+    operations = [store.event_operation(tenant, environment, event_id=event_id, event_type=kind, at=now)]
     if kind == "SpecificationDeclared":
         changes = {
             "DeclaredDigest": data.get("specification_digest", ""),

@@ -29,7 +29,7 @@ class RuleBook:
         self._provisioning = provisioning
         self._settings = settings
 
-    def create(self, tenant: str, environment: str, request: NewIgnoreRule, author: str) -> IgnoreRule:
+    def create(self, tenant: str, environment: str, request: NewIgnoreRule, *, author: str) -> IgnoreRule:
         self._require(tenant, environment)
         if request.resource not in self.addresses(tenant, environment):
             raise InvalidInput(
@@ -50,10 +50,10 @@ class RuleBook:
                 tenant,
                 environment,
                 request,
-                author,
-                datetime.now(UTC),
-                inventory.default_ignore_days,
-                inventory.max_ignore_days,
+                author=author,
+                now=datetime.now(UTC),
+                default_days=inventory.default_ignore_days,
+                max_days=inventory.max_ignore_days,
             )
         except ValueError as error:
             raise InvalidInput([{"path": "/expires_at", "message": str(error)}]) from None

@@ -14,6 +14,11 @@
    stays, resolved when it goes), raise or refresh the proposal (see
    :mod:`shared.inventory.proposal_refresh`), emit events,
    all committed together in the environment's partition.
+
+The scan timer lists each target account once per tick for all the
+environments on it (:meth:`Scanner.tick_reads`, see
+:mod:`shared.inventory.observers.account_reads` for why that is as safe as
+each listing its own); ``POST .../scan`` always reads the target itself.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from shared.inventory.errors import ScanInProgress
 from shared.inventory.expected import expected_resources
 from shared.inventory.findings import FindingState, reconcile
 from shared.inventory.model import Drift, Observation, ObservationStatus
+from shared.inventory.observers.account_reads import AccountReads, Basis
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest, Observer
+from shared.inventory.observers.embedded import EmbeddedObserver
 from shared.inventory.proposal_refresh import ProposalRefresher
 from shared.inventory.settings import InventorySettings
 from shared.inventory.staleness import clear_stale, mark_stale
@@ -100,7 +107,20 @@ class Scanner:
         self._clock = clock
         self._refresher = ProposalRefresher(store, provisioning, settings)
 
-    def scan(self, tenant: str, environment: str) -> ScanOutcome:
+    def tick_reads(self, environments: Sequence[tuple[str, str]]) -> AccountReads:
+        """What one timer tick shares: each environment's applied basis, read before any listing."""
+        bases = {}
+        for tenant, environment in environments:
+            try:
+                summary = self._provisioning.summary(tenant, environment)
+            except Exception as error:  # noqa: BLE001 - without a basis that environment reads its own target
+                log.warning("no basis for %s/%s: %s", tenant, environment, error, extra=ids(tenant=tenant))
+                continue
+            bases[(tenant, environment)] = Basis(summary.applied_digest, summary.applied_run_id)
+        return AccountReads(bases)
+
+    def scan(self, tenant: str, environment: str, shared: AccountReads | None = None) -> ScanOutcome:
+        """Scan one environment; ``shared``: the timer tick's listings (see :meth:`tick_reads`)."""
         if not self._provisioning.environment_exists(tenant, environment):
             raise NotFound(f"environment {environment}")
         applied = self._provisioning.applied(tenant, environment)
@@ -121,7 +141,7 @@ class Scanner:
                 environment=environment,
                 attributes={"iac.target": applied.specification.target},
             ):
-                outcome = self._scan(applied)
+                outcome = self._scan(applied, shared)
         finally:
             self._release(tenant, environment, owner)
             telemetry.record(names.SCAN_DURATION, time.perf_counter() - started, target=applied.specification.target)
@@ -130,7 +150,7 @@ class Scanner:
 
     # -- the steps ---------------------------------------------------------------------------
 
-    def _scan(self, applied: AppliedEnvironment) -> ScanOutcome:
+    def _scan(self, applied: AppliedEnvironment, shared: AccountReads | None) -> ScanOutcome:
         tenant, environment = applied.tenant, applied.environment
         target = find_target(self._targets, applied.specification.target)
         if target is None:
@@ -144,7 +164,7 @@ class Scanner:
             expected=tuple(expected),
         )
         try:
-            observation = self._observers(applied.specification.runner, target.kind).observe(request)
+            observation = self._observe(applied, target, request, shared)
         except ObservationFailed as error:
             log.warning(
                 "inventory of %s/%s is stale: %s",
@@ -165,6 +185,28 @@ class Scanner:
         drift = compare(observation.expected if observation.expected is not None else expected, observation)
         return self._record(applied, observation, target, drift)
 
+    def _observe(
+        self,
+        applied: AppliedEnvironment,
+        target: ProvisioningTarget,
+        request: ObservationRequest,
+        shared: AccountReads | None,
+    ) -> Observation:
+        observer = self._observers(applied.specification.runner, target.kind)
+        if (
+            shared is not None
+            and isinstance(observer, EmbeddedObserver)
+            and shared.serves(
+                applied.tenant,
+                applied.environment,
+                digest=applied.digest,
+                run_id=applied.run_id,
+                run_in_flight=applied.run_in_flight is not None,
+            )
+        ):
+            return observer.observe(request, shared)
+        return observer.observe(request)
+
     @on_conflict
     def _record(
         self, applied: AppliedEnvironment, observation: Observation, target: ProvisioningTarget, drift: list[Drift]
@@ -181,7 +223,12 @@ class Scanner:
         active = [f for f in changes.still_open() if f.active]
         opened_active = [f for f in changes.opened if f.active]
         if opened_active:
-            new_events.insert(0, events.drift_detected(tenant, environment, opened_active, len(active), applied.digest))
+            new_events.insert(
+                0,
+                events.drift_detected(
+                    tenant, environment, opened=opened_active, open_count=len(active), basis_digest=applied.digest
+                ),
+            )
         env_changes = {
             **self._observed(observation, now),
             "BasisDigest": applied.digest,
@@ -296,9 +343,9 @@ class Scanner:
                     self._store.table,
                     applied.tenant,
                     applied.environment,
-                    applied.specification.target,
-                    self._clock().isoformat(),
-                    outcome.observed_at,
+                    target=applied.specification.target,
+                    attempt_at=self._clock().isoformat(),
+                    last_good_at=outcome.observed_at,
                 )
             elif previous == ObservationStatus.STALE.value:
                 clear_stale(self._store.table, applied.tenant, applied.environment)

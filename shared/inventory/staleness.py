@@ -14,18 +14,36 @@ caller of health is not a tenant's operator).
 
 from __future__ import annotations
 
-from typing import Any
-
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, UpdateMode
+
+# typing_extensions' TypedDict, not typing's: health's response view (shared.http.views.host) is a pydantic
+# model derived from these, and pydantic takes only typing_extensions.TypedDict before Python 3.12.
+from typing_extensions import TypedDict
 
 from shared.storage.streams import stream_key
 
 STALE_PARTITION = "~stale"
 
 
+class StaleTarget(TypedDict):
+    """One target's stale environments: how many, the latest failed attempt, the oldest good observation."""
+
+    target: str | None
+    stale_environments: int
+    last_attempt_at: str | None
+    oldest_good_observation_at: str | None
+
+
+class StaleSummary(TypedDict):
+    """Every target that could not be read at its environments' last scans (health's ``inventory``)."""
+
+    stale_environments: int
+    targets: list[StaleTarget]
+
+
 def mark_stale(
-    table: TableClient, tenant: str, environment: str, target: str, attempt_at: str, last_good_at: str | None
+    table: TableClient, tenant: str, environment: str, *, target: str, attempt_at: str, last_good_at: str | None
 ) -> None:
     table.upsert_entity(
         {
@@ -46,22 +64,21 @@ def clear_stale(table: TableClient, tenant: str, environment: str) -> None:
         pass
 
 
-def stale_summary(table: TableClient) -> dict[str, Any]:
-    """``{"stale_environments": n, "targets": [{"target", "stale_environments", "last_attempt_at",
-    "oldest_good_observation_at"}]}``: per target, how many environments cannot be read."""
-    by_target: dict[str, dict[str, Any]] = {}
+def stale_summary(table: TableClient) -> StaleSummary:
+    """Per target, how many environments cannot be read (one query over the ``~stale`` partition)."""
+    by_target: dict[str, StaleTarget] = {}
     rows = table.query_entities(
         "PartitionKey eq @p", parameters={"p": STALE_PARTITION}, select=["Target", "LastAttemptAt", "LastGoodAt"]
     )
     for row in rows:
         entry = by_target.setdefault(
             row.get("Target") or "",
-            {
-                "target": row.get("Target") or None,
-                "stale_environments": 0,
-                "last_attempt_at": None,
-                "oldest_good_observation_at": None,
-            },
+            StaleTarget(
+                target=row.get("Target") or None,
+                stale_environments=0,
+                last_attempt_at=None,
+                oldest_good_observation_at=None,
+            ),
         )
         entry["stale_environments"] += 1
         entry["last_attempt_at"] = max(filter(None, [entry["last_attempt_at"], row.get("LastAttemptAt")]), default=None)
@@ -69,4 +86,4 @@ def stale_summary(table: TableClient) -> dict[str, Any]:
             filter(None, [entry["oldest_good_observation_at"], row.get("LastGoodAt")]), default=None
         )
     targets = sorted(by_target.values(), key=lambda entry: entry["target"] or "")
-    return {"stale_environments": sum(entry["stale_environments"] for entry in targets), "targets": targets}
+    return StaleSummary(stale_environments=sum(entry["stale_environments"] for entry in targets), targets=targets)

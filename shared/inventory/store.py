@@ -193,7 +193,7 @@ class InventoryStore:
         return read_row(self.table, stream_key(tenant, environment), f"event|{event_id}") is not None
 
     def event_operation(
-        self, tenant: str, environment: str, event_id: str, event_type: str, at: str
+        self, tenant: str, environment: str, *, event_id: str, event_type: str, at: str
     ) -> TransactionOperation:
         return (
             "create",

@@ -39,7 +39,7 @@ class InventoryViews:
         summary["suppressed"] = [f.public_view() for f in findings if not f.active]
         return summary
 
-    def findings(self, tenant: str, environment: str, state: str | None) -> dict[str, Any]:
+    def findings(self, tenant: str, environment: str, *, state: str | None) -> dict[str, Any]:
         self.require_environment(tenant, environment)
         if state in (None, "", "open", "suppressed"):
             found = [
@@ -68,7 +68,7 @@ class InventoryViews:
         rules = sorted((v.value for v in self._store.rules(tenant, environment)), key=lambda r: r.created_at)
         return {"environment": environment, "ignore_rules": [rule.public_view(now) for rule in rules]}
 
-    def proposals(self, tenant: str, environment: str | None, state: str | None) -> dict[str, Any]:
+    def proposals(self, tenant: str, *, environment: str | None, state: str | None) -> dict[str, Any]:
         try:
             wanted = ProposalState(state) if state else None
         except ValueError:

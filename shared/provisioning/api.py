@@ -16,11 +16,17 @@ from typing import Any
 
 from shared.desired_state import EnvironmentSpecification
 from shared.errors import NotFound
+from shared.provisioning.git_policy import AllowedSource, NotAllowed, locate, sources_for
 from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.runs import Run, RunState, SourceInfo
 from shared.provisioning.service import ProvisioningService
 from shared.provisioning.settings import ProvisioningSettings
+from shared.provisioning.sources import Declaration, GitReference
 from shared.provisioning.store import ProvisioningStore
+
+# An apply's outputs: per resource address (a Pulumi URN; ``stack`` for the stack's own outputs), the
+# output values it reported (ARM's ``id`` among them). JSON as the runner reported it, hence ``Any`` inside.
+ResourceOutputs = dict[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -101,13 +107,13 @@ class ProvisioningApi:
             run_in_flight=active,
         )
 
-    def apply_outputs(self, tenant: str, environment: str, run_id: str) -> dict[str, Any] | None:
+    def apply_outputs(self, tenant: str, environment: str, *, run_id: str) -> ResourceOutputs | None:
         """The outputs a run's apply receipt recorded, or None when it has no apply receipt."""
         try:
             document, _ = self._receipts.read(tenant, environment, run_id, "apply")
         except NotFound:
             return None
-        outputs: dict[str, Any] = document.get("outputs", {})
+        outputs: ResourceOutputs = document.get("outputs", {})
         return outputs
 
     # -- policy ---------------------------------------------------------------------------------
@@ -117,7 +123,7 @@ class ProvisioningApi:
 
     # -- desired state --------------------------------------------------------------------------
 
-    def load_specification(self, tenant: str, environment: str, digest: str) -> EnvironmentSpecification:
+    def load_specification(self, tenant: str, environment: str, *, digest: str) -> EnvironmentSpecification:
         return self._store.load_specification(tenant, environment, digest)
 
     def save_specification(self, specification: EnvironmentSpecification) -> None:
@@ -134,3 +140,33 @@ class ProvisioningApi:
     ) -> tuple[Run, bool]:
         """Create the run for this desired state (or find the one this key created before)."""
         return self._service.declare(specification, source, idempotency_key, requested_by, requested_by_client)
+
+    def run(self, tenant: str, run_id: str) -> Run | None:
+        """The tenant's run, or None (another tenant's run is None too)."""
+        try:
+            return self._service.run(tenant, run_id)
+        except NotFound:
+            return None
+
+    # -- Git sources (the GitOps reconciler) ------------------------------------------------------
+
+    def git_sources_allowed(self, tenant: str) -> list[AllowedSource]:
+        """The Git sources the installation allows this tenant (``GitAllowedSources``)."""
+        return sources_for(self._policy.git_allowed_sources, tenant)
+
+    def is_allowed_git_source(self, tenant: str, repository: str) -> bool:
+        try:
+            locate(repository, self.git_sources_allowed(tenant))
+        except NotAllowed:
+            return False
+        return True
+
+    def specification_from_git(
+        self, tenant: str, repository: str, path: str, revision: str
+    ) -> tuple[EnvironmentSpecification, SourceInfo]:
+        """Read and validate the file at ``revision``; the source pins the commit it resolved to.
+
+        :class:`shared.errors.InvalidInput` (with safe messages) when it cannot be read or is not a
+        valid specification for this tenant and installation."""
+        reference = GitReference(repository=repository, path=path, revision=revision)
+        return self._service.specification_from(tenant, Declaration(git=reference))

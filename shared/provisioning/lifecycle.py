@@ -16,6 +16,7 @@ from typing import Any
 
 from shared import telemetry
 from shared.clock import now_iso
+from shared.iac.jobs.protocol import JobKind
 from shared.iac.model import (
     ApplyResult,
     ApplySliceEnded,
@@ -39,7 +40,9 @@ from shared.provisioning.configuration import (
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
 from shared.provisioning.outputs import OutputsReference, OutputsStore
+from shared.provisioning.policy_gate import PolicyGate, PolicyUnavailable, check_plan, denial_of, load_policy
 from shared.provisioning.receipts import ApplyReceipt, ConfigurationRecord, PlanReceipt, ReceiptStore
+from shared.provisioning.runner_jobs import JobTicket, RunnerJobs
 from shared.provisioning.runs import FINAL_STATES, FailureReason, Run, RunState
 from shared.provisioning.settings import ProvisioningSettings
 from shared.provisioning.store import ProvisioningStore
@@ -92,8 +95,10 @@ class RunSteps:
         iac: IaCSettings,
         targets: Sequence[ProvisioningTarget],
         config_platform: ConfigPlatformClient,
+        policy_gate: PolicyGate | None = None,
     ) -> None:
         self._storage = storage
+        self._gate = policy_gate  # None: no policy gate at all (the gate itself may be configured "none")
         self._policy = policy
         self._iac = iac
         self._targets = targets
@@ -101,6 +106,7 @@ class RunSteps:
         self._store = ProvisioningStore(storage, source)
         self._receipts = ReceiptStore(storage)
         self._outputs = OutputsStore(storage)
+        self._jobs = RunnerJobs(storage, iac)
 
     # -- waiting for the environment ------------------------------------------------------
 
@@ -137,7 +143,12 @@ class RunSteps:
 
     # -- plan ---------------------------------------------------------------------------------
 
-    def plan(self, ref: RunRef) -> StepAnswer:
+    def plan(self, ref: RunRef, job: JobTicket | None = None) -> StepAnswer:
+        """Plan (or take the plan a runner job made: ``job``), write the plan receipt, say whether to wait.
+
+        With a ``job`` that has not finished, answers ``waiting`` (and whether the job lives) at once."""
+        if job and (pending := self._job_pending(ref, job)):
+            return pending
         run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
         if run.decision is not None and run.decision.decision == "cancelled":
             return _cancelled("cancelled")
@@ -149,13 +160,20 @@ class RunSteps:
         target = find_target(self._targets, run.target)
         if target is None:
             return _failed(FailureReason.PLAN_FAILED, f"target {run.target} is no longer configured")
-        runner = runner_for(specification.runner, self._iac)
+        try:  # the policy gate, before the plan: an unreadable policy fails the run at once
+            bundle = load_policy(self._gate, run) if self._gate else None
+        except PolicyUnavailable as error:
+            return _failed(FailureReason.POLICY_UNAVAILABLE, str(error))
         try:
-            plan = runner.plan(specification, target)
+            if job:
+                plan = self._jobs.plan_of(run, job)
+            else:
+                plan = runner_for(specification.runner, self._iac).plan(specification, target)
         except TargetUnreachable as error:
             return _failed(FailureReason.TARGET_UNREACHABLE, str(error))
         except RunnerError as error:
             return _failed(FailureReason.PLAN_FAILED, str(error))
+        verdict = check_plan(self._gate, bundle, run, specification, target, plan) if self._gate else None
         digest = self._receipts.write(
             PlanReceipt(
                 run_id=run.id,
@@ -171,13 +189,22 @@ class RunSteps:
                 diagnostics=plan.diagnostics,
                 binding=plan.binding,
                 planned_at=now_iso(),
+                policy=verdict,
             )
         )
+        summary = verdict.summary() if verdict else None
+        if verdict is not None and verdict.denied:  # it never awaits approval: no approval overrides a deny
+            self._update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=False, policy=summary)
+            return _failed(FailureReason.POLICY_DENIED, verdict.denial_detail())
         requires = self._policy.requires_approval(run.environment_class)
-        return self._planned(self._update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=requires))
+        return self._planned(
+            self._update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=requires, policy=summary)
+        )
 
     @staticmethod
     def _planned(run: Run) -> StepAnswer:
+        if (denial := denial_of(run)) is not None:  # a retried plan step of a denied run stays denied
+            return _failed(FailureReason.POLICY_DENIED, denial)
         return {
             "outcome": Outcome.PLANNED,
             "plan_digest": run.plan_digest,
@@ -214,10 +241,13 @@ class RunSteps:
 
     # -- apply --------------------------------------------------------------------------------
 
-    def apply(self, ref: RunRef) -> StepAnswer:
+    def apply(self, ref: RunRef, job: JobTicket | None = None) -> StepAnswer:
         """Apply the reviewed plan, or one slice of it: ``{"outcome": "continue"}`` asks to be called
         again (the journal makes the next call go on from the next step); any other outcome is final,
-        with the apply receipt written."""
+        with the apply receipt written. With ``job``, the runner job applied it: its result (or, for a
+        job that died, what the journal holds) goes into the receipt; one still running: ``waiting``."""
+        if job and (pending := self._job_pending(ref, job)):
+            return pending  # first: nothing may end the run while its job still applies
         waiting, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
         if waiting.cancel_requested and waiting.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
             return _cancelled("cancelled before the apply began: nothing was applied")
@@ -229,13 +259,19 @@ class RunSteps:
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
         target = find_target(self._targets, run.target)
         plan = self._reviewed_plan(run)
-        configuration = resolve_configuration(specification.configuration, run.environment, self._config_platform)
+        if job:
+            configuration = self._jobs.configuration_of(run, job)
+        else:
+            configuration = resolve_configuration(specification.configuration, run.environment, self._config_platform)
         started = now_iso()
         result: ApplyResult | None = None
         failure: tuple[FailureReason, str] | None = None
         try:
             if target is None or plan is None:
                 raise RunnerError("the reviewed plan or its target is gone")
+            if job:  # not sliced: the job applied all of it (or died; the journal says how far it got)
+                result = self._jobs.apply_of(run, job, self._journal_result(run, plan))
+                return self._receipted(ref, run, started, result, None, configuration)
             secrets = resolve_secrets(specification.secrets)
             runner = runner_for(specification.runner, self._iac)
             result = runner.apply(
@@ -251,6 +287,9 @@ class RunSteps:
             current, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
             if current.cancel_requested:
                 return self._end_cancelled(ref, current, started, paused.result)
+            if job:  # a job stops early only for a cancel; anything else is a failure, never a resumed slice
+                result, failure = paused.result, (FailureReason.APPLY_FAILED, str(paused))
+                return self._receipted(ref, run, started, result, failure, configuration)
             return {"outcome": Outcome.CONTINUE, "steps_done": len(paused.result.steps) if paused.result else 0}
         except SecretUnresolvable as error:
             failure = (FailureReason.APPLY_FAILED, str(error))
@@ -260,6 +299,18 @@ class RunSteps:
             result, failure = error.result, (FailureReason.TARGET_UNREACHABLE, str(error))
         except RunnerError as error:  # ApplyFailed and the rest: what finished is in error.result
             result, failure = error.result, (FailureReason.APPLY_FAILED, str(error))
+        return self._receipted(ref, run, started, result, failure, configuration)
+
+    def _receipted(
+        self,
+        ref: RunRef,
+        run: Run,
+        started: str,
+        result: ApplyResult | None,
+        failure: tuple[FailureReason, str] | None,
+        configuration: ResolvedConfiguration,
+    ) -> StepAnswer:
+        """Write the apply receipt and record its digest and the failure on the run."""
         digest = self._write_apply_receipt(run, started, result, failure, configuration)
         updated = self._update(
             ref,
@@ -272,15 +323,7 @@ class RunSteps:
     def _end_cancelled(self, ref: RunRef, run: Run, started: str, result: ApplyResult | None) -> StepAnswer:
         """Record an apply an operator stopped between steps: its receipt lists what was applied."""
         if result is None:
-            steps = {step.address: step for step in TableStepJournal(self._storage, run.id).all()}
-            plan = self._reviewed_plan(run)
-            done = [steps[change.address] for change in (plan.changes if plan else []) if change.address in steps]
-            result = ApplyResult(
-                runner=run.runner,
-                runner_version="",
-                steps=done,
-                outputs={step.address: step.outputs for step in done if step.outputs},
-            )
+            result = self._journal_result(run, self._reviewed_plan(run))
         by = run.cancellation or run.decision  # the cancel: beside an approval, or as the decision
         planned = sum((run.plan_counts or {}).values())
         detail = (
@@ -291,6 +334,53 @@ class RunSteps:
         digest = self._write_apply_receipt(run, started, result, failure)
         self._update(ref, apply_receipt_digest=digest, failure_reason=FailureReason.CANCELLED, failure_detail=detail)
         return _cancelled(detail)
+
+    def _journal_result(self, run: Run, plan: PlanResult | None) -> ApplyResult:
+        """What the step journal says was applied of the plan (an apply that stopped without its own result)."""
+        steps = {step.address: step for step in TableStepJournal(self._storage, run.id).all()}
+        done = [steps[change.address] for change in (plan.changes if plan else []) if change.address in steps]
+        return ApplyResult(
+            runner=run.runner,
+            runner_version="",
+            steps=done,
+            outputs={step.address: step.outputs for step in done if step.outputs},
+        )
+
+    # -- runner jobs --------------------------------------------------------------------------
+
+    def start_job(self, ref: RunRef, kind: JobKind, attempt: int) -> JobTicket:
+        """Hand the plan or the apply to a runner job; an empty ticket when the step runs without one
+        (jobs off, or the step has nothing to run: cancelled, planned or applied already, target gone)."""
+        if not self._jobs.enabled:
+            return JobTicket()
+        run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        plan: PlanResult | None = None
+        if kind is JobKind.PLAN:
+            cancelled = run.decision is not None and run.decision.decision == "cancelled"
+            if cancelled or run.plan_digest or run.state is not RunState.PLANNING:
+                return JobTicket()
+        else:
+            if run.cancel_requested and run.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
+                return JobTicket()
+            run = self._start_applying(ref)
+            if run.apply_receipt_digest or run.cancel_requested:
+                return JobTicket()
+            plan = self._reviewed_plan(run)
+        target = find_target(self._targets, run.target)
+        if target is None or (kind is JobKind.APPLY and plan is None):
+            return JobTicket()
+        specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
+        configuration = resolve_configuration(specification.configuration, run.environment, self._config_platform)
+        return self._jobs.launch(run, specification, target, kind, attempt, plan, configuration)
+
+    def _job_pending(self, ref: RunRef, job: JobTicket) -> StepAnswer | None:
+        """``waiting`` while the step's job has not finished (None: it did, or it was declared dead)."""
+        if job.get("dead"):
+            return None
+        check = self._jobs.check(ref.run_id, job["job_id"])
+        if check["state"] == "finished":
+            return None
+        return {"outcome": Outcome.WAITING, "job_state": check["state"], "detail": check["detail"]}
 
     def _slice_deadline(self) -> float:
         return time.monotonic() + self._iac.apply_slice_seconds
@@ -365,7 +455,13 @@ class RunSteps:
 
     def _end(self, run: Run, etag: str, outcome: Outcome, reason: str | None, detail: str) -> None:
         failure = FailureReason(reason) if reason else REASON_BY_OUTCOME.get(outcome)
-        if failure in (FailureReason.PLAN_FAILED, FailureReason.TARGET_UNREACHABLE) and not run.apply_receipt_digest:
+        receipted: tuple[FailureReason, ...] = (
+            FailureReason.PLAN_FAILED,
+            FailureReason.TARGET_UNREACHABLE,
+            FailureReason.STORE_RESTORED,
+        )
+        receipted += (FailureReason.POLICY_DENIED, FailureReason.POLICY_UNAVAILABLE)
+        if failure in receipted and not run.apply_receipt_digest:
             # Nothing was applied, but the receipt chain records that the run failed and why.
             run = run.model_copy(
                 update={"apply_receipt_digest": self._write_apply_receipt(run, now_iso(), None, (failure, detail))}

@@ -27,6 +27,7 @@ class Outcome(str, Enum):
 
     PLANNED = "planned"
     CONTINUE = "continue"  # one apply slice done: call the apply step again
+    WAITING = "waiting"  # the step's runner job has not finished: ``job_state`` says whether it lives
     APPLIED = "applied"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -45,3 +46,4 @@ class StepAnswer(TypedDict, total=False):
     plan_digest: str | None  # planned
     requires_approval: bool  # planned
     steps_done: int  # continue
+    job_state: str  # waiting: "running" or "dead" (see shared.iac.jobs.liveness)

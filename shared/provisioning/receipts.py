@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from shared.errors import NotFound
 from shared.iac.model import ResourceChange, StepResult
+from shared.policy.verdict import PolicyVerdict
 from shared.provisioning.runs import Decision, SourceInfo
 from shared.storage.clients import StorageClients
 
@@ -51,6 +52,9 @@ class PlanReceipt(ReceiptHeader):
     diagnostics: list[str] = Field(default_factory=list)
     binding: dict[str, str] = Field(default_factory=dict)  # what apply is bound to besides the changes
     planned_at: str
+    # The policy gate's verdict: the bundle's digest, every rule's result, the exceptions relied on
+    # (None: the run planned before the gate existed). The approval's digest covers it.
+    policy: PolicyVerdict | None = None
 
 
 class ConfigurationRecord(BaseModel):

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from shared.clock import now_iso
 from shared.errors import RuntimeCloudError
+from shared.policy.verdict import PolicySummary
 
 
 class RunState(str, Enum):
@@ -75,6 +76,13 @@ class FailureReason(str, Enum):
     TARGET_UNREACHABLE = "target-unreachable"
     SUPERSEDED = "superseded"
     CANCELLED = "cancelled"
+    # The store was restored from a backup while the run was under way (shared.backup): its plan and
+    # approvals may predate what happened after the backup, so it ends here instead of applying.
+    STORE_RESTORED = "store-restored"
+    # The policy gate (shared.policy): a deny rule's violation no exception covers; or the policy
+    # could not be read (GovernanceHost down, an invalid bundle): never "no policy, go ahead".
+    POLICY_DENIED = "policy-denied"
+    POLICY_UNAVAILABLE = "policy-unavailable"
 
 
 class TimelineEntry(BaseModel):
@@ -120,6 +128,8 @@ class Run(BaseModel):
     plan_digest: str | None = None
     plan_counts: dict[str, int] | None = None
     requires_approval: bool | None = None
+    # The policy gate's verdict on the plan, summarised for the approver (the plan receipt has all of it).
+    policy: PolicySummary | None = None
     approval_deadline: str | None = None
     decision: Decision | None = None
     # A cancel asked for once the run was approved or applying: the apply stops before its next step.

@@ -30,6 +30,7 @@ from azure.core.exceptions import (
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
 from shared.errors import AlreadyExists, ConcurrencyConflict, StoreUnavailable
+from shared.storage.batch import send_batch
 
 
 @contextmanager
@@ -42,10 +43,14 @@ def store_errors() -> Iterator[None]:
 
 
 def submit_batch(table: TableClient, operations: Sequence[Any]) -> list[Mapping[str, Any]]:
-    """An atomic batch in one partition. Returns each operation's metadata (with its new ``etag``)."""
+    """An atomic batch in one partition. Returns each operation's metadata (with its new ``etag``).
+
+    Sent by :func:`shared.storage.batch.send_batch`: ``submit_transaction``'s request and answers,
+    without its per-batch thread pools.
+    """
     try:
         with store_errors():
-            return table.submit_transaction(list(operations))
+            return send_batch(table, operations)
     except TableTransactionError as error:
         code = getattr(error, "error_code", None)  # set by the SDK when it decodes the answer; not declared
         if error.status_code == 409:

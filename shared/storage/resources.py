@@ -19,6 +19,9 @@ TABLES: tuple[str, ...] = (
     "CapacityQuotas",
     "CapacityLeases",
     "Inventory",
+    "GitOpsBindings",
+    "RunnerJobs",
+    "PolicyExceptions",
 )
 
 # Tables whose partitions carry outbox rows (see shared.events.outbox); the
@@ -39,6 +42,9 @@ CONTAINERS: tuple[str, ...] = (
     "specifications",
     "rejections",
     "inventory",
+    "runner-jobs",
+    "pulumi-plans",
+    "policy-bundles",
 )
 QUEUES: tuple[str, ...] = (
     "promotions",
@@ -47,7 +53,13 @@ QUEUES: tuple[str, ...] = (
     "approvals-poison",
     "inventory-inbox",
     "inventory-inbox-poison",
+    "gitops-sync",
+    "gitops-sync-poison",
     "runtime-cloud-events",
+    "runner-jobs",
+    "runner-jobs-poison",
+    "runner-job-results",
+    "runner-job-results-poison",
 )
 
 

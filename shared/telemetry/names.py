@@ -32,7 +32,7 @@ INBOX_LAG = _metric(
     "gauge",
     "s",
     ("module",),
-    "age of the oldest unprocessed message in the module's inbound queues (the seed's metric)",
+    "age of the oldest unprocessed message in the module's inbound queues (0 when they are empty)",
 )
 OUTBOX_BACKLOG = _metric(
     "host.outbox_backlog", "gauge", "{event}", ("table",), "events committed but not yet dispatched, per outbox table"

@@ -13,6 +13,7 @@ from shared.provisioning.service import ProvisioningService
 from shared.provisioning.store import ProvisioningStore
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
+from shared.wiring import policy
 
 
 def event_source() -> str:
@@ -41,6 +42,7 @@ def steps() -> RunSteps:
         iac=section.iac,
         targets=section.targets,
         config_platform=config_platform,
+        policy_gate=policy.gate(),
     )
 
 

@@ -15,19 +15,21 @@ import time
 from collections.abc import Iterable
 
 from shared import telemetry
-from shared.health import inbox_lags
+from shared.health import HealthSections, inbox_lags
 from shared.settings import Settings
 from shared.storage.clients import shared_host_storage
 from shared.storage.resources import OUTBOX_TABLES
 from shared.telemetry import names
 from shared.telemetry.metrics import Reading
+from shared.wiring.health import health_sections
 
 BACKLOG_LIMIT = 1000  # the gauge says "at least this many" beyond it, without reading a whole table
 
 
 def configure_telemetry(settings: Settings) -> None:
     telemetry.configure()
-    telemetry.observe(names.INBOX_LAG, lambda: _inbox_lag(settings))
+    sections = health_sections(settings)
+    telemetry.observe(names.INBOX_LAG, lambda: _inbox_lag(sections))
     telemetry.observe(names.OUTBOX_BACKLOG, _outbox_backlog)
     modules = settings.runtime_cloud.host.enabled_modules
     if "provisioning" in modules:
@@ -40,10 +42,10 @@ def configure_telemetry(settings: Settings) -> None:
         telemetry.observe(names.UTILIZATION, lambda: _pool_readings(utilization=True))
 
 
-def _inbox_lag(settings: Settings) -> Iterable[Reading]:
+def _inbox_lag(sections: HealthSections) -> Iterable[Reading]:
     """Per module, the age of the oldest message of its inbound queues (0 when they are empty)."""
     worst: dict[str, float] = {}
-    for lag in inbox_lags(settings):
+    for lag in inbox_lags(sections):
         if lag.lag_seconds is not None:
             worst[lag.module] = max(worst.get(lag.module, 0.0), lag.lag_seconds)
     return [(seconds, {"module": module}) for module, seconds in sorted(worst.items())]

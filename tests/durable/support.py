@@ -70,6 +70,12 @@ class DurableApp:
         except ResourceNotFoundError:
             return Counter()
 
+    def effects_of_process(self, instance_id: str, pid: int) -> Counter[str]:
+        """How many times each activity effect of the instance was recorded by host process ``pid``."""
+        table = TableServiceClient.from_connection_string(self.connection_string).get_table_client(EFFECTS_TABLE)
+        rows = table.query_entities("PartitionKey eq @pk", parameters={"pk": instance_id})
+        return Counter(row["Key"] for row in rows if row.get("Pid") == pid)
+
     def executions_in_history(self, instance_id: str) -> set[str]:
         """The executions the instance has rows of in the task hub's history table."""
         table = TableServiceClient.from_connection_string(self.connection_string).get_table_client(f"{self.hub}History")

@@ -28,10 +28,12 @@ _running_lock = threading.Lock()
 
 
 def record_effect(instance_id: str, key: str) -> int:
-    """Record one execution of ``key``; returns how many have been recorded so far."""
+    """Record one execution of ``key`` (and which host process ran it); returns how many have been
+    recorded so far."""
     service = TableServiceClient.from_connection_string(os.environ["AzureWebJobsStorage"])
     table = service.create_table_if_not_exists(EFFECTS_TABLE)
-    table.create_entity({"PartitionKey": instance_id, "RowKey": f"{key}.{uuid.uuid4().hex}", "Key": key})
+    row = {"PartitionKey": instance_id, "RowKey": f"{key}.{uuid.uuid4().hex}", "Key": key, "Pid": os.getpid()}
+    table.create_entity(row)
     query = "PartitionKey eq @pk and Key eq @key"
     return sum(1 for _ in table.query_entities(query, parameters={"pk": instance_id, "key": key}))
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from azure.storage.blob import BlobServiceClient
 
 from shared.desired_state import EnvironmentSpecification, RunnerName
 from shared.iac.embedded import EmbeddedRunner
 from shared.iac.model import PlanResult
 from shared.iac.pulumi import PulumiRunner, RunnerUnavailable
 from shared.iac.pulumi.errors import ProgramNotFound
+from shared.iac.pulumi.saved_plans import SavedPlans
 from shared.iac.pulumi.workspace import locate_program
 from shared.iac.registry import TracedRunner, runner_for
 from shared.iac.settings import IaCSettings
@@ -69,12 +71,19 @@ def test_the_program_must_be_a_project_inside_the_work_root(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("pulumi") is None, reason=CLI_MISSING_REASON)
-def test_preview_and_bound_update_of_a_local_program_through_the_cli(target, tmp_path, monkeypatch):
+def test_preview_and_bound_update_of_a_local_program_through_the_cli(target, tmp_path, monkeypatch, azurite):
     program = tmp_path / "programs" / "shop"
     program.mkdir(parents=True)
     (program / "Pulumi.yaml").write_text("name: shop\nruntime: yaml\noutputs:\n  hello: world\n")
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-only")
-    runner = PulumiRunner(backend_url=f"file://{tmp_path / 'state'}", work_root=str(tmp_path))
+    plans = BlobServiceClient.from_connection_string(azurite.connection_string()).get_container_client("pulumi-plans")
+    if not plans.exists():
+        plans.create_container()
+    runner = PulumiRunner(
+        backend_url=f"file://{tmp_path / 'state'}",
+        work_root=str(tmp_path),
+        saved_plans=SavedPlans(plans, tmp_path / "scratch"),
+    )
     spec = pulumi_specification()
 
     plan = runner.plan(spec, target)

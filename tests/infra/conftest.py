@@ -56,6 +56,8 @@ NAME_INPUT = {
     "azure-native:monitor:ScheduledQueryRule": "ruleName",
     "azure-native:web:WebApp": "name",
     "azure-native:web:AppServicePlan": "name",
+    "azure-native:app:ManagedEnvironment": "environmentName",
+    "azure-native:app:Job": "jobName",
 }
 
 
@@ -136,14 +138,14 @@ def _computed(kind: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
             "https://westeurope-5.in.applicationinsights.azure.com/;"
             f"ApplicationId={key}"
         }
-    if kind == "azure-native:web:WebApp":
+    if kind in ("azure-native:web:WebApp", "azure-native:app:Job"):
         # ARM answers a list of user-assigned identities with a map keyed by their resource ids.
         identity = inputs.get("identity", {})
         assigned = {identity_id: {} for identity_id in identity.get("userAssignedIdentities", [])}
-        return {
-            "defaultHostName": f"{name}.azurewebsites.net",
-            "identity": {**identity, "userAssignedIdentities": assigned},
-        }
+        answer: dict[str, Any] = {"identity": {**identity, "userAssignedIdentities": assigned}}
+        if kind == "azure-native:web:WebApp":
+            answer["defaultHostName"] = f"{name}.azurewebsites.net"
+        return answer
     return {}
 
 

@@ -13,12 +13,15 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from shared.gitops.settings import DEFAULT_WEBHOOK_SECRET
 from shared.settings import Settings
 from shared.settings_section import Section
 
-# Identity-based store settings, read by shared.storage.connection (not by the model).
+# Identity-based store settings, read by shared.storage.connection (not by the model): the host's
+# store and the backup location (RuntimeCloud__Backup__Connection names RuntimeCloudBackup in Azure).
 STORE_SETTINGS = tuple(
-    f"AzureWebJobsStorage__{name}"
+    f"{connection}__{name}"
+    for connection in ("AzureWebJobsStorage", "RuntimeCloudBackup")
     for name in (
         "accountName",
         "blobServiceUri",
@@ -31,12 +34,16 @@ STORE_SETTINGS = tuple(
 )
 
 
+# App settings a setting of the model names by default (their value is read by reference, not by the
+# model): the GitOps webhooks' default secret, a Key Vault reference in Azure (infra: host_settings.py).
+REFERENCED_SETTINGS = (DEFAULT_WEBHOOK_SECRET,)
+
 HOST_JSON = Path(__file__).resolve().parents[2] / "host.json"
 
 
 @functools.lru_cache(maxsize=1)
 def app_setting_names() -> frozenset[str]:
-    names: set[str] = set(STORE_SETTINGS) | host_json_references()
+    names: set[str] = set(STORE_SETTINGS) | set(REFERENCED_SETTINGS) | host_json_references()
     _walk(Settings, "", names)
     return frozenset(names)
 

@@ -26,7 +26,7 @@ def test_function_app_config_reads_its_package_with_the_host_identity_with_mocke
 ) -> None:
     app = deployment.one("web:WebApp").inputs
     host = deployment.one("managedidentity:UserAssignedIdentity", "host-identity")
-    store = deployment.one("storage:StorageAccount")
+    store = deployment.one("storage:StorageAccount", "host-store")
     config = app["functionAppConfig"]
 
     assert app["kind"] == "functionapp,linux"
@@ -53,7 +53,7 @@ def test_function_app_is_https_only_without_basic_auth_with_mocked_pulumi_engine
 def test_store_settings_are_identity_based_with_mocked_pulumi_engine(deployment: Deployment) -> None:
     settings = deployment.app_settings()
     host = deployment.one("managedidentity:UserAssignedIdentity", "host-identity")
-    account = deployment.one("storage:StorageAccount").inputs["accountName"]
+    account = deployment.one("storage:StorageAccount", "host-store").inputs["accountName"]
 
     assert settings["AzureWebJobsStorage__accountName"] == account
     assert settings["AzureWebJobsStorage__credential"] == "managedidentity"

@@ -27,10 +27,11 @@ def _grants_to(deployment: Deployment, identity: Declared) -> list[Declared]:
 
 def test_host_identity_has_data_roles_on_its_own_store_only_with_mocked_pulumi_engine(deployment: Deployment) -> None:
     host = _identity(deployment, "host")
-    store = deployment.one("storage:StorageAccount")
+    store = deployment.one("storage:StorageAccount", "host-store")
     vault = deployment.one("keyvault:Vault")
     insights = deployment.one("applicationinsights:Component")
     state_key = deployment.one("keyvault:Key")
+    backup = deployment.one("storage:StorageAccount", "backup-store")
 
     grants = {(_role_name(a), a.inputs["scope"]) for a in _grants_to(deployment, host)}
 
@@ -39,6 +40,7 @@ def test_host_identity_has_data_roles_on_its_own_store_only_with_mocked_pulumi_e
         ("Monitoring Metrics Publisher", insights.id),
         ("Key Vault Secrets User", vault.id),
         ("Key Vault Crypto User", state_key.id),
+        ("Storage Blob Data Contributor", backup.id),  # its exports, in an account of their own
     }
     assert all(a.inputs["principalType"] == "ServicePrincipal" for a in _grants_to(deployment, host))
 
@@ -51,11 +53,17 @@ def test_runner_roles_are_exactly_the_stack_configuration_with_mocked_pulumi_eng
         (entry["role"], group.id if entry["scope"] == "resource-group" else entry["scope"]) for entry in configured
     }
 
+    state = deployment.one("storage:BlobContainer", "pulumi-state")
+    state_key = deployment.one("keyvault:Key")
+    # The runner job reaches the Pulumi state (azblob backend) and its secrets key with the runner identity.
+    expected |= {("Storage Blob Data Contributor", state.id), ("Key Vault Crypto User", state_key.id)}
+
     grants = _grants_to(deployment, runner)
 
     assert {(_role_name(a), a.inputs["scope"]) for a in grants} == expected
-    store = deployment.one("storage:StorageAccount")
-    assert not any(a.inputs["scope"].startswith(store.id) for a in grants), "the runner reads no host data"
+    store = deployment.one("storage:StorageAccount", "host-store")
+    others = [a for a in grants if a.inputs["scope"].startswith(store.id) and a.inputs["scope"] != state.id]
+    assert not others, "the runner reads no host data but the Pulumi state"
 
 
 def test_runner_role_administration_is_constrained_with_mocked_pulumi_engine(factory: Deployment) -> None:

@@ -19,7 +19,11 @@ from tests.infra.conftest import FACTORY_SPEC, INFRA, Deployment
 # Named like a secret, and not one: Application Insights' connection string carries an instrumentation
 # key that is an identifier, and with local authentication off it can send nothing without a token;
 # the store's credential setting names the mechanism (managedidentity).
-NOT_SECRETS = {"APPLICATIONINSIGHTS_CONNECTION_STRING", "AzureWebJobsStorage__credential"}
+NOT_SECRETS = {
+    "APPLICATIONINSIGHTS_CONNECTION_STRING",
+    "AzureWebJobsStorage__credential",
+    "RuntimeCloudBackup__credential",  # "managedidentity", the backup account's like the store's
+}
 # Files that spell secret shapes on purpose: the program's own detector.
 DETECTORS = {"infra/runtime_cloud_infra/host_settings.py"}
 TEXT_SUFFIXES = {".py", ".yaml", ".yml", ".md", ".json", ".txt"}

@@ -10,7 +10,7 @@ SEVEN_YEARS_DAYS = 2557
 
 
 def test_storage_account_takes_no_shared_key_with_mocked_pulumi_engine(deployment: Deployment) -> None:
-    account = deployment.one("storage:StorageAccount").inputs
+    account = deployment.one("storage:StorageAccount", "host-store").inputs
 
     assert account["allowSharedKeyAccess"] is False
     assert account["defaultToOAuthAuthentication"] is True
@@ -23,7 +23,7 @@ def test_storage_account_takes_no_shared_key_with_mocked_pulumi_engine(deploymen
 
 
 def test_blob_versioning_and_soft_delete_are_on_with_mocked_pulumi_engine(deployment: Deployment) -> None:
-    blobs = deployment.one("storage:BlobServiceProperties").inputs
+    blobs = deployment.one("storage:BlobServiceProperties", "host-store-blobs").inputs
 
     assert blobs["isVersioningEnabled"] is True
     assert blobs["deleteRetentionPolicy"]["enabled"] is True and blobs["deleteRetentionPolicy"]["days"] >= 7
@@ -32,7 +32,7 @@ def test_blob_versioning_and_soft_delete_are_on_with_mocked_pulumi_engine(deploy
 
 def test_receipts_are_write_once_for_seven_years_with_mocked_pulumi_engine(deployment: Deployment) -> None:
     container = deployment.one("storage:BlobContainer", "receipts").inputs
-    policy = deployment.one("storage:BlobContainerImmutabilityPolicy").inputs
+    policy = deployment.one("storage:BlobContainerImmutabilityPolicy", "receipts-retention").inputs
 
     assert container["containerName"] == RECEIPTS_CONTAINER  # the container the host writes receipts to
     assert container["publicAccess"] == "None"
@@ -46,7 +46,7 @@ def test_receipts_are_write_once_for_seven_years_with_mocked_pulumi_engine(deplo
 def test_lifecycle_rules_never_touch_receipts_and_follow_the_host_retention_with_mocked_pulumi_engine(
     deployment: Deployment,
 ) -> None:
-    rules = deployment.one("storage:ManagementPolicy").inputs["policy"]["rules"]
+    rules = deployment.one("storage:ManagementPolicy", "host-store-lifecycle").inputs["policy"]["rules"]
     prefixes = [prefix for rule in rules for prefix in rule["definition"]["filters"]["prefixMatch"]]
     by_name = {rule["name"]: rule for rule in rules}
 

@@ -12,12 +12,24 @@ from __future__ import annotations
 from datetime import timedelta
 
 from orchestrations.provisioning import WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW
-from orchestrations.provisioning_client import APPROVAL_DECIDED, ENVIRONMENT_CHANGED
+from orchestrations.provisioning_client import APPROVAL_DECIDED, ENVIRONMENT_CHANGED, RUNNER_JOB_FINISHED
 from tests.support.orchestrator_replay import T0, Call, ContinueAsNew, OrchestratorReplay, Timer, WaitFor
 
 RUN = {"tenant": "tenant-a", "environment": "dev-1", "run_id": "run-1", "recheck_seconds": 2}
 PLANNED_FOR_REVIEW = {"outcome": "planned", "plan_digest": "sha256:plan", "requires_approval": True}
 DEADLINE = T0 + timedelta(hours=24)
+PLAN_JOB = {**RUN, "kind": "plan", "attempt": 1}
+APPLY_JOB = {**RUN, "kind": "apply", "attempt": 1}
+
+
+def ticket(kind: str = "plan", attempt: int = 1, check_seconds: float = 30) -> dict:
+    return {
+        "job_id": f"run-1-{kind}-{attempt}",
+        "kind": kind,
+        "attempt": attempt,
+        "check_seconds": check_seconds,
+        "max_attempts": 2,
+    }
 
 
 def claimed(replay: OrchestratorReplay, answer: str = "proceed") -> None:
@@ -29,6 +41,8 @@ def awaiting_approval(orchestrators) -> OrchestratorReplay:
     """A run whose plan needs review, waiting for a decision until ``DEADLINE``."""
     replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
     claimed(replay)
+    assert replay.decide().new == [Call("provisioning_start_job", PLAN_JOB)]
+    replay.complete("provisioning_start_job", {})  # no job: the plan step runs by itself
     assert replay.decide().new == [Call("provisioning_plan", RUN)]
     replay.complete("provisioning_plan", PLANNED_FOR_REVIEW)
     assert replay.decide().new == [Call("provisioning_await_approval", RUN)]
@@ -113,7 +127,7 @@ def test_a_decision_that_arrives_before_the_deadline_applies_the_run(orchestrato
     replay.complete("provisioning_decision", "approved")
 
     applying = replay.decide()
-    assert applying.new == [Call("provisioning_apply", RUN)]
+    assert applying.new == [Call("provisioning_start_job", APPLY_JOB)]
     assert applying.custom_status == "applying"
 
 
@@ -124,7 +138,7 @@ def test_an_approval_recorded_as_the_deadline_fires_still_applies_the_run(orches
     replay.decide()
     replay.complete("provisioning_decision", "approved")
 
-    assert replay.decide().new == [Call("provisioning_apply", RUN)]
+    assert replay.decide().new == [Call("provisioning_start_job", APPLY_JOB)]
 
 
 def test_a_wake_without_a_decision_keeps_waiting_for_the_same_deadline(orchestrators):
@@ -156,8 +170,10 @@ def test_a_run_cancelled_while_planning_finishes_cancelled_without_waiting_or_ap
     replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
     claimed(replay)
     planning = replay.decide()
-    assert planning.new == [Call("provisioning_plan", RUN)]
+    assert planning.new == [Call("provisioning_start_job", PLAN_JOB)]
     assert planning.custom_status == "planning"
+    replay.complete("provisioning_start_job", {})
+    assert replay.decide().new == [Call("provisioning_plan", RUN)]
 
     replay.complete("provisioning_plan", {"outcome": "cancelled", "reason": "cancelled", "detail": "cancelled"})
 
@@ -186,3 +202,64 @@ def test_finishing_wakes_the_runs_queued_behind_this_one(orchestrators):
     replay.complete("provisioning_finish", ["run-2", "run-3"])
 
     assert replay.decide().new == [Call("provisioning_wake_runs", {"run_ids": ["run-2", "run-3"]})]
+
+
+# -- runner jobs ----------------------------------------------------------------------------------
+
+
+def planning_by_job(orchestrators, check_seconds: float = 30) -> OrchestratorReplay:
+    """A run whose plan job was launched; the next decision waits for it."""
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    claimed(replay)
+    replay.decide()
+    replay.complete("provisioning_start_job", ticket(check_seconds=check_seconds))
+    return replay
+
+
+def still_running(replay: OrchestratorReplay) -> None:
+    replay.complete("provisioning_plan", {"outcome": "waiting", "job_state": "running", "detail": "heartbeat 1 s ago"})
+
+
+def test_a_job_s_notice_wakes_the_run_whose_plan_step_then_reads_the_job_s_result(orchestrators):
+    replay = planning_by_job(orchestrators)
+    waiting = replay.decide()
+    assert waiting.new == [WaitFor(RUNNER_JOB_FINISHED), Timer(replay.now + timedelta(seconds=0.5))]
+
+    replay.raise_event(RUNNER_JOB_FINISHED, {"job_id": "run-1-plan-1"}, after=timedelta(milliseconds=200))
+    assert replay.decide().new == [Call("provisioning_plan", {**RUN, "job": ticket()})]
+    assert replay.pending == [Call("provisioning_plan", {**RUN, "job": ticket()})]  # the timer was cancelled
+    replay.complete("provisioning_plan", PLANNED_FOR_REVIEW)
+
+    assert replay.decide().new == [Call("provisioning_await_approval", RUN)]
+
+
+def test_the_job_checks_back_off_from_half_a_second_to_the_ticket_s_interval(orchestrators):
+    replay = planning_by_job(orchestrators, check_seconds=3)
+    waits = []
+    for _ in range(5):
+        waiting = replay.decide()
+        timer = next(d for d in waiting.new if isinstance(d, Timer))
+        waits.append((timer.fire_at - replay.now).total_seconds())
+        replay.fire_timer()
+        replay.decide()
+        still_running(replay)
+
+    assert waits == [0.5, 1, 2, 3, 3]
+
+
+def test_a_dead_job_is_launched_once_more_and_a_second_death_fails_the_step_with_the_reason(orchestrators):
+    replay = planning_by_job(orchestrators)
+    replay.decide()
+    replay.fire_timer()
+    replay.decide()
+    replay.complete("provisioning_plan", {"outcome": "waiting", "job_state": "dead", "detail": "no heartbeat for 95 s"})
+
+    assert replay.decide().new == [Call("provisioning_start_job", {**PLAN_JOB, "attempt": 2})]
+    replay.complete("provisioning_start_job", ticket(attempt=2))
+    replay.decide()
+    replay.fire_timer()
+    replay.decide()
+    replay.complete("provisioning_plan", {"outcome": "waiting", "job_state": "dead", "detail": "no heartbeat for 91 s"})
+
+    dead = {**ticket(attempt=2), "dead": "no heartbeat for 91 s"}
+    assert replay.decide().new == [Call("provisioning_plan", {**RUN, "job": dead})]

@@ -30,6 +30,7 @@ class ApiObjects:
     lease_id: str
     pool_id: str
     edition: str
+    policy_exception_id: str = ""
 
     def path_values(self) -> dict[str, str]:
         """A value for every route parameter name: ``{id}`` is qualified by the collection it follows."""
@@ -41,6 +42,7 @@ class ApiObjects:
             "kind": "plan",
             "tenant": self.tenant,
             "edition": self.edition,
+            "exception_id": self.policy_exception_id,
             "runs/{id}": self.run_id,
             "proposals/{id}": self.proposal_id,
             "leases/{id}": self.lease_id,
@@ -59,6 +61,7 @@ class ApiObjects:
             "ignore rule": self.rule_id,
             "lease": self.lease_id,
             "pool": self.pool_id,
+            "policy exception": self.policy_exception_id,
         }
 
     def value_for(self, path: str, name: str) -> str | None:
@@ -89,6 +92,20 @@ def create_api_objects(
             f"runtime-cloud/environments/{environment}/ignore-rules",
             token=token,
             json={"resource": f"blob-container/{names(spec)['container']}", "reason": "kept for a test of every route"},
+        ),
+        201,
+    )
+    exception = _ok(
+        host.request(
+            "POST",
+            f"runtime-cloud/environments/{environment}/policy/exceptions",
+            token=token,
+            json={
+                "rule": "change-cap",
+                "resource": "*",
+                "reason": "kept for a test of every route",
+                "expires_at": _in_a_day(),
+            },
         ),
         201,
     )
@@ -125,7 +142,14 @@ def create_api_objects(
         lease_id=lease["lease_id"],
         pool_id=pool_id,
         edition=edition,
+        policy_exception_id=exception["id"],
     )
+
+
+def _in_a_day() -> str:
+    from datetime import UTC, datetime, timedelta
+
+    return (datetime.now(UTC) + timedelta(days=1)).isoformat()
 
 
 def _ok(answer: Any, status: int = 200) -> dict[str, Any]:

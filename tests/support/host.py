@@ -56,6 +56,11 @@ class HostProcess:
             time.sleep(0.1)
         raise TimeoutError(f"host did not start in {timeout} s:\n{self.log()}")
 
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "the host was never started"
+        return self._process.pid
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 

@@ -109,6 +109,7 @@ def test_the_inbox_lag_gauge_reports_an_old_message(
 ) -> None:
     from shared import health
     from shared.settings import Settings
+    from shared.wiring.health import health_sections
     from shared.wiring.telemetry import _inbox_lag
 
     # The target account: no host of the tests takes messages from its queues.
@@ -124,8 +125,8 @@ def test_the_inbox_lag_gauge_reports_an_old_message(
     queue.clear_messages()
     queue.send_message("an event nobody took")
     time.sleep(2.5)
-    settings = Settings()
-    telemetry.observe(names.INBOX_LAG, lambda: _inbox_lag(settings))
+    sections = health_sections(Settings())
+    telemetry.observe(names.INBOX_LAG, lambda: _inbox_lag(sections))
     try:
         points = gauge_points(exporters.metrics, names.INBOX_LAG.name)
         lags = {point.attributes["module"]: point.value for point in points}

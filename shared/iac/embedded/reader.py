@@ -3,7 +3,10 @@
 :func:`read_target_state` is the one public entry for "what is there": the
 planner calls it, and so does the inventory's drift scan. It lists each
 service once (the SDK pages through large accounts), so its cost grows with
-the number of resources, not with the number of declared ones.
+the number of resources, not with the number of declared ones. Containers and
+queues are listed by :mod:`shared.iac.embedded.listing` (the client's own
+pipeline, one ElementTree parse per page) rather than the SDKs' pagers, whose
+per-item deserialization cost more than the service took to answer.
 
 :func:`read_resource` reads one resource; the applier uses it to check a
 single step's precondition just before acting on it.
@@ -22,6 +25,7 @@ from azure.core.exceptions import ResourceNotFoundError
 
 from shared.desired_state import ResourceType
 from shared.iac.embedded.access import AccessPolicy, TargetClients, open_target, unreachable_on_failure
+from shared.iac.embedded.listing import list_containers, list_queues
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
 from shared.iac.embedded.table_registry import is_registry, registry_of
 from shared.iac.tags import ManagementTags, split_metadata
@@ -89,8 +93,8 @@ def _containers(clients: TargetClients, keep: Keep) -> list[ObservedResource]:
     with unreachable_on_failure(clients.target, "listing blob containers"):
         return [
             _container(clients, item.name, item.metadata, item.last_modified, item.public_access)
-            for item in clients.blobs.list_containers(include_metadata=True, results_per_page=PAGE_SIZE)
-            if keep(ResourceType.BLOB_CONTAINER, item.name, item.metadata or {})
+            for item in list_containers(clients.blobs, PAGE_SIZE)
+            if keep(ResourceType.BLOB_CONTAINER, item.name, item.metadata)
         ]
 
 
@@ -98,8 +102,8 @@ def _queues(clients: TargetClients, keep: Keep) -> list[ObservedResource]:
     with unreachable_on_failure(clients.target, "listing queues"):
         return [
             _queue(clients, item.name, item.metadata)
-            for item in clients.queues.list_queues(include_metadata=True, results_per_page=PAGE_SIZE)
-            if keep(ResourceType.QUEUE, item.name, item.metadata or {})
+            for item in list_queues(clients.queues, PAGE_SIZE)
+            if keep(ResourceType.QUEUE, item.name, item.metadata)
         ]
 
 

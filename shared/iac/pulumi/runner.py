@@ -22,6 +22,7 @@ from shared.iac.model import (
     Action,
     ApplyFailed,
     ApplyResult,
+    ApplySliceEnded,
     PlanResult,
     RunnerError,
     StepJournal,
@@ -29,6 +30,7 @@ from shared.iac.model import (
 )
 from shared.iac.pulumi.errors import CLI_MISSING, RunnerUnavailable, StackBusy
 from shared.iac.pulumi.events import apply_from_events, plain_message, plan_from_events
+from shared.iac.pulumi.recovery import CancelOnStop, clear_pending_operations
 from shared.iac.pulumi.saved_plans import BINDING_KEY, STACK_KEY, SavedPlans
 from shared.iac.pulumi.workspace import ProgramLocation, locate_program, open_stack, stack_configuration
 from shared.iac.runner_info import describe_runner
@@ -40,28 +42,52 @@ logger = app_logger("iac")
 
 
 class EventCollector:
-    """The ``on_event`` callback: keeps every engine event (the watcher thread only appends)."""
+    """The ``on_event`` callback: keeps every engine event and streams it on (the watcher thread calls it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Callable[[Any], None] | None = None) -> None:
         self.events: list[Any] = []
+        self._sink = sink
 
     def __call__(self, event: Any) -> None:
         self.events.append(event)
+        if self._sink is not None:
+            self._sink(event)
 
 
 class PulumiRunner:
-    """Pulumi programs under ``PulumiWorkRoot``, state in ``PulumiBackendUrl``."""
+    """Pulumi programs under ``PulumiWorkRoot``, state in ``PulumiBackendUrl``, saved plans in blob.
+
+    ``saved_plans`` is where previews' update plans are kept (blob, see
+    :mod:`.saved_plans`); ``event_sink`` receives every engine event as it
+    arrives (the runner job streams them into the run's log).
+    """
 
     name = RunnerName.PULUMI.value
 
-    def __init__(self, backend_url: str | None = None, work_root: str | None = None) -> None:
+    def __init__(
+        self,
+        backend_url: str | None = None,
+        work_root: str | None = None,
+        *,
+        saved_plans: SavedPlans | None = None,
+        secrets_provider: str | None = None,
+        event_sink: Callable[[Any], None] | None = None,
+    ) -> None:
         self.backend_url = backend_url
         self.work_root = work_root
+        self.saved_plans = saved_plans
+        self.secrets_provider = secrets_provider
+        self.event_sink = event_sink
         self.version = describe_runner(RunnerName.PULUMI).version or "unavailable"
 
     @classmethod
-    def from_settings(cls, settings: IaCSettings) -> PulumiRunner:
-        return cls(backend_url=settings.pulumi_backend_url, work_root=settings.pulumi_work_root)
+    def from_settings(cls, settings: IaCSettings, **options: Any) -> PulumiRunner:
+        return cls(
+            backend_url=settings.pulumi_backend_url,
+            work_root=settings.pulumi_work_root,
+            secrets_provider=settings.pulumi_secrets_provider,
+            **options,
+        )
 
     @staticmethod
     def available() -> bool:
@@ -73,23 +99,23 @@ class PulumiRunner:
         target: ProvisioningTarget,
         resolved_configuration: dict[str, str] | None = None,
     ) -> PlanResult:
-        """Preview the stack and save its update plan.
+        """Preview the stack and save its update plan (in blob, by digest).
 
         ``resolved_configuration`` (optional, beyond the interface) lets the caller
         preview with the values apply will use, so the saved plan accepts them.
         """
         self._require_cli(specification)
         location = locate_program(specification, self.work_root)
-        saved = SavedPlans(location.work_root)
+        saved = self._saved_plans()
         stack = self._stack(location, specification, target, resolved_configuration)
-        events = EventCollector()
-        scratch = saved.scratch_path(specification)
+        events = EventCollector(self.event_sink)
+        scratch = saved.scratch_path()
         try:
             stack.preview(on_event=events, plan=str(scratch), color="never")
         except Exception as error:  # the CLI's failures, classified below
             scratch.unlink(missing_ok=True)
             raise _failure("preview", location, error, events) from error
-        digest = saved.seal(scratch)
+        digest = saved.seal(specification, scratch)
         result = plan_from_events(events.events, self.name, self.version)
         return result.model_copy(update={"binding": {BINDING_KEY: digest, STACK_KEY: location.stack_reference}})
 
@@ -104,8 +130,9 @@ class PulumiRunner:
         deadline: float | None = None,
         stop: Callable[[], bool] | None = None,
     ) -> ApplyResult:
-        # ``deadline`` and ``stop`` are not used: a Pulumi update is one engine operation and cannot
-        # stop between resources and resume, so it must end within one functionTimeout (see the README).
+        # ``deadline`` is not used: a Pulumi update is one engine operation and cannot stop between
+        # resources and resume, which is why it runs in a runner job, not in an activity. ``stop`` (an
+        # operator's cancel) is asked while the update runs and cancels it (see :mod:`.recovery`).
         self._require_cli(specification)
         location = locate_program(specification, self.work_root)
         digest = _check_plan(plan, location)
@@ -117,19 +144,31 @@ class PulumiRunner:
         finished = _from_journal(plan, journal, self.name, self.version, logs)
         if finished is not None:
             return finished
-        plan_file = SavedPlans(location.work_root).bound(specification, digest)
+        plan_file = self._saved_plans().bound(specification, digest)
         stack = self._stack(location, specification, target, resolved_configuration)
-        events = EventCollector()
+        events = EventCollector(self.event_sink)
+        watch = CancelOnStop(stack, stop)
         try:
-            stack.up(plan=str(plan_file), on_event=events, color="never")
+            logs.extend(clear_pending_operations(stack))
+            with watch:
+                stack.up(plan=str(plan_file), on_event=events, color="never")
         except Exception as error:  # the CLI's failures, classified below
             failure = _failure("update", location, error, events)
             partial = self._record(events, journal, logs)
             if isinstance(failure, StackBusy):
                 failure.result = partial
                 raise failure from error
+            if watch.cancelled:
+                raise ApplySliceEnded("the update was cancelled by an operator", partial) from error
             raise ApplyFailed(str(failure), partial) from error
+        finally:
+            plan_file.unlink(missing_ok=True)
         return self._record(events, journal, logs)
+
+    def _saved_plans(self) -> SavedPlans:
+        if self.saved_plans is None:
+            raise RunnerError("the pulumi runner keeps saved update plans in blob: it runs in a runner job")
+        return self.saved_plans
 
     def _record(self, events: EventCollector, journal: StepJournal, logs: list[str]) -> ApplyResult:
         result = apply_from_events(events.events, self.name, self.version)
@@ -147,7 +186,7 @@ class PulumiRunner:
         resolved: dict[str, str] | None,
     ) -> Any:
         try:
-            stack = open_stack(location, self.backend_url)
+            stack = open_stack(location, self.backend_url, self.secrets_provider)
             stack.set_all_config(stack_configuration(specification, target, resolved))
         except RunnerError:
             raise

@@ -6,9 +6,14 @@ provisioning module checks out under the work root) or, without one, the
 project's name. A path that leaves the work root is refused: a specification
 must not point the runner at the host's own files.
 
-The stack is created on first use and selected afterwards; the state backend
+The stack is the specification's ``pulumi.stack`` (the self-hosted host
+takes over the stack its operator bootstrapped, so the name is the
+operator's). It is created on first use and selected afterwards; the state backend
 is ``RuntimeCloud:IaC:PulumiBackendUrl`` (passed as ``PULUMI_BACKEND_URL``, so
-every CLI call of this workspace uses it; unset: the CLI's own default).
+every CLI call of this workspace uses it; unset: the CLI's own default). In
+Azure it is an ``azblob://`` container reached with the runner identity
+(``AZURE_STORAGE_ACCOUNT`` + the identity's token), with the secrets provider
+an Azure Key Vault key (``PulumiSecretsProvider``, ``azurekeyvault://...``).
 
 Stack configuration is the specification's plain ``pulumi.config``, the
 product's management tags (``runtime-cloud:managementTags``, JSON; programs put
@@ -68,14 +73,16 @@ def locate_program(specification: EnvironmentSpecification, work_root: str | Non
     return ProgramLocation(work_root=root, program_dir=folder, project=program.project, stack=program.stack)
 
 
-def open_stack(location: ProgramLocation, backend_url: str | None) -> automation.Stack:
+def open_stack(
+    location: ProgramLocation, backend_url: str | None, secrets_provider: str | None = None
+) -> automation.Stack:
     """Create or select the stack; refuse a folder whose project is not the specification's."""
     from pulumi import automation
 
     environment = {"PULUMI_SKIP_UPDATE_CHECK": "true"}
     if backend_url:
         environment["PULUMI_BACKEND_URL"] = backend_url
-    options = automation.LocalWorkspaceOptions(env_vars=environment)
+    options = automation.LocalWorkspaceOptions(env_vars=environment, secrets_provider=secrets_provider)
     stack = automation.create_or_select_stack(
         stack_name=location.stack, work_dir=str(location.program_dir), opts=options
     )

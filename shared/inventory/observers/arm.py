@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError, ServiceRequestError, ServiceResponseError
 
@@ -35,6 +35,9 @@ from shared.iac.tags import ENVIRONMENT_KEY, ManagementTags
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
 from shared.targets import ProvisioningTarget
+
+if TYPE_CHECKING:  # for the annotation only: an observer needs none of provisioning at run time
+    from shared.provisioning.api import ResourceOutputs
 
 DEFAULT_ARM_ENDPOINT = "https://management.azure.com"
 COMPARED_FIELDS = ("tags", "location")
@@ -156,7 +159,7 @@ def select_items(resources: Iterable[Any], request: ObservationRequest) -> list[
     return sorted(items.values(), key=lambda item: item.key)
 
 
-def expected_from_outputs(outputs: dict[str, dict[str, Any]]) -> list[ExpectedResource]:
+def expected_from_outputs(outputs: ResourceOutputs) -> list[ExpectedResource]:
     """Applied Azure resources from an apply receipt's outputs (URN -> outputs with an ARM ``id``)."""
     expected = []
     for urn, values in sorted(outputs.items()):

@@ -1,0 +1,173 @@
+"""Pool autoscaling API and timer (capacity's RuntimeScaling, merged in as pool autoscaling).
+
+Thin triggers: parse, authorise, call :class:`shared.autoscaling.scaler.PoolScaler`,
+start the orchestration of any run a decision declared, shape the answer.
+Reads need ``factory.runtime.read`` and see the pools the caller may see (a
+shared pool, or a pool dedicated to the caller's tenant; every pool for a
+``PlatformAdmin``); another tenant's dedicated pool answers 404. Setting a
+policy and evaluating now need ``factory.runtime.write`` and ``PlatformAdmin``.
+"""
+
+from __future__ import annotations
+
+import re
+from asyncio import to_thread
+
+import azure.durable_functions as df
+import azure.functions as func
+from pydantic import BaseModel, Field, ValidationError
+
+from orchestrations.provisioning_client import start_and_wake
+from shared.auth import Caller, Role, Scope
+from shared.autoscaling.policy import AutoscalingPolicy
+from shared.autoscaling.records import DecisionList, DecisionRecord, ScalerStatus
+from shared.autoscaling.scaler import Evaluation
+from shared.capacity import pools
+from shared.capacity.models import POOL_ID
+from shared.errors import InvalidInput
+from shared.field_errors import field_errors
+from shared.http import problems
+from shared.http.endpoint import endpoint
+from shared.http.responses import JsonResult
+from shared.http.validation import parse_model
+from shared.logs import app_logger
+from shared.settings import get_settings
+from shared.timer_schedules import timer_schedule
+from shared.wiring import autoscaling as wiring
+from shared.wiring import capacity as capacity_wiring
+
+bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+log = app_logger("autoscaling")
+
+DECISION_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
+
+
+class DecisionsQuery(BaseModel):
+    limit: int = Field(default=50, ge=1, le=500)
+    before: int | None = Field(default=None, ge=1, description="a decision number: list older decisions")
+
+
+class EvaluationView(BaseModel):
+    pool: str
+    note: str
+    decision: DecisionRecord | None
+
+
+def _visible_pool(req: func.HttpRequest, caller: Caller) -> str:
+    """The route's pool if the caller may see it; else the same 404 as a pool that never existed."""
+    pool_id = req.route_params["id"]
+    if not POOL_ID.fullmatch(pool_id):
+        raise problems.not_found()
+    stored = pools.read_pool(capacity_wiring.store(), pool_id)
+    if stored is None or not (stored.pool.serves(caller.tenant) or caller.has_role(Role.PLATFORM_ADMIN)):
+        raise problems.not_found()
+    return pool_id
+
+
+async def _start_runs(client: df.DurableOrchestrationClient, evaluation: Evaluation) -> None:
+    for run, created in evaluation.runs:
+        await start_and_wake(client, run, created=created)
+
+
+@bp.route(route="runtime-cloud/pools/{id}/autoscaling", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, responses={200: ScalerStatus})
+def autoscaling_get(req: func.HttpRequest, caller: Caller) -> object:
+    return wiring.scaler().status(_visible_pool(req, caller))
+
+
+@bp.route(route="runtime-cloud/pools/{id}/autoscaling", methods=["PUT"])
+@bp.durable_client_input(client_name="client")
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.PLATFORM_ADMIN],
+    path={"id": POOL_ID},
+    body=AutoscalingPolicy,
+    responses={200: ScalerStatus, 201: ScalerStatus},
+)
+async def autoscaling_put_policy(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
+) -> JsonResult:
+    """Set the pool's policy and evaluate it at once: the first decision under a new policy (or new
+    infrastructure) is the baseline run that provisions the slots the pool already has."""
+    pool_id = _visible_pool(req, caller)
+    policy = parse_model(req, AutoscalingPolicy)
+    status, created, evaluation = await to_thread(wiring.scaler().set_policy, pool_id, policy, caller.principal)
+    if evaluation is not None:
+        await _start_runs(client, evaluation)
+    return JsonResult(status, status=201 if created else 200)
+
+
+@bp.route(route="runtime-cloud/pools/{id}/autoscaling/decisions", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, query=DecisionsQuery, responses={200: DecisionList})
+def autoscaling_list_decisions(req: func.HttpRequest, caller: Caller) -> object:
+    pool_id = _visible_pool(req, caller)
+    query = _query(req)
+    found = wiring.scaler().decisions(pool_id, query.limit, query.before)
+    older = found[-1].number if len(found) == query.limit and found[-1].number > 1 else None
+    return DecisionList(decisions=found, before=older)
+
+
+@bp.route(route="runtime-cloud/pools/{id}/autoscaling/decisions/{decision}", methods=["GET"])
+@endpoint(
+    scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID, "decision": DECISION_NUMBER}, responses={200: DecisionRecord}
+)
+def autoscaling_get_decision(req: func.HttpRequest, caller: Caller) -> object:
+    pool_id = _visible_pool(req, caller)
+    number = req.route_params["decision"]
+    if not DECISION_NUMBER.fullmatch(number):
+        raise problems.not_found()
+    return wiring.scaler().decision(pool_id, int(number))
+
+
+@bp.route(route="runtime-cloud/pools/{id}/autoscaling/evaluate", methods=["POST"])
+@bp.durable_client_input(client_name="client")
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.PLATFORM_ADMIN],
+    path={"id": POOL_ID},
+    responses={200: EvaluationView},
+    problems=(409,),
+)
+async def autoscaling_evaluate_pool(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
+) -> dict:
+    """Evaluate one pool now (what the timer does for every pool); 409 when another evaluation is under way."""
+    pool_id = _visible_pool(req, caller)
+    evaluation = await to_thread(wiring.scaler().evaluate, pool_id)
+    await _start_runs(client, evaluation)
+    return {"pool": evaluation.pool, "note": evaluation.note, "decision": evaluation.decision}
+
+
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule(
+        "RuntimeCloud:Autoscaling:EvaluateSchedule", get_settings().runtime_cloud.autoscaling.evaluate_schedule
+    ),
+)
+@bp.durable_client_input(client_name="client")
+async def autoscaling_evaluate(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
+    """Sample every pool with a policy, decide, and move decisions in flight on (starting their runs)."""
+    evaluations = await to_thread(wiring.scaler().evaluate_all)
+    for evaluation in evaluations:
+        await _start_runs(client, evaluation)
+    moving = [e.pool for e in evaluations if e.decision is not None and not e.decision.phase.is_final]
+    log.info("autoscaling: %d pool(s) evaluated, decisions in flight: %s", len(evaluations), moving)
+
+
+def _query(req: func.HttpRequest) -> DecisionsQuery:
+    errors = []
+    values: dict[str, int] = {}
+    for name in ("limit", "before"):
+        text = req.params.get(name)
+        if text is None:
+            continue
+        if not text.isdigit() or len(text) > 10:
+            errors.append({"path": f"/{name}", "message": "a positive integer"})
+        else:
+            values[name] = int(text)
+    if errors:
+        raise InvalidInput(errors)
+    try:
+        return DecisionsQuery.model_validate(values)
+    except ValidationError as error:
+        raise InvalidInput(field_errors(error)) from None

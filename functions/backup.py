@@ -1,0 +1,27 @@
+"""The backup timer: export what changed in the store since the last export (``shared.backup``).
+
+Its schedule is ``RuntimeCloud:Backup:Schedule`` (every five minutes by
+default; the settings refuse a schedule that fires less often than
+``RpoMinutes``). A failed export is logged, counted
+(``connectsoft.factory.runtime_cloud.backup.exports``, outcome ``failed``)
+and recorded where health reads it; the next firing resumes it.
+"""
+
+from __future__ import annotations
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from shared.settings import get_settings
+from shared.timer_schedules import timer_schedule
+from shared.wiring import backup as wiring
+
+bp = df.Blueprint()
+
+
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule("RuntimeCloud:Backup:Schedule", get_settings().runtime_cloud.backup.schedule),
+)
+def backup_export(timer: func.TimerRequest) -> None:
+    wiring.export_once()

@@ -1,0 +1,203 @@
+"""The policy gate's HTTP API: the effective policy of an environment, dry runs, and exceptions.
+
+A dry run resolves the specification as a declaration would, plans it with its
+runner against its target (a read), and checks the plan: no run is created and
+nothing is written (no snapshot, no receipt). Exceptions are made and revoked
+by an Operator; the tenant is the token's, and an environment the tenant has
+never declared answers 404, as does another tenant's exception.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import azure.durable_functions as df
+import azure.functions as func
+from pydantic import ValidationError
+
+from shared.auth import Caller, Role, Scope
+from shared.errors import InvalidInput, NotFound
+from shared.field_errors import field_errors
+from shared.http import problems
+from shared.http.endpoint import endpoint
+from shared.http.responses import JsonResult
+from shared.http.validation import parse_json_body, parse_model
+from shared.http.views.policy import DryRunVerdict, EffectivePolicy, PolicyExceptionList, PolicyExceptionView
+from shared.iac.model import RunnerError, TargetUnreachable
+from shared.iac.registry import runner_for
+from shared.identifiers import IDEMPOTENCY_KEY_PATTERN, is_idempotency_key
+from shared.policy.bundle import EffectiveBundle
+from shared.policy.exceptions import NewPolicyException, PolicyException, check_expiry
+from shared.policy.facts import PlanFacts
+from shared.policy.sources import PolicyUnavailable
+from shared.provisioning.sources import Declaration
+from shared.settings import get_settings
+from shared.targets import find_target
+from shared.wiring import policy as wiring
+from shared.wiring import provisioning
+
+bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+EXCEPTION_ID = r"^exc-[0-9a-f]{20}$"
+
+
+# -- the effective policy ---------------------------------------------------------------------------
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/policy", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: EffectivePolicy}, problems=(503,))
+def policy_effective(req: func.HttpRequest, caller: Caller) -> dict:
+    """The bundle that checks this environment's plans (its layers and digest) and the exceptions in force."""
+    environment = req.route_params["environment"]
+    environment_class = _environment_class(caller.tenant, environment)
+    bundle = _load(caller.tenant, environment_class)
+    moment = datetime.now(UTC)
+    document = bundle.document() if bundle else {"digest": None, "layers": []}
+    return {
+        "environment": environment,
+        "environment_class": environment_class,
+        "source": wiring.gate().source,
+        "bundle_digest": document["digest"],
+        "layers": document["layers"],
+        "exceptions": [e.public_view(moment) for e in wiring.exceptions().active(caller.tenant, environment, moment)],
+    }
+
+
+# -- dry run ------------------------------------------------------------------------------------------
+
+
+@bp.route(route="runtime-cloud/policy/dry-run", methods=["POST"])
+@endpoint(scopes=[Scope.RUNTIME_WRITE], body=Declaration, responses={200: DryRunVerdict}, problems=(503,))
+def policy_dry_run(req: func.HttpRequest, caller: Caller) -> dict:
+    """Check a specification against the effective policy without declaring it: no run, nothing written."""
+    declaration = _model(Declaration, parse_json_body(req))
+    specification, _ = provisioning.service().specification_from(caller.tenant, declaration)
+    settings = get_settings().runtime_cloud
+    target = find_target(settings.targets, specification.target)
+    if target is None:  # specification_from refuses unknown targets; a target removed since is the same answer
+        raise InvalidInput([{"path": "/specification/target", "message": "not a configured target"}])
+    environment_class = specification.environment_class.value
+    bundle = _load(caller.tenant, environment_class)  # before the plan, as a run does: fail fast
+    try:
+        plan = runner_for(specification.runner, settings.iac).plan(specification, target)
+    except TargetUnreachable:
+        raise problems.service_unavailable("target-unreachable", "the target did not answer", 30) from None
+    except RunnerError as error:
+        raise InvalidInput([{"path": "/specification", "message": f"cannot be planned: {error}"}]) from None
+    facts = PlanFacts.of(
+        tenant=caller.tenant,
+        environment=specification.environment,
+        environment_class=environment_class,
+        target=target,
+        requested_by=caller.principal,
+        requested_by_client=caller.client_id,
+        specification=specification.model_dump(mode="json", exclude_none=True),
+        changes=plan.changes,
+    )
+    verdict = wiring.gate().check(bundle, facts, record=False)
+    return {
+        "environment": specification.environment,
+        "environment_class": environment_class,
+        "plan_counts": plan.counts,
+        "requires_approval": settings.provisioning.requires_approval(environment_class),
+        "summary": verdict.summary().model_dump(mode="json"),
+        "verdict": verdict.model_dump(mode="json"),
+    }
+
+
+# -- exceptions ------------------------------------------------------------------------------------------
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/policy/exceptions", methods=["POST"])
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.OPERATOR],
+    body=NewPolicyException,
+    headers={"Idempotency-Key": IDEMPOTENCY_KEY_PATTERN},
+    responses={201: PolicyExceptionView, 200: PolicyExceptionView},
+    response_headers={201: ("Location",)},
+    problems=(409,),
+)
+def policy_create_exception(req: func.HttpRequest, caller: Caller) -> JsonResult:
+    """Let one rule's violations through for one resource (or ``*``) of this environment, until it expires."""
+    environment = req.route_params["environment"]
+    _environment_class(caller.tenant, environment)
+    request = parse_model(req, NewPolicyException)
+    now = datetime.now(UTC)
+    try:
+        check_expiry(request.expires_at, now, get_settings().runtime_cloud.policy.max_exception_days)
+    except ValueError as error:
+        raise InvalidInput([{"path": "/expires_at", "message": str(error)}]) from None
+    key = req.headers.get("Idempotency-Key")
+    if key is not None and not is_idempotency_key(key):
+        raise problems.bad_request("the Idempotency-Key header is 1-200 characters: letters, digits and '._:@+=~-'")
+    exception, created = wiring.exceptions().create(
+        caller.tenant, environment, request, caller.principal, caller.client_id, now, key
+    )
+    location = f"/runtime-cloud/environments/{environment}/policy/exceptions/{exception.id}"
+    return JsonResult(exception.public_view(now), status=201 if created else 200, headers={"Location": location})
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/policy/exceptions", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: PolicyExceptionList})
+def policy_list_exceptions(req: func.HttpRequest, caller: Caller) -> dict:
+    """Every exception of the environment (active, expired and revoked), newest first."""
+    environment = req.route_params["environment"]
+    _environment_class(caller.tenant, environment)
+    moment = datetime.now(UTC)
+    return {"exceptions": [e.public_view(moment) for e in wiring.exceptions().find(caller.tenant, environment)]}
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/policy/exceptions/{exception_id}", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ], path={"exception_id": EXCEPTION_ID}, responses={200: PolicyExceptionView})
+def policy_get_exception(req: func.HttpRequest, caller: Caller) -> dict:
+    exception = _exception(caller, req)
+    return exception.public_view(datetime.now(UTC))
+
+
+@bp.route(route="runtime-cloud/environments/{environment}/policy/exceptions/{exception_id}", methods=["DELETE"])
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.OPERATOR],
+    path={"exception_id": EXCEPTION_ID},
+    responses={200: PolicyExceptionView},
+)
+def policy_revoke_exception(req: func.HttpRequest, caller: Caller) -> dict:
+    """Revoke an exception (idempotent); the record stays, since plan receipts name it."""
+    exception = _exception(caller, req)
+    now = datetime.now(UTC)
+    return wiring.exceptions().revoke(caller.tenant, exception.id, caller.principal, now).public_view(now)
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+
+
+def _environment_class(tenant: str, environment: str) -> str:
+    """The environment's class; 404 (as for one that never existed) when this tenant never declared it."""
+    summary = provisioning.api().summary(tenant, environment)
+    if summary.environment_class is None:
+        raise NotFound(f"environment {environment}")
+    return summary.environment_class
+
+
+def _exception(caller: Caller, req: func.HttpRequest) -> PolicyException:
+    environment, exception_id = req.route_params["environment"], req.route_params["exception_id"]
+    _environment_class(caller.tenant, environment)
+    exception = wiring.exceptions().get(caller.tenant, exception_id)
+    if exception.environment != environment:
+        raise NotFound(f"exception {exception_id}")
+    return exception
+
+
+def _load(tenant: str, environment_class: str) -> EffectiveBundle | None:
+    try:
+        return wiring.gate().load(tenant, environment_class)
+    except PolicyUnavailable as error:
+        raise problems.service_unavailable("policy-unavailable", str(error), 30) from None
+
+
+def _model(model: type[Declaration], document: object) -> Declaration:
+    try:
+        return model.model_validate(document)
+    except ValidationError as error:
+        raise InvalidInput(field_errors(error)) from None

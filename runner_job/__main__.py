@@ -1,0 +1,60 @@
+"""``python -m runner_job``: the runner job's commands.
+
+- ``once``: take one request from the job queue and run it (the Container
+  Apps job's command: KEDA starts one execution per queued request);
+- ``scale``: the local host's stand-in for that job: fork a process per
+  request until standard input closes;
+- ``run REQUEST``: run the request given as JSON, in this process (by hand).
+
+Settings come from the environment as the app's do (``AzureWebJobsStorage``
+or its identity-based form, ``RuntimeCloud__IaC__*``); secrets from Key Vault
+with the process's identity, never from the request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from shared.iac.jobs.protocol import JobRequest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner_job", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("once", help="run one request from the job queue (the Container Apps job)")
+    commands.add_parser("scale", help="fork a process per request until stdin closes (the local host)")
+    run = commands.add_parser("run", help="run the request given as JSON")
+    run.add_argument("request")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("RUNNER_JOB_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s",
+    )
+    logging.getLogger("azure").setLevel(logging.WARNING)
+
+    from runner_job.job import parse_request, run_request
+    from shared.settings import get_settings
+    from shared.storage.clients import host_storage
+
+    iac = get_settings().runtime_cloud.iac
+    if args.command == "scale":
+        from runner_job.scaler import scale
+
+        return scale(host_storage, iac)
+    storage = host_storage()
+    if args.command == "run":
+        request: JobRequest | None = parse_request(args.request)
+    else:
+        from runner_job.scaler import take_one
+
+        request = take_one(storage, iac)
+    if request is not None:
+        run_request(request, storage)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

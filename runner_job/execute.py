@@ -1,0 +1,102 @@
+"""Running the runner on a job's input, and turning what it raises into a :class:`JobResult`.
+
+Every failure a runner reports becomes a named :class:`JobFailure` kind (the
+app maps it back to the same exception the in-process path would have seen),
+carrying what was applied before it. An error the job did not expect is
+``job-error`` with only its type named: its text could quote anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from shared.clock import now_iso
+from shared.desired_state import EnvironmentSpecification, RunnerName
+from shared.iac.jobs.event_log import EventLog
+from shared.iac.jobs.protocol import JobFailure, JobInput, JobKind, JobResult
+from shared.iac.model import (
+    ApplyResult,
+    ApplySliceEnded,
+    PlanNoLongerHolds,
+    RunnerError,
+    StepJournal,
+    TargetUnreachable,
+)
+from shared.iac.pulumi.runner import PulumiRunner
+from shared.iac.pulumi.saved_plans import SavedPlans
+from shared.iac.registry import runner_for
+from shared.iac.settings import IaCSettings
+from shared.provisioning.configuration import SecretUnresolvable, resolve_secrets
+
+
+def execute(
+    document: JobInput,
+    *,
+    journal: StepJournal,
+    stop: Callable[[], bool],
+    saved_plans: SavedPlans,
+    events: EventLog,
+) -> JobResult:
+    started = now_iso()
+    iac = IaCSettings.model_validate(document.iac)  # the launching app's, whichever process runs the job
+    specification = EnvironmentSpecification.model_validate(document.specification)
+    options: dict[str, Any] = {}
+    if specification.runner is RunnerName.PULUMI:
+        options = {"saved_plans": saved_plans, "event_sink": events.event}
+    runner = runner_for(specification.runner, iac, **options)
+    events.line(f"runner job {document.job_id} (attempt {document.attempt}): {document.kind.value} by {runner.name}")
+    result = JobResult(
+        job_id=document.job_id,
+        kind=document.kind,
+        attempt=document.attempt,
+        started_at=started,
+        finished_at=started,
+        events_blob=events.blob_name,
+    )
+    try:
+        if document.kind is JobKind.PLAN:
+            wrapped = runner.wrapped
+            if isinstance(wrapped, PulumiRunner):  # previews with the values apply will use, so the plan takes them
+                plan = wrapped.plan(specification, document.target, _configuration(document, specification))
+            else:
+                plan = runner.plan(specification, document.target)
+            result = result.model_copy(update={"plan": plan})
+        else:
+            if document.plan is None:
+                raise RunnerError("the job's input carries no reviewed plan")
+            applied = runner.apply(
+                specification,
+                document.target,
+                document.plan,
+                journal,
+                _configuration(document, specification),
+                deadline=None,  # a job is not sliced: no functionTimeout holds it
+                stop=stop,
+            )
+            result = result.model_copy(update={"apply": applied})
+    except ApplySliceEnded as error:  # a job's apply ends early only when an operator's cancel reached it
+        result = _failed(result, "stopped", str(error) or "cancelled by an operator", error.result)
+    except TargetUnreachable as error:
+        result = _failed(result, "target-unreachable", str(error), error.result)
+    except PlanNoLongerHolds as error:
+        result = _failed(result, "plan-no-longer-holds", str(error), error.result)
+    except SecretUnresolvable as error:
+        result = _failed(result, "secret-unresolvable", str(error), None)
+    except RunnerError as error:
+        kind = "apply-failed" if error.result is not None else "runner-error"
+        result = _failed(result, kind, str(error), error.result)
+    for line in result.apply.logs if result.apply else []:
+        events.line(line)
+    if result.failure:
+        events.line(f"{result.failure.kind}: {result.failure.message}")
+    return result.model_copy(update={"finished_at": now_iso()})
+
+
+def _configuration(document: JobInput, specification: EnvironmentSpecification) -> dict[str, str]:
+    """The Config Platform's values (resolved by the app) and the secrets, resolved here with the job's identity."""
+    return {**document.configuration, **resolve_secrets(specification.secrets)}
+
+
+def _failed(result: JobResult, kind: Any, message: str, applied: ApplyResult | None) -> JobResult:
+    return result.model_copy(update={"failure": JobFailure(kind=kind, message=message), "apply": applied})

@@ -1,0 +1,117 @@
+"""One runner job request, end to end: claim, heartbeat, execute, result, completion notice.
+
+Order matters for crash safety:
+
+1. claim the job's row (``launched`` -> ``running``, under its ETag): a second
+   execution of the same request leaves here, so one job never runs twice at once;
+2. read the input, verified against the request's digest;
+3. run it with the heartbeat going; an apply records each finished step in the
+   run's step journal as it goes, so a later attempt skips what this one did;
+4. store the result, *then* mark the row finished, *then* send the completion
+   notice. A job killed before 4 leaves a row whose heartbeat goes stale; one
+   killed after the result but before the notice is found finished by the
+   orchestration's next check.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from runner_job.execute import execute
+from runner_job.heartbeat import Heartbeat
+from shared.clock import now_iso
+from shared.iac.jobs.event_log import EventLog
+from shared.iac.jobs.protocol import JobFailure, JobNotice, JobRequest, JobResult
+from shared.iac.jobs.store import JobInputTampered, JobStore, folder_of
+from shared.iac.pulumi.saved_plans import PLANS_CONTAINER, SavedPlans
+from shared.logs import app_logger, ids
+from shared.provisioning.cancellation import CancelWatch
+from shared.provisioning.journal import TableStepJournal
+from shared.provisioning.store import ProvisioningStore
+from shared.storage.clients import StorageClients
+
+log = app_logger("runner_job")
+
+EVENT_SOURCE = "/runtime-cloud/runner-job"
+
+
+class BadRequest(ValueError):
+    """The message is not a job request: nothing can run it (kept in the poison queue with its reason)."""
+
+
+def parse_request(text: str) -> JobRequest:
+    try:
+        return JobRequest.model_validate_json(text)
+    except ValidationError as error:
+        raise BadRequest(f"not a runner job request: {error.error_count()} problem(s)") from None
+
+
+def run_request(request: JobRequest, storage: StorageClients) -> JobResult | None:
+    """Run the job unless another execution has it; the result (None: not ours to run)."""
+    jobs = JobStore(storage)
+    where = ids(tenant=request.tenant, environment=request.environment, run=request.run_id)
+    if not jobs.claim(request):
+        log.info("job %s is running elsewhere or finished; this execution leaves", request.job_id, extra=where)
+        return None
+    started = now_iso()
+    folder = folder_of(request.tenant, request.environment, request.run_id, request.job_id)
+    events = EventLog(jobs.container, f"{folder}/events.jsonl")
+    try:
+        document = jobs.read_input(request)
+        with Heartbeat(jobs, request, document.heartbeat_seconds), tempfile.TemporaryDirectory() as scratch:
+            result = execute(
+                document,
+                journal=TableStepJournal(storage, request.run_id),
+                stop=CancelWatch(ProvisioningStore(storage, EVENT_SOURCE), *_run_of(request)),
+                saved_plans=SavedPlans(storage.blobs.get_container_client(PLANS_CONTAINER), Path(scratch)),
+                events=events,
+            )
+    except JobInputTampered as error:
+        result = _job_error(request, started, events, str(error))
+    except ValidationError:  # its text would quote the input
+        result = _job_error(request, started, events, "the job's input is not a runner job input")
+    except Exception as error:
+        log.exception("runner job %s failed", request.job_id, extra=where)
+        result = _job_error(request, started, events, f"the runner job failed: {type(error).__name__}")
+    finally:
+        events.close()
+    jobs.finish(request, result)
+    notify(storage, request)
+    log.info("runner job %s finished (%s)", request.job_id, _outcome(result), extra=where)
+    return result
+
+
+def notify(storage: StorageClients, request: JobRequest) -> None:
+    """The completion notice that wakes the run (a lost one is covered by the orchestration's next check)."""
+    notice = JobNotice(
+        job_id=request.job_id, tenant=request.tenant, environment=request.environment, run_id=request.run_id
+    )
+    try:
+        storage.queue(request.results_queue).send_message(notice.model_dump_json())
+    except Exception as error:  # noqa: BLE001 - the row says finished; the run's timer finds it
+        log.warning("completion notice of job %s not sent: %s", request.job_id, type(error).__name__)
+
+
+def _run_of(request: JobRequest) -> tuple[str, str, str]:
+    return request.tenant, request.environment, request.run_id
+
+
+def _job_error(request: JobRequest, started: str, events: EventLog, message: str) -> JobResult:
+    events.line(message)
+    return JobResult(
+        job_id=request.job_id,
+        kind=request.kind,
+        attempt=request.attempt,
+        failure=JobFailure(kind="job-error", message=message),
+        events_blob=events.blob_name,
+        started_at=started,
+        finished_at=now_iso(),
+    )
+
+
+def _outcome(result: JobResult) -> str:
+    return json.dumps(result.failure.kind if result.failure else "ok")

@@ -1,0 +1,120 @@
+"""The export status: written by every export attempt, read by health.
+
+``status.json`` lives in the backup location, not in the store it protects:
+when the store is lost the status of its backups is still there to read.
+Health degrades when the latest complete export is older than the RPO, when
+the last attempt failed, or when the location cannot be read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from shared.backup.location import BackupLocation
+from shared.backup.manifest import STATUS, Manifest
+from shared.backup.settings import BackupSettings
+from shared.telemetry.names import PREFIX, MetricName
+
+# Not in shared.telemetry.names.METRICS (whose names the infra's alert rules must also know): the
+# backup's alert is health's "degraded" and this counter, filtered on outcome.
+EXPORTS = MetricName(
+    f"{PREFIX}.backup.exports", "counter", "{export}", ("outcome",), "backup exports, by outcome (ok, failed)"
+)
+
+
+def record_success(location: BackupLocation, manifest: Manifest, now: datetime) -> None:
+    status = location.read_json(STATUS) or {}
+    status.update(
+        last_attempt_at=now.isoformat(),
+        last_error=None,
+        consecutive_failures=0,
+        last_success={
+            "sequence": manifest.sequence,
+            "as_of": manifest.as_of.isoformat(),
+            "finished_at": manifest.finished_at.isoformat(),
+            "full": manifest.full,
+            **manifest.counts(),
+        },
+    )
+    location.write_json(STATUS, status)
+
+
+def record_prune(location: BackupLocation, pruned: dict[str, Any]) -> None:
+    """What the prune after the last export did (or its error): shown by health, never degrading it."""
+    status = location.read_json(STATUS) or {}
+    status["last_prune"] = pruned
+    location.write_json(STATUS, status)
+
+
+def record_failure(location: BackupLocation, error: str, now: datetime) -> None:
+    status = location.read_json(STATUS) or {}
+    status.update(
+        last_attempt_at=now.isoformat(),
+        last_error=error,
+        consecutive_failures=int(status.get("consecutive_failures", 0)) + 1,
+    )
+    location.write_json(STATUS, status)
+
+
+@dataclass(frozen=True)
+class BackupHealth:
+    """What health shows about backups: the settings, the latest export and its age against the RPO."""
+
+    healthy: bool
+    detail: str
+    configured: bool
+    location: str
+    schedule: str
+    rpo_minutes: float
+    retention_days: float = 0
+    last_success_as_of: str | None = None
+    age_seconds: float | None = None
+    last_sequence: int | None = None
+    last_attempt_at: str | None = None
+    last_error: str | None = None
+    consecutive_failures: int = 0
+    last_prune: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if key not in ("healthy", "detail")}
+
+
+def backup_health(settings: BackupSettings, location: BackupLocation | None, now: datetime) -> BackupHealth:
+    if location is None:
+        detail = "not configured (RuntimeCloud:Backup:Connection): the store has no backup"
+        return BackupHealth(False, detail, False, "", settings.schedule, settings.rpo_minutes, settings.retention_days)
+    status = location.read_json(STATUS) or {}
+    success = status.get("last_success") or {}
+    as_of = success.get("as_of")
+    age = (now - datetime.fromisoformat(as_of)).total_seconds() if as_of else None
+    found = BackupHealth(
+        healthy=True,
+        detail="",
+        configured=True,
+        location=location.description,
+        schedule=settings.schedule,
+        rpo_minutes=settings.rpo_minutes,
+        retention_days=settings.retention_days,
+        last_success_as_of=as_of,
+        age_seconds=round(age, 1) if age is not None else None,
+        last_sequence=success.get("sequence"),
+        last_attempt_at=status.get("last_attempt_at"),
+        last_error=status.get("last_error"),
+        consecutive_failures=int(status.get("consecutive_failures", 0)),
+        last_prune=status.get("last_prune"),
+    )
+    return _judged(found, settings.rpo_minutes * 60)
+
+
+def _judged(found: BackupHealth, rpo_seconds: float) -> BackupHealth:
+    if found.age_seconds is None:
+        verdict, healthy = "no complete export yet", False
+    else:
+        healthy = found.age_seconds <= rpo_seconds
+        verdict = f"the latest export is {found.age_seconds:.0f} s old; the RPO is {rpo_seconds:.0f} s"
+    if found.last_error:
+        verdict += f"; the last attempt failed ({found.consecutive_failures} in a row): {found.last_error}"
+        healthy = False
+    return replace(found, healthy=healthy, detail=verdict)

@@ -1,0 +1,30 @@
+"""The settings health reads, as sections: built by the wiring (:mod:`shared.wiring.health`), never here.
+
+Health sits below the composition root (pyproject.toml, the "layers" and
+"settings-root" contracts), so it cannot read the settings root; the wiring
+hands it this one object instead. The object is made once per process, and a
+health round is shared only by calls that pass the same object (see
+:func:`shared.health.health_answer`), so callers must not rebuild it per call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.backup.settings import BackupSettings
+from shared.desired_state import RunnerName
+from shared.host_settings import ConfigPlatformSettings, HealthSettings
+from shared.targets import ProvisioningTarget
+
+
+@dataclass(frozen=True)
+class HealthSections:
+    """What the probes need: each from ``RuntimeCloud:...`` unless said otherwise."""
+
+    health: HealthSettings  # ``Health``: probe time-out and how long a round answers
+    runner: RunnerName  # ``IaC:Runner``: the runner whose availability is checked
+    targets: tuple[ProvisioningTarget, ...]  # ``Targets``: each one is probed
+    config_platform: ConfigPlatformSettings  # ``ConfigPlatform``: probed when its URL is set
+    enabled_modules: tuple[str, ...]  # ``Host:EnabledModules``: whose inbound queues' lag is read
+    backup: BackupSettings  # ``Backup``: the latest export's age against the RPO
+    service_name: str  # ``OrleansMessaging:ServiceName``: the report's ``service``

@@ -1,0 +1,208 @@
+"""Where runner jobs keep their documents and their heartbeat.
+
+Blob container ``runner-jobs``, one folder per job
+(``{tenant}/{environment}/{run}/{job}/``): ``input.json`` (written once by the
+app, read back by the job only when its SHA-256 is the request's),
+``result.json`` (written once by the job) and ``events.jsonl`` (its log, see
+:mod:`.event_log`). Table ``RunnerJobs``, partition = run id, row = job id:
+``State`` (``launched`` -> ``running`` -> ``finished``), ``LaunchedAt``,
+``ClaimedAt`` (the launch's cost is the time between the two),
+``HeartbeatAt``, the executing ``Pid`` and ``Host``, and the result's digest.
+A row is a few hundred bytes whatever the environment's size.
+
+The row is what the run's orchestration reads to decide whether a job lives
+(:mod:`.liveness`). Claiming it (``launched`` -> ``running``) is conditional on
+its ETag, so of two executions of one request (a duplicated message, or the
+Container Apps job started twice by the scaler) exactly one runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.storage.blob import ContainerClient
+
+from shared.clock import now_iso
+from shared.errors import AlreadyExists, ConcurrencyConflict
+from shared.iac.jobs.protocol import JobInput, JobRequest, JobResult
+from shared.storage.clients import StorageClients
+from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
+
+JOBS_CONTAINER = "runner-jobs"
+JOBS_TABLE = "RunnerJobs"
+
+LAUNCHED, RUNNING, FINISHED = "launched", "running", "finished"
+
+
+class JobInputTampered(Exception):
+    """The input blob is not the one the request names (its digest differs): the job refuses to run it."""
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job's row, as the orchestration's liveness check reads it."""
+
+    job_id: str
+    state: str
+    launched_at: datetime
+    heartbeat_at: datetime | None
+    pid: int | None
+    host: str | None
+    attempt: int
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> JobRecord:
+        beat = row.get("HeartbeatAt")
+        return cls(
+            job_id=row["RowKey"],
+            state=row.get("State", LAUNCHED),
+            launched_at=_moment(row["LaunchedAt"]),
+            heartbeat_at=_moment(beat) if beat else None,
+            pid=int(row["Pid"]) if row.get("Pid") else None,
+            host=row.get("Host") or None,
+            attempt=int(row.get("Attempt", 1)),
+        )
+
+
+def _moment(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def folder_of(tenant: str, environment: str, run_id: str, job_id: str) -> str:
+    return f"{tenant}/{environment}/{run_id}/{job_id}"
+
+
+class JobStore:
+    def __init__(self, storage: StorageClients) -> None:
+        self._container: ContainerClient = storage.blobs.get_container_client(JOBS_CONTAINER)
+        self._table = storage.tables.get_table_client(JOBS_TABLE)
+        self._storage = storage
+
+    @property
+    def container(self) -> ContainerClient:
+        return self._container
+
+    # -- the app's side ------------------------------------------------------------------------
+
+    def write_input(self, document: JobInput, results_queue: str) -> JobRequest:
+        """Store the input once (a retried launch finds it and keeps it) and name it in a request."""
+        data = document.model_dump_json().encode()
+        name = f"{folder_of(document.tenant, document.environment, document.run_id, document.job_id)}/input.json"
+        try:
+            self._upload(name, data)
+        except ResourceExistsError:
+            data = self._container.download_blob(name).readall()
+        return JobRequest(
+            job_id=document.job_id,
+            tenant=document.tenant,
+            environment=document.environment,
+            run_id=document.run_id,
+            kind=document.kind,
+            attempt=document.attempt,
+            input_blob=name,
+            input_sha256=sha256(data),
+            results_queue=results_queue,
+        )
+
+    def mark_launched(self, request: JobRequest) -> None:
+        """Record the launch (the start deadline counts from here); an earlier launch's row stands."""
+        try:
+            insert_if_absent(
+                self._table,
+                {
+                    "PartitionKey": request.run_id,
+                    "RowKey": request.job_id,
+                    "State": LAUNCHED,
+                    "Kind": request.kind.value,
+                    "Attempt": request.attempt,
+                    "LaunchedAt": now_iso(),
+                },
+            )
+        except AlreadyExists:
+            pass
+
+    def record(self, run_id: str, job_id: str) -> JobRecord | None:
+        row = read_row(self._table, run_id, job_id)
+        return JobRecord.of(row) if row else None
+
+    def read_result(self, tenant: str, environment: str, run_id: str, job_id: str) -> JobResult | None:
+        name = f"{folder_of(tenant, environment, run_id, job_id)}/result.json"
+        try:
+            return JobResult.model_validate_json(self._container.download_blob(name).readall())
+        except ResourceNotFoundError:
+            return None
+
+    def read_input_of(self, tenant: str, environment: str, run_id: str, job_id: str) -> JobInput | None:
+        name = f"{folder_of(tenant, environment, run_id, job_id)}/input.json"
+        try:
+            return JobInput.model_validate_json(self._container.download_blob(name).readall())
+        except ResourceNotFoundError:
+            return None
+
+    # -- the job's side ------------------------------------------------------------------------
+
+    def read_input(self, request: JobRequest) -> JobInput:
+        data = self._container.download_blob(request.input_blob).readall()
+        if sha256(data) != request.input_sha256:
+            raise JobInputTampered(f"the input of job {request.job_id} does not have the digest its request names")
+        document = JobInput.model_validate_json(data)
+        if (document.job_id, document.run_id, document.kind) != (request.job_id, request.run_id, request.kind):
+            raise JobInputTampered(f"the input of job {request.job_id} is another job's")
+        return document
+
+    def claim(self, request: JobRequest) -> bool:
+        """Take the job for this process; False when another execution has it or it is finished."""
+        row = read_row(self._table, request.run_id, request.job_id)
+        if row is None or row.get("State", LAUNCHED) != LAUNCHED:
+            return False
+        etag = row.pop("etag")
+        claimed = now_iso()
+        row.update(State=RUNNING, ClaimedAt=claimed, HeartbeatAt=claimed, Pid=os.getpid(), Host=socket.gethostname())
+        try:
+            replace_if_unchanged(self._table, row, etag)
+        except ConcurrencyConflict:
+            return False
+        return True
+
+    def beat(self, request: JobRequest) -> None:
+        """The heartbeat: a merge of one property (no ETag: only the executing job writes it while running)."""
+        self._table.upsert_entity({"PartitionKey": request.run_id, "RowKey": request.job_id, "HeartbeatAt": now_iso()})
+
+    def finish(self, request: JobRequest, result: JobResult) -> None:
+        """Store the result once, then mark the row finished (the result is there before the row says so)."""
+        name = f"{folder_of(request.tenant, request.environment, request.run_id, request.job_id)}/result.json"
+        data = result.model_dump_json().encode()
+        try:
+            self._upload(name, data)
+        except ResourceExistsError:
+            data = self._container.download_blob(name).readall()
+        self._table.upsert_entity(
+            {
+                "PartitionKey": request.run_id,
+                "RowKey": request.job_id,
+                "State": FINISHED,
+                "HeartbeatAt": now_iso(),
+                "ResultSha256": sha256(data),
+            }
+        )
+
+    def _upload(self, name: str, data: bytes) -> None:
+        try:
+            self._container.upload_blob(name, data, overwrite=False, metadata={"sha256": sha256(data)})
+        except ResourceNotFoundError:  # the container is made at start; a fresh store may not have it yet
+            try:
+                self._container.create_container()
+            except ResourceExistsError:
+                pass
+            self._container.upload_blob(name, data, overwrite=False, metadata={"sha256": sha256(data)})

@@ -1,0 +1,179 @@
+"""The provisioning side of runner jobs: launch a run's plan or apply as a job, check on it, read its result.
+
+A run's orchestration calls :meth:`RunnerJobs.launch` (through the lifecycle's
+``start_job`` step), waits for the job's completion notice or its check timer,
+and asks :meth:`RunnerJobs.check` whether the job finished, runs, or died
+(:mod:`shared.iac.jobs.liveness`). The plan and apply steps then read the
+result through :meth:`plan_of` / :meth:`apply_of`, which raise exactly what the
+runner raised in the job -- so a run planned or applied by a job ends, and is
+receipted, exactly like one run in process.
+
+**A job that stops reporting** (no heartbeat past ``JobStaleSeconds``, or no
+start within ``JobStartSeconds``) is launched once more by default
+(``JobMaxAttempts`` = 2), then the run fails with a receipt. Why retry: a
+replica evicted or a node lost is common and transient, and a retry is safe
+-- the step journal makes the new attempt skip every step the dead one
+finished (nothing is applied twice), and a Pulumi job clears the dead
+update's pending operations and refreshes before it applies (see
+:mod:`shared.iac.pulumi.recovery`). Why only once: a job that dies twice is
+most likely killed by what it does (out of memory, a poisoned program), and
+the operator must see it. A run that fails this way gets an apply receipt
+listing the steps the journal holds, so what did get applied is on record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TypedDict
+
+from shared.desired_state import EnvironmentSpecification
+from shared.iac.jobs.launcher import QueueJobLauncher
+from shared.iac.jobs.liveness import liveness
+from shared.iac.jobs.protocol import JobFailure, JobInput, JobKind, JobResult, job_id_for
+from shared.iac.jobs.store import JobStore
+from shared.iac.model import (
+    ApplyFailed,
+    ApplyResult,
+    ApplySliceEnded,
+    PlanNoLongerHolds,
+    PlanResult,
+    RunnerError,
+    TargetUnreachable,
+)
+from shared.iac.settings import IaCSettings
+from shared.provisioning.configuration import ResolvedConfiguration, SecretUnresolvable
+from shared.provisioning.runs import Run
+from shared.storage.clients import StorageClients
+from shared.targets import ProvisioningTarget
+
+
+class JobTicket(TypedDict, total=False):
+    """What the orchestration keeps of a launched job (small: it lives in the history)."""
+
+    job_id: str
+    kind: str
+    attempt: int
+    check_seconds: float
+    max_attempts: int
+    dead: str  # set by the orchestration when the last attempt died: why
+
+
+class JobCheck(TypedDict):
+    state: str  # finished | running | dead
+    detail: str
+
+
+class RunnerJobs:
+    def __init__(self, storage: StorageClients, iac: IaCSettings) -> None:
+        self._store = JobStore(storage)
+        self._iac = iac
+        self._launcher = QueueJobLauncher(storage, iac.job_queue)
+
+    @property
+    def enabled(self) -> bool:
+        return self._iac.job_launcher == "queue"
+
+    def launch(
+        self,
+        run: Run,
+        specification: EnvironmentSpecification,
+        target: ProvisioningTarget,
+        kind: JobKind,
+        attempt: int,
+        plan: PlanResult | None,
+        configuration: ResolvedConfiguration,
+    ) -> JobTicket:
+        """Write the job's input, record the launch and queue the request (idempotent per attempt)."""
+        job_id = job_id_for(run.id, kind, attempt)
+        document = JobInput(
+            job_id=job_id,
+            kind=kind,
+            tenant=run.tenant,
+            environment=run.environment,
+            run_id=run.id,
+            attempt=attempt,
+            specification=specification.model_dump(mode="json"),
+            target=target,
+            plan=plan,
+            configuration=configuration.values,
+            configuration_resolved=configuration.resolved,
+            configuration_unresolved=configuration.unresolved,
+            configuration_note=configuration.note,
+            heartbeat_seconds=self._iac.job_heartbeat_seconds,
+            iac=self._iac.model_dump(mode="json", by_alias=True),
+        )
+        request = self._store.write_input(document, self._iac.job_results_queue)
+        self._store.mark_launched(request)
+        # Sent again by a retried activity: the second execution finds the job claimed and leaves.
+        self._launcher.launch(request)
+        return JobTicket(
+            job_id=job_id,
+            kind=kind.value,
+            attempt=attempt,
+            check_seconds=self._iac.job_check_seconds,
+            max_attempts=self._iac.job_max_attempts,
+        )
+
+    def check(self, run_id: str, job_id: str) -> JobCheck:
+        found = liveness(
+            self._store.record(run_id, job_id),
+            datetime.now(UTC),
+            stale_seconds=self._iac.job_stale_seconds,
+            start_seconds=self._iac.job_start_seconds,
+        )
+        return JobCheck(state=found.state, detail=found.detail)
+
+    def configuration_of(self, run: Run, ticket: JobTicket) -> ResolvedConfiguration:
+        """What the receipt records about the configuration the job was given (names only)."""
+        document = self._store.read_input_of(run.tenant, run.environment, run.id, ticket["job_id"])
+        configuration = ResolvedConfiguration()
+        if document is not None:
+            configuration.resolved = document.configuration_resolved
+            configuration.unresolved = document.configuration_unresolved
+            configuration.note = document.configuration_note
+        return configuration
+
+    def plan_of(self, run: Run, ticket: JobTicket) -> PlanResult:
+        """The job's plan, or what the runner raised in the job."""
+        result = self._result(run, ticket)
+        if result.failure is not None:
+            raise _error(result.failure, None)
+        if result.plan is None:
+            raise RunnerError(f"runner job {ticket['job_id']} answered no plan")
+        return result.plan
+
+    def apply_of(self, run: Run, ticket: JobTicket, journal_result: ApplyResult) -> ApplyResult:
+        """The job's apply result (with where its log is), or what the runner raised in the job.
+
+        ``journal_result`` is what the step journal holds: the result of a run whose job died."""
+        result = self._result(run, ticket, journal_result)
+        note = f"runner job {ticket['job_id']} (attempt {ticket['attempt']}); its log: {result.events_blob}"
+        if result.failure is not None:
+            applied = result.apply or journal_result
+            raise _error(result.failure, applied.model_copy(update={"logs": [*applied.logs, note]}))
+        if result.apply is None:
+            raise RunnerError(f"runner job {ticket['job_id']} answered no apply result", journal_result)
+        return result.apply.model_copy(update={"logs": [*result.apply.logs, note]})
+
+    def _result(self, run: Run, ticket: JobTicket, journal_result: ApplyResult | None = None) -> JobResult:
+        if ticket.get("dead"):
+            detail = f"{ticket['dead']}; the run fails after {ticket['attempt']} attempt(s)"
+            raise RunnerError(detail, journal_result)
+        result = self._store.read_result(run.tenant, run.environment, run.id, ticket["job_id"])
+        if result is None:
+            raise RunnerError(f"runner job {ticket['job_id']} left no result", journal_result)
+        return result
+
+
+def _error(failure: JobFailure, applied: ApplyResult | None) -> Exception:
+    """The exception the runner raised in the job, so the run ends as an in-process one would."""
+    message = failure.message
+    errors: dict[str, Callable[[], Exception]] = {
+        "target-unreachable": lambda: TargetUnreachable(message, applied),
+        "plan-no-longer-holds": lambda: PlanNoLongerHolds(message, applied),
+        "secret-unresolvable": lambda: SecretUnresolvable(message),
+        "stopped": lambda: ApplySliceEnded(message, applied),
+        "apply-failed": lambda: ApplyFailed(message, applied) if applied else RunnerError(message),
+    }
+    return errors.get(failure.kind, lambda: RunnerError(message, applied))()

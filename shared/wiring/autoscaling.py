@@ -1,0 +1,21 @@
+"""Pool autoscaling's objects, built once per process: capacity's store and provisioning's API, composed."""
+
+from __future__ import annotations
+
+import functools
+
+from shared.autoscaling.scaler import PoolScaler
+from shared.settings import get_settings
+from shared.wiring import capacity, provisioning
+
+
+@functools.lru_cache(maxsize=1)
+def scaler() -> PoolScaler:
+    section = get_settings().runtime_cloud
+    return PoolScaler(
+        capacity.store(),
+        provisioning.api(),
+        provisioning.service().run,
+        settings=section.autoscaling,
+        targets=section.targets,
+    )

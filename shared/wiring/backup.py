@@ -1,0 +1,147 @@
+"""Backup and restore, built from the settings: the export the timer runs, and what follows a restore.
+
+After a successful export the timer prunes exports older than
+``RuntimeCloud:Backup:RetentionDays`` (:mod:`shared.backup.retention`); a
+failed prune is logged and shown in health's ``backup.last_prune``, and the
+next export's prune tries again (the export itself succeeded).
+
+After the rows and blobs are back (:func:`shared.backup.restore.restore_store`),
+:func:`after_restore` reconciles what the backup caught mid-flight:
+
+- **runs**: a run still ``queued`` is left to the reconciler, which starts
+  its orchestration afresh (the Durable task hub is not restored), so it is
+  planned anew; a run ``planning``, ``awaiting-approval`` or ``applying``
+  ends ``failed`` with reason ``store-restored`` and an apply receipt saying
+  so: its plan and its approval may predate what happened after the backup,
+  and it must never apply from a stale record;
+- **inventory**: every environment is scanned again, so observed state and
+  drift findings describe the target now, not the backup's time.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from shared import clock, telemetry
+from shared.backup.export import export_store
+from shared.backup.location import BackupLocation, open_location
+from shared.backup.manifest import Manifest
+from shared.backup.restore import RestoreReport
+from shared.backup.retention import prune_exports
+from shared.backup.settings import BackupSettings
+from shared.backup.status import EXPORTS, record_failure, record_prune, record_success
+from shared.errors import NotFound
+from shared.inventory.errors import ScanInProgress
+from shared.logs import app_logger, ids
+from shared.provisioning.lifecycle import RunRef
+from shared.provisioning.outcomes import Outcome
+from shared.provisioning.runs import FailureReason, RunState
+from shared.settings import get_settings
+from shared.storage.clients import shared_host_storage
+from shared.wiring import inventory, provisioning
+
+log = app_logger("backup")
+
+
+def settings() -> BackupSettings:
+    return get_settings().runtime_cloud.backup
+
+
+@functools.lru_cache(maxsize=1)
+def location() -> BackupLocation | None:
+    """The process's backup location; None when ``RuntimeCloud:Backup:Connection`` is not set."""
+    section = settings()
+    if not section.configured:
+        return None
+    return open_location(section.connection, section.container, section.receipts_container)
+
+
+def export_once() -> Manifest | None:
+    """One export; a failure is recorded in the location's status (for health), counted and raised."""
+    target = location()
+    if target is None:
+        log.warning("backup: RuntimeCloud:Backup:Connection is not set; nothing is exported")
+        return None
+    with telemetry.span("backup.export", attributes={"backup.location": target.description}):
+        try:
+            manifest = export_store(shared_host_storage(), target, settings())
+        except Exception as error:
+            telemetry.count(EXPORTS, outcome="failed")
+            text = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            log.error("backup export failed: %s", text)
+            try:
+                record_failure(target, text, clock.now())
+            except Exception as unrecorded:  # noqa: BLE001 - the location itself is down: health sees that
+                log.error("backup status not recorded: %s", type(unrecorded).__name__)
+            raise
+        record_success(target, manifest, clock.now())
+    telemetry.count(EXPORTS, outcome="ok")
+    log.info(
+        "backup export %d (%s) as of %s: %s",
+        manifest.sequence,
+        "full" if manifest.full else "incremental",
+        manifest.as_of.isoformat(),
+        manifest.counts(),
+    )
+    _prune(target)
+    return manifest
+
+
+def _prune(target: BackupLocation) -> None:
+    """Prune old exports; its failure never fails the export that came before it."""
+    try:
+        report = prune_exports(target, settings(), clock.now())
+        pruned: dict[str, Any] = {"at": clock.now().isoformat(), "error": None}
+        if report is not None:
+            pruned.update(boundary=report.boundary, pruned=len(report.pruned), blobs_deleted=report.blobs_deleted)
+            log.info("backup prune: %d export(s) below %d removed", len(report.pruned), report.boundary)
+    except Exception as error:  # noqa: BLE001 - the next export prunes again
+        text = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        log.error("backup prune failed: %s", text)
+        pruned = {"at": clock.now().isoformat(), "error": text}
+    try:
+        record_prune(target, pruned)
+    except Exception as unrecorded:  # noqa: BLE001 - the location is down: the next export's status shows it
+        log.error("backup prune status not recorded: %s", type(unrecorded).__name__)
+
+
+def after_restore(report: RestoreReport) -> dict[str, Any]:
+    """Reconcile runs caught mid-flight and rescan every environment; answers what was done."""
+    runs = _reconcile_runs(report)
+    scans = _rescan()
+    report.after_restore = {"runs": runs, "scans": scans}
+    target = location()
+    if target is not None:
+        target.write_json(f"restores/{report.restored_at}.json", report.as_dict())
+    return report.after_restore
+
+
+def _reconcile_runs(report: RestoreReport) -> dict[str, list[str]]:
+    done: dict[str, list[str]] = {"failed": [], "replanned": []}
+    detail = (
+        f"the runtime-cloud store was restored from backup {report.backup_sequence} "
+        f"(as of {report.backup_as_of}) at {report.restored_at}; this run was under way and does not "
+        "continue from a record that may be stale: declare it again"
+    )
+    for run in provisioning.store().unfinished_runs():
+        if run.state is RunState.QUEUED:
+            done["replanned"].append(run.id)  # the reconciler starts its orchestration: a fresh plan
+            continue
+        ref = RunRef(run.tenant, run.environment, run.id)
+        provisioning.steps().finish(ref, Outcome.FAILED, FailureReason.STORE_RESTORED.value, detail)
+        log.warning("restore: run %s failed (%s)", run.id, run.state.value, extra=ids(tenant=run.tenant, run=run.id))
+        done["failed"].append(run.id)
+    return done
+
+
+def _rescan() -> dict[str, int]:
+    counts = {"fresh": 0, "stale": 0, "skipped": 0}
+    scanner = inventory.scanner()
+    for tenant, environment in inventory.scan_targets():
+        try:
+            outcome = scanner.scan(tenant, environment)
+            counts["stale" if outcome.error else "fresh"] += 1
+        except (ScanInProgress, NotFound):
+            counts["skipped"] += 1
+    return counts

@@ -1,0 +1,161 @@
+"""Bundles and evaluation without a host: the sample bundle, refusals of unusable bundles, failing closed,
+and GovernanceHost's cache (against the local stand-in server: the edge of the world)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from shared.iac.model import Action, ResourceChange
+from shared.policy.bundle import EffectiveBundle, InvalidBundle, effective_bundle, layer_paths, parse_layer
+from shared.policy.evaluation import compile_bundle, evaluate_rules
+from shared.policy.facts import PlanFacts
+from shared.policy.sources import FileTree, HttpTree, PolicyUnavailable
+from shared.policy.verdict import verdict_of
+from shared.targets import ProvisioningTarget
+from tests.conftest import REPO
+from tests.policy.helpers import INSTALLATION, GovernanceHostStandIn, write_layer
+
+TARGET = ProvisioningTarget.model_validate(
+    {
+        "Id": "local-storage",
+        "Kind": "storage-account",
+        "Region": "local",
+        "Endpoint": "https://acct.blob.core.windows.net",
+        "Credential": {"Kind": "managed-identity"},
+    }
+)
+
+
+def bundle_from(tree: Path, tenant: str = "tenant-a", environment_class: str = "production") -> EffectiveBundle:
+    files = FileTree(tree, 1024 * 1024)
+    layers = [
+        parse_layer(path, data, 1024 * 1024)
+        for path, _ in layer_paths(tenant, environment_class)
+        if (data := files.read(path)) is not None
+    ]
+    bundle = effective_bundle("files", layers)
+    compile_bundle(bundle)
+    return bundle
+
+
+def facts(*changes: ResourceChange, environment_class: str = "production") -> PlanFacts:
+    return PlanFacts.of(
+        tenant="tenant-a",
+        environment="demo",
+        environment_class=environment_class,
+        target=TARGET,
+        requested_by="alice",
+        requested_by_client="studio",
+        specification={"environment": "demo"},
+        changes=list(changes),
+    )
+
+
+def change(name: str, action: Action, metadata: dict[str, str] | None = None) -> ResourceChange:
+    state = {"metadata": {**(metadata or {}), "rc_tenant": "tenant-a"}}
+    return ResourceChange(
+        address=f"queue/{name}",
+        type="queue",
+        name=name,
+        action=action,
+        before=state if action is not Action.CREATE else None,
+        after=state if action is not Action.DELETE else None,
+    )
+
+
+def bundle_text(rules: list[dict[str, object]], name: str = "layer") -> bytes:
+    return yaml.safe_dump({"apiVersion": "runtime-cloud.policy/v1", "name": name, "rules": rules}).encode()
+
+
+def test_the_sample_bundle_denies_a_production_delete_and_warns_of_a_missing_team():
+    bundle = bundle_from(REPO / "policies")
+    plan = facts(change("orders", Action.CREATE, {"team": "a"}), change("legacy", Action.DELETE, {"team": "b"}))
+
+    verdict = verdict_of("files", bundle.digest, evaluate_rules(bundle, plan), [], _now())
+
+    assert [layer.path for layer in bundle.layers] == ["installation.yaml", "classes/production.yaml"]
+    assert verdict.outcome == "deny"
+    assert [rule.id for rule in verdict.denied_rules()] == ["no-deletes-in-production"]
+    assert "queue/legacy" in verdict.denial_detail()
+    quiet = verdict_of("files", bundle.digest, evaluate_rules(bundle, facts(change("x", Action.CREATE))), [], _now())
+    assert quiet.outcome == "deny" and [w.rule for w in quiet.warnings()] == ["team-metadata"]
+    assert [r.id for r in quiet.denied_rules()] == ["production-owner-metadata"]
+
+
+def test_a_later_layer_cannot_replace_a_rule_of_an_earlier_one(tmp_path):
+    write_layer(tmp_path, "installation.yaml", INSTALLATION)
+    weaker = bundle_text([{"id": "change-cap", "expression": "true"}])
+    (tmp_path / "tenants/tenant-a").mkdir(parents=True)
+    (tmp_path / "tenants/tenant-a/tenant.yaml").write_bytes(weaker)
+
+    with pytest.raises(InvalidBundle, match="repeats rule change-cap"):
+        bundle_from(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (bundle_text([{"id": "broken", "expression": "change.type in ["}]), "rule broken: expression is not CEL"),
+        (b"a: &x [1]\nb: *x\n", "aliases are not allowed"),
+        (bundle_text([{"id": "Bad Id", "expression": "true"}]), "/rules/0/id"),
+        (b"apiVersion: runtime-cloud.policy/v2\nname: n\n", "/apiVersion"),
+        (b"\xff\xfe", "not readable YAML"),
+    ],
+)
+def test_an_unusable_layer_is_refused_naming_what_is_wrong(tmp_path, text, problem):
+    (tmp_path / "installation.yaml").write_bytes(text)
+
+    with pytest.raises(InvalidBundle, match=problem.replace("[", r"\[").replace("*", r"\*")):
+        bundle_from(tmp_path)
+
+
+def test_an_oversized_layer_is_refused_by_size():
+    with pytest.raises(InvalidBundle, match="at most 1024"):
+        parse_layer("installation.yaml", b"#" * 1025, 1024)
+
+
+def test_a_rule_that_errors_or_answers_no_bool_is_a_violation_never_a_pass(tmp_path):
+    rules = [
+        {"id": "reads-a-missing-field", "expression": "change.nope == 1"},
+        {"id": "answers-a-string", "expression": '"yes"'},
+        {"id": "plan-rule-errors", "scope": "plan", "expression": "1 / 0 == 1"},
+    ]
+    (tmp_path / "installation.yaml").write_bytes(bundle_text(rules))
+    bundle = bundle_from(tmp_path)
+
+    results = evaluate_rules(bundle, facts(change("orders", Action.CREATE)))
+
+    assert [(r.id, r.status, len(r.violations)) for r in results] == [
+        ("reads-a-missing-field", "fail", 1),
+        ("answers-a-string", "fail", 1),
+        ("plan-rule-errors", "fail", 1),
+    ]
+    assert results[0].violations[0].error and "failed" in results[0].violations[0].message
+    assert "not a bool" in results[1].violations[0].message
+
+
+def test_governance_host_answers_are_cached_but_a_stale_answer_is_never_used_when_it_is_down(tmp_path):
+    tree = tmp_path / "tree"
+    write_layer(tree, "installation.yaml", INSTALLATION)
+    server = GovernanceHostStandIn(tree).start()
+    cached = HttpTree(server.url, timeout=2, cache_seconds=3600, max_bytes=1 << 20)
+    uncached = HttpTree(server.url, timeout=2, cache_seconds=0, max_bytes=1 << 20)
+    try:
+        first = cached.read("installation.yaml")
+        assert first is not None and uncached.read("installation.yaml") == first
+        assert cached.read("classes/production.yaml") is None  # a 404 is "no such layer"
+    finally:
+        server.stop()
+
+    assert cached.read("installation.yaml") == first  # within CacheSeconds: no request made
+    with pytest.raises(PolicyUnavailable, match="GovernanceHost did not answer"):
+        uncached.read("installation.yaml")
+
+
+def _now():
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
