@@ -68,6 +68,10 @@ class _BackgroundDispatch:
     latency: a bounded backlog served by daemon threads. When the backlog is
     full, or the process stops with events still queued, they stay pending in
     the outbox and the dispatcher timer sends them (at-least-once either way).
+    Queued events are *held* (this process's dispatcher timer leaves them to
+    this sender), and sent ones are marked dispatched by the stream's next
+    commit or, once it is quiet, in one batch (``Outbox.dispatch_marking_later``):
+    two queue sends a lease cycle, and no write of their own.
     """
 
     def __init__(self, workers: int = 2, backlog: int = 2000) -> None:
@@ -78,9 +82,11 @@ class _BackgroundDispatch:
 
     def submit(self, outbox: Outbox, events: list[CloudEvent]) -> None:
         self._start()
+        outbox.hold(events)
         try:
             self._queue.put_nowait((outbox, events))
         except queue.Full:
+            outbox.unhold(events)
             log.debug("event backlog full; %d event(s) left to the outbox dispatcher", len(events))
 
     def _start(self) -> None:
@@ -94,7 +100,7 @@ class _BackgroundDispatch:
     def _run(self) -> None:
         while True:
             outbox, events = self._queue.get()
-            outbox.dispatch(events)  # never raises: failures stay pending for the timer
+            outbox.dispatch_marking_later(events)  # never raises: failures stay pending for the timer
 
 
 _dispatcher = _BackgroundDispatch()

@@ -32,7 +32,11 @@ here, by name, instead of failing the batch with the store's raw error.
 Dispatch is at-least-once: right after the commit the writer sends its events
 to the ``runtime-cloud-events`` queue and marks them dispatched; the
 ``outbox_dispatcher`` timer sends whatever a crash left pending. Consumers
-dedupe by event id.
+dedupe by event id. A writer that sends in the background
+(:meth:`Outbox.dispatch_marking_later`) leaves the marks to the stream's next
+commit, which carries them at no extra call, or to one batch once the stream
+is quiet (:mod:`shared.events.sent_marks`); meanwhile this process's timer
+leaves those events alone.
 
 So that the dispatcher never scans a whole table (lease history alone keeps
 months of rows), a writer first upserts a *marker* for its stream in table
@@ -45,6 +49,7 @@ touches its stream's marker at most once a minute, well inside that while.
 
 from __future__ import annotations
 
+import atexit
 import json
 import time
 import uuid
@@ -59,6 +64,7 @@ from azure.storage.queue import QueueClient
 
 from shared.errors import ConcurrencyConflict, RuntimeCloudError
 from shared.events.cloudevents import CloudEvent, NewEvent
+from shared.events.sent_marks import MAX_MARKS_PER_BATCH, SentMarks
 from shared.events.sequence_floor import sequence_floor
 from shared.logs import app_logger
 from shared.lru_cache import LruCache
@@ -143,11 +149,16 @@ class Outbox:
             for event in cloud_events:
                 _check_size(event)
             batch = list(operations) + [("create", self._outbox_entity(stream, e)) for e in cloud_events]
+            # Events of this stream sent since its last commit ride along, marked dispatched (no extra call).
+            room = min(MAX_MARKS_PER_BATCH, 99 - len(batch))
+            marked = _marks.take(self._table, stream, room)
+            batch += mark_operations(stream, marked)
             batch.append(self._sequence_operation(stream, current, last + len(pending)))
             self._mark(stream)
             try:
                 results = self._submit(batch)
             except ConcurrencyConflict as conflict:
+                _marks.give_back(self._table, stream, marked)
                 _sequences.forget(key)
                 cause = conflict.__cause__
                 if (
@@ -159,6 +170,7 @@ class Outbox:
                     continue
                 raise
             except Exception:
+                _marks.give_back(self._table, stream, marked)
                 _sequences.forget(key)
                 raise
             _sequences.put(key, (last + len(pending), str(results[-1]["etag"])))
@@ -172,6 +184,32 @@ class Outbox:
             except Exception as error:  # noqa: BLE001 - the timer retries; the state change already committed
                 log.warning("event %s left pending: %s", event.id, error)
                 return
+
+    def hold(self, events: Iterable[CloudEvent]) -> None:
+        """These committed events will be sent by :meth:`dispatch_marking_later`: the timer leaves them be."""
+        for stream, sequences in _by_stream(events).items():
+            _marks.hold(self._table, stream, sequences)
+
+    def unhold(self, events: Iterable[CloudEvent]) -> None:
+        """They will not be sent by this process after all: the dispatcher timer sends them."""
+        for stream, sequences in _by_stream(events).items():
+            _marks.drop(self._table, stream, sequences)
+
+    def dispatch_marking_later(self, events: Sequence[CloudEvent]) -> None:
+        """:meth:`dispatch`, leaving the marks to the stream's next commit (or a batch once it is quiet).
+
+        For a background sender: the state change already committed, so this only costs calls.
+        Failures are left for the dispatcher timer, never raised.
+        """
+        for position, event in enumerate(events):
+            try:
+                for queue in self._queues:
+                    queue.send_message(event.to_json())
+            except Exception as error:  # noqa: BLE001 - the timer retries; the state change already committed
+                log.warning("event %s left pending: %s", event.id, error)
+                self.unhold(events[position:])
+                return
+            _marks.sent(self._table, event.stream, event.sequence)
 
     def dispatch_pending(self, limit: int = 500) -> int:
         """Send events a crash left behind, oldest first per stream. Returns how many were sent."""
@@ -198,6 +236,8 @@ class Outbox:
         for row in self._table.query_entities(query, parameters=parameters, results_per_page=max(1, limit)):
             if sent >= limit:
                 break
+            if _marks.holds(self._table, row["PartitionKey"], int(row["RowKey"][len(OUTBOX_PREFIX) :])):
+                continue  # this process is sending it, or sent it and marks it soon
             self._send(row["PartitionKey"], row["RowKey"], row["Event"])
             sent += 1
         return sent
@@ -304,6 +344,31 @@ class Outbox:
 # this process last touched the stream's pending marker.
 _sequences: LruCache[tuple[str, str], tuple[int, str]] = LruCache(20_000)
 _marked: LruCache[tuple[str, str, str], float] = LruCache(20_000)
+
+
+def mark_operations(stream: str, sequences: Iterable[int]) -> list[TransactionOperation]:
+    """A merge per event, as :meth:`Outbox._send` marks one: ``Dispatched`` and when (the purge reads it)."""
+    now = datetime.now(UTC).isoformat()
+    return [
+        (
+            "upsert",
+            {"PartitionKey": stream, "RowKey": outbox_row_key(sequence), "Dispatched": True, "DispatchedAt": now},
+            {"mode": UpdateMode.MERGE},
+        )
+        for sequence in sequences
+    ]
+
+
+# Events this process sent in the background and has not marked yet (see shared.events.sent_marks).
+_marks = SentMarks(lambda stream, sequences: mark_operations(stream, sequences))
+atexit.register(_marks.flush, 0.0)  # a clean stop writes its marks: the timer need not send those again
+
+
+def _by_stream(events: Iterable[CloudEvent]) -> dict[str, list[int]]:
+    streams: dict[str, list[int]] = {}
+    for event in events:
+        streams.setdefault(event.stream, []).append(event.sequence)
+    return streams
 
 
 def _check_size(event: CloudEvent) -> None:

@@ -96,7 +96,12 @@ def test_secrets_are_referenced_from_the_targets_with_mocked_pulumi_engine(dev: 
         "Kind": "key-vault",
         "Uri": "https://kv-rtcloud-dev-01.vault.azure.net/secrets/iac-runner-identity",
     }
-    assert dev.exports["secretNames"] == ["iac-runner-identity", "runtime-cloud-sql", "messaging-transport"]
+    assert dev.exports["secretNames"] == [
+        "iac-runner-identity",
+        "runtime-cloud-sql",
+        "messaging-transport",
+        "gitops-webhook-secret",
+    ]
 
 
 def test_audit_logs_go_to_the_workspace_with_mocked_pulumi_engine(deployment: Deployment) -> None:
