@@ -28,6 +28,8 @@ from orchestrations.provisioning_client import start_and_wake, status_path
 from shared import safe_json
 from shared.auth import Caller, Role, Scope
 from shared.errors import Conflict, NotFound
+from shared.gitops.adoption import FollowsGit
+from shared.http import problems
 from shared.http.endpoint import endpoint
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_model
@@ -57,6 +59,7 @@ from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
 from shared.telemetry import message_span
 from shared.timer_schedules import timer_schedule
+from shared.wiring import gitops as gitops_wiring
 from shared.wiring import inventory as wiring
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
@@ -208,9 +211,14 @@ async def inventory_accept_proposal(
     req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
 ) -> dict:
     """Accept with ``{"option": "revert" | "adopt" | "accept"}`` (the whole proposal) or
-    ``{"decisions": [{"finding": id, "option": ...}]}`` (each finding); revert and adopt start a provisioning run."""
+    ``{"decisions": [{"finding": id, "option": ...}]}`` (each finding); revert and adopt start a provisioning run.
+    Adopting drift of an environment that follows a Git branch is 409 ``environment-follows-git`` with the
+    specification to commit (``specification_yaml``): Git is its source of truth."""
     body = parse_model(req, AcceptBody)
-    # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
+    try:  # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
+        await to_thread(gitops_wiring.check_proposal_adoption, caller.tenant, req.route_params["id"], body)
+    except FollowsGit as refusal:
+        raise problems.Problem(409, refusal.kind, "Conflict", str(refusal), extensions=refusal.extensions) from None
     accepted = await to_thread(
         wiring.decisions().accept,
         caller.tenant,

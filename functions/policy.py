@@ -5,6 +5,11 @@ runner against its target (a read), and checks the plan: no run is created and
 nothing is written (no snapshot, no receipt). Exceptions are made and revoked
 by an Operator; the tenant is the token's, and an environment the tenant has
 never declared answers 404, as does another tenant's exception.
+
+The ``policy_purge`` timer (``RuntimeCloud:Policy:PurgeSchedule``, daily) deletes
+exception rows that ended (expired or were revoked) more than
+``ExceptionRetentionDays`` ago. Bundle snapshots (``policy-bundles/``) are never
+purged: they are what a receipt's digest leads back to.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from shared.http.views.policy import DryRunVerdict, EffectivePolicy, PolicyExcep
 from shared.iac.model import RunnerError, TargetUnreachable
 from shared.iac.registry import runner_for
 from shared.identifiers import IDEMPOTENCY_KEY_PATTERN, is_idempotency_key
+from shared.logs import app_logger
 from shared.policy.bundle import EffectiveBundle
 from shared.policy.exceptions import NewPolicyException, PolicyException, check_expiry
 from shared.policy.facts import PlanFacts
@@ -33,12 +39,15 @@ from shared.policy.sources import PolicyUnavailable
 from shared.provisioning.sources import Declaration
 from shared.settings import get_settings
 from shared.targets import find_target
+from shared.timer_schedules import timer_schedule
 from shared.wiring import policy as wiring
 from shared.wiring import provisioning
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 EXCEPTION_ID = r"^exc-[0-9a-f]{20}$"
+PURGE_SCHEDULE = timer_schedule("RuntimeCloud:Policy:PurgeSchedule", get_settings().runtime_cloud.policy.purge_schedule)
+log = app_logger("policy")
 
 
 # -- the effective policy ---------------------------------------------------------------------------
@@ -167,6 +176,14 @@ def policy_revoke_exception(req: func.HttpRequest, caller: Caller) -> dict:
     exception = _exception(caller, req)
     now = datetime.now(UTC)
     return wiring.exceptions().revoke(caller.tenant, exception.id, caller.principal, now).public_view(now)
+
+
+@bp.timer_trigger(arg_name="timer", schedule=PURGE_SCHEDULE)
+def policy_purge(timer: func.TimerRequest) -> None:
+    """Exceptions that ended more than ``ExceptionRetentionDays`` ago lose their rows (receipts keep copies)."""
+    days = get_settings().runtime_cloud.policy.exception_retention_days
+    purged = wiring.exceptions().purge(days, datetime.now(UTC))
+    log.info("policy purge: %d exception row(s) ended more than %d days ago", purged, days)
 
 
 # -- helpers ------------------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ DECISION_DETAILS = {
     Outcome.CANCELLED: "an operator cancelled the run",
     Outcome.SUPERSEDED: "newer desired state was declared while the run awaited approval",
 }
-FIRST_JOB_CHECK_SECONDS = 0.5
+FIRST_JOB_CHECK_SECONDS = 0.25
 APPROVED = "approved"  # the decision that lets a run apply; every other one ends it as that outcome
 
 Steps = Generator[Any, Any, Any]
@@ -99,7 +99,7 @@ def _job_step(context: df.DurableOrchestrationContext, run: dict[str, Any], kind
     """The plan or apply step through its runner job: launch the job, then call the step each time the
     job's notice or the check timer wakes the run; the step answers ``waiting`` until the job finished.
 
-    The checks back off from half a second to the ticket's ``check_seconds``: a short job whose notice is
+    The checks back off from a quarter second to the ticket's ``check_seconds``: a short job whose notice is
     slow is found soon, and a long apply costs a step call every ``check_seconds``. A dead job is launched
     again as a new attempt, up to the ticket's ``max_attempts``; then the step is called with the ticket
     marked ``dead`` and fails the run with a receipt."""

@@ -36,10 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("azure").setLevel(logging.WARNING)
 
     from runner_job.job import parse_request, run_request
-    from shared.settings import get_settings
+    from shared.settings import Settings
     from shared.storage.clients import host_storage
 
-    iac = get_settings().runtime_cloud.iac
+    # Only the IaC section: a job verifies no tokens, so the host's auth settings are not its to need.
+    iac = Settings().runtime_cloud.iac
     if args.command == "scale":
         from runner_job.scaler import scale
 

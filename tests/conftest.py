@@ -68,6 +68,7 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         .replace(str(azurite.queue_port), str(closed))
         .replace(str(azurite.table_port), str(closed))
     )
+    hub = uuid.uuid4().hex[:12]
     settings = {
         "AzureWebJobsStorage": azurite.connection_string(),
         "RuntimeCloud__Host__EnabledModules": "provisioning, inventory, capacity",
@@ -96,7 +97,11 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         "RuntimeCloudGitOps__WebhookSecret": "test-webhook-secret-0123456789abcdef",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
         # Each host its own Durable task hub, so hosts sharing the test Azurite do not share work.
-        "AzureFunctionsJobHost__extensions__durableTask__hubName": f"Test{uuid.uuid4().hex[:12]}",
+        "AzureFunctionsJobHost__extensions__durableTask__hubName": f"Test{hub}",
+        # And its own runner-job queues: a job runs with the settings (targets, credentials) of the
+        # host that launched it, and its completion notice reaches that host's orchestrations.
+        "RuntimeCloud__IaC__JobQueue": f"runner-jobs-{hub}",
+        "RuntimeCloud__IaC__JobResultsQueue": f"runner-job-results-{hub}",
         # A host a test kills hands its Durable messages back after 5 s instead of Azure's 5 min.
         "AzureFunctionsJobHost__extensions__durableTask__storageProvider__controlQueueVisibilityTimeout": "00:00:05",
         "AzureFunctionsJobHost__extensions__durableTask__storageProvider__workItemQueueVisibilityTimeout": "00:00:05",

@@ -28,7 +28,7 @@ from azure.storage.queue.aio import QueueClient
 
 from devhost.durable import history as h
 from devhost.durable.functions import DurableFunctions
-from devhost.durable.polling import QueuePoller
+from devhost.durable.polling import MAX_BATCH, QueuePoller
 from devhost.durable.queues import ControlMessage, HeldMessage, TaskHubQueues, WorkItem
 from devhost.durable.settings import DurableSettings
 from devhost.invoker import Invoker
@@ -81,7 +81,7 @@ class ActivityDispatcher:
 
     def _claim(self) -> int:
         """Room for a poll, claimed until its messages start (so local deliveries cannot take it meanwhile)."""
-        room = self._room()
+        room = min(MAX_BATCH, self._room())
         self._reserved += room
         return room
 

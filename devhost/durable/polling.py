@@ -1,10 +1,12 @@
 """Receiving from a queue: at once when the host itself sent something, with back-off otherwise.
 
-The engine sends most messages itself (work items, results, timers), so it
-wakes its own pollers instead of waiting for the next poll; polling with
-back-off up to ``maxQueuePollingInterval`` only picks up messages written by
-other processes and messages that became visible (due timers, messages a
-crashed host was holding).
+The engine sends most messages itself (work items, results, starts), and
+hands those straight to its dispatchers when they have room (local delivery,
+see ``queues``); what it sends visible instead (no room then, or a timer) wakes
+its pollers, at once or when the timer is due, instead of waiting for the next
+poll. Polling with back-off up to ``maxQueuePollingInterval`` only picks up
+messages written by other processes and messages that became visible again
+(what a crashed host was holding).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from azure.storage.queue.aio import QueueClient
 log = logging.getLogger("devhost.durable")
 
 MIN_INTERVAL = 0.05
+MAX_BATCH = 32  # the most one receive takes (the queue service's limit)
 
 
 class QueuePoller:
@@ -49,7 +52,7 @@ class QueuePoller:
         while True:
             await self._has_room()
             self._wake.clear()
-            wanted = min(32, self._room())
+            wanted = min(MAX_BATCH, self._room())
             received = await self._receive(wanted)
             if self._give_back is not None:
                 self._give_back(wanted - len(received))

@@ -223,7 +223,14 @@ class TaskHubQueues:
 
 
 class HeldMessage:
-    """A received message kept invisible until it is deleted or let go."""
+    """A received message kept invisible until it is deleted or let go.
+
+    Every renewal answers a new pop receipt and only the latest one can delete
+    the message, so a renewal is never cut off in flight: stopping waits for
+    the one under way to answer (a renewal cancelled after the store applied
+    it would leave a stale receipt, the delete would fail, and the message
+    would come back and be handled twice).
+    """
 
     def __init__(self, queue: QueueClient, message: QueueMessage, visibility: float, body: dict[str, Any]) -> None:
         self.queue = queue
@@ -231,6 +238,7 @@ class HeldMessage:
         self.body = body
         self._visibility = visibility
         self._receipt = message.pop_receipt
+        self._stopping = asyncio.Event()
         self._renewer = asyncio.create_task(self._keep_invisible())
 
     @property
@@ -239,7 +247,11 @@ class HeldMessage:
 
     async def _keep_invisible(self) -> None:
         while True:
-            await asyncio.sleep(self._visibility / 3)
+            try:
+                await asyncio.wait_for(self._stopping.wait(), timeout=self._visibility / 3)
+                return
+            except TimeoutError:
+                pass
             try:
                 receipt = await self.queue.update_message(
                     self.message.id, self._receipt, visibility_timeout=math.ceil(self._visibility)
@@ -258,6 +270,9 @@ class HeldMessage:
             self._receipt = receipt.pop_receipt
 
     async def _stop(self) -> None:
+        self._stopping.set()
+        # a renewal under way answers well within the visibility timeout, or the message is lost anyway
+        await asyncio.wait({self._renewer}, timeout=self._visibility)
         self._renewer.cancel()
         await asyncio.gather(self._renewer, return_exceptions=True)
 

@@ -8,6 +8,12 @@ key names it (:func:`idempotency_key`), so a commit is declared once however
 many triggers race for it, and a branch moved back to an older commit is a new
 declaration rather than the old, finished run. ``uid`` is new for each binding
 created, so a binding deleted and made again never reuses a key.
+
+``self_heal`` (Argo CD's selfHeal): when the environment's current declaration
+did not come from the branch (someone declared over it by hand), the next
+automatic sync declares the branch head again. ``last_self_heal`` names the
+declaration it overrode, so each hand declaration is healed once, never in a
+loop (:mod:`shared.gitops.override`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from shared.gitops.windows import MAX_WINDOWS, SyncWindow
 
 BRANCH_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,254}$"
 MAX_ERROR_CHARS = 2000  # a binding is one table property: an error is kept short
+REQUESTED_BY = "gitops"  # the requester of every run the reconciler declares: never a person, so any Operator approves
 
 
 class BindingRequest(BaseModel):
@@ -38,12 +45,27 @@ class BindingRequest(BaseModel):
         description="where the webhook secret is: an app setting RuntimeCloudGitOps__... or a Key Vault secret "
         "URI; default: the installation's RuntimeCloud:GitOps:WebhookSecret",
     )
+    self_heal: bool = Field(
+        default=False,
+        description="declare the branch head again when someone declared over it by hand (once per such "
+        "declaration); without it the status only shows the environment as overridden",
+    )
 
 
 class SuspendRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field(default="", max_length=2000)
+
+
+class SelfHeal(BaseModel):
+    """A declaration of the branch head that replaced a declaration made over it by hand."""
+
+    at: str
+    overridden_run_id: str = Field(description="the run whose declaration did not come from the branch")
+    commit: str
+    run_id: str = Field(description="the run that declared the branch head again")
+    trigger: str
 
 
 class BindingStatus(BaseModel):
@@ -58,11 +80,13 @@ class BindingStatus(BaseModel):
     pending_commit: str | None = None  # reserved for declaration; a crash before declaring leaves it
     pending_sequence: int | None = None
     pending_at: str | None = None
+    pending_heal_of: str | None = None  # the reservation re-declares the head over this run's declaration
     last_declared_commit: str | None = None
     last_declared_run_id: str | None = None
     last_declared_at: str | None = None
     last_declared_read_at: str | None = None  # when the read that found it started: older reads never declare
     declarations: int = 0
+    last_self_heal: SelfHeal | None = None
     sync_attempts: int = Field(default=0, description="syncs handled (every trigger, whatever came of it)")
 
 
@@ -74,6 +98,7 @@ class Binding(BaseModel):
     branch: str
     sync_windows: list[SyncWindow] = Field(default_factory=list)
     webhook_secret: str | None = None
+    self_heal: bool = False
     uid: str
     generation: int = 1  # bumped when the source changes: a sync read under an older one declares nothing
     suspended: bool = False
@@ -101,7 +126,12 @@ def webhook_path(tenant: str, environment: str) -> str:
 
 def idempotency_key(binding: Binding, sequence: int, commit: str) -> str:
     """The run's key: this binding's ``sequence``-th declaration, of ``commit`` (at most 200 characters)."""
-    return f"gitops:{binding.environment}:{binding.uid}:{sequence}:{commit}"
+    return f"{key_prefix(binding)}{sequence}:{commit}"
+
+
+def key_prefix(binding: Binding) -> str:
+    """What the idempotency key of every run this binding declared starts with."""
+    return f"gitops:{binding.environment}:{binding.uid}:"
 
 
 def bounded_error(text: str) -> str:

@@ -17,6 +17,15 @@ One sync, whatever started it (the poll, a webhook, resume, an Operator):
 5. Declare through provisioning (idempotent per key: a crash after this and a
    retry find the same run), then **confirm** on the row.
 
+When the head is the commit declared last but the environment's current
+declaration overrides it (someone declared over the branch by hand, see
+:mod:`shared.gitops.override`), an automatic sync of a binding with
+``self_heal`` and an Operator's sync-now declare the head again, as a new
+declaration reserved like any other; the reservation names the overridden run
+(``pending_heal_of``) and the confirmation records it as ``last_self_heal``, so
+racing syncs share one run and a hand declaration is healed once. Without
+``self_heal`` an automatic sync only notes ``overridden``.
+
 While another commit's reservation is fresh (younger than
 :data:`RESERVATION_SECONDS`), a sync of a different commit is :class:`SyncBusy`
 and is tried again later: two declarations never interleave, so the newer
@@ -35,7 +44,8 @@ from typing import Any
 from shared.clock import now
 from shared.errors import Conflict, InvalidInput, NotFound
 from shared.gitops import history
-from shared.gitops.bindings import Binding, BindingStatus, bounded_error, idempotency_key
+from shared.gitops.bindings import REQUESTED_BY, Binding, BindingStatus, SelfHeal, bounded_error, idempotency_key
+from shared.gitops.override import Override, overriding_run
 from shared.gitops.settings import GitOpsSettings
 from shared.gitops.store import BindingStore
 from shared.gitops.windows import automatic_sync_allowed
@@ -47,7 +57,6 @@ from shared.storage.optimistic import on_conflict
 log = app_logger("gitops")
 
 RESERVATION_SECONDS = 60.0
-REQUESTED_BY = "gitops"  # the requester of every run the reconciler declares: never a person, so any Operator approves
 
 
 class Trigger(str, Enum):
@@ -70,14 +79,16 @@ class SyncBusy(Conflict):
 
 @dataclass(frozen=True)
 class SyncOutcome:
-    """``outcome``: declared, already-declared, up-to-date, outside-sync-window, fetch-failed, suspended or
-    source-changed (the binding was re-pointed while reading; the next sync reads the new source)."""
+    """``outcome``: declared, already-declared, up-to-date, outside-sync-window, fetch-failed, suspended,
+    source-changed (the binding was re-pointed while reading; the next sync reads the new source),
+    overridden (declared over by hand; nothing declared) or self-healed (the head declared again over it)."""
 
     outcome: str
     commit: str | None = None
     run: Run | None = None
     run_created: bool = False
     error: str | None = None
+    overridden_by: str | None = None  # the run declared over the branch
 
     def public_view(self) -> dict[str, Any]:
         return {
@@ -86,6 +97,7 @@ class SyncOutcome:
             "run_id": self.run.id if self.run else None,
             "run_state": self.run.state.value if self.run else None,
             "error": self.error,
+            "overridden_by_run_id": self.overridden_by,
         }
 
 
@@ -128,7 +140,11 @@ class Reconciler:
         commit = source.commit or ""
         if trigger.automatic and not automatic_sync_allowed(binding.sync_windows, self._clock()):
             return self._finish(binding, trigger, SyncOutcome("outside-sync-window", commit))
-        reservation = self._reserve(binding, trigger, commit, read_started)
+        override = self._override(binding, commit)
+        if override is not None and trigger.automatic and not binding.self_heal:
+            return self._finish(binding, trigger, SyncOutcome("overridden", commit, overridden_by=override.run_id))
+        heal_of = override.run_id if override else None
+        reservation = self._reserve(binding, trigger, commit, read_started, heal_of)
         if reservation.sequence is None:
             assert reservation.outcome is not None
             return reservation.outcome
@@ -139,7 +155,8 @@ class Reconciler:
             requested_by=REQUESTED_BY,
             requested_by_client=f"gitops-{trigger.value}",
         )
-        outcome = SyncOutcome("declared" if created else "already-declared", commit, run, created)
+        done = "declared" if created else "already-declared"
+        outcome = SyncOutcome("self-healed" if heal_of and created else done, commit, run, created, None, heal_of)
         self._confirm(binding, trigger, reservation.sequence, outcome, read_started)
         log.info(
             "gitops: %s/%s commit %s -> run %s (%s)",
@@ -173,15 +190,25 @@ class Reconciler:
     def _allowed(self, tenant: str) -> Any:
         return self._provisioning.git_sources_allowed(tenant)
 
+    def _override(self, binding: Binding, commit: str) -> Override | None:
+        """The declaration made over the branch, when the head is what the branch declared last (a newer
+        head is declared anyway)."""
+        if binding.status.last_declared_commit != commit:
+            return None
+        summary = self._provisioning.summary(binding.tenant, binding.environment)
+        return overriding_run(self._provisioning, binding, summary.declared_run_id)
+
     # -- the ledger on the binding row ---------------------------------------------------------
 
     @on_conflict
-    def _reserve(self, fetched: Binding, trigger: Trigger, commit: str, read_started: str) -> _Reservation:
+    def _reserve(
+        self, fetched: Binding, trigger: Trigger, commit: str, read_started: str, heal_of: str | None
+    ) -> _Reservation:
         current = self._store.get(fetched.tenant, fetched.environment)
         if current is None:
             raise NotFound(f"binding of {fetched.environment}")
         binding, status = current.binding, current.binding.status
-        done = self._done_without_declaring(fetched, binding, trigger, commit, read_started)
+        done = self._done_without_declaring(fetched, binding, trigger, commit, read_started, heal_of)
         if done is not None:
             self._store.replace(self._noted(binding, trigger, done), current.etag)
             return _Reservation(None, done)
@@ -195,6 +222,7 @@ class Reconciler:
                 "pending_commit": commit,
                 "pending_sequence": sequence,
                 "pending_at": self._stamp(),
+                "pending_heal_of": heal_of,
                 "declarations": sequence,
             }
         )
@@ -202,7 +230,7 @@ class Reconciler:
         return _Reservation(sequence)
 
     def _done_without_declaring(
-        self, fetched: Binding, binding: Binding, trigger: Trigger, commit: str, read_started: str
+        self, fetched: Binding, binding: Binding, trigger: Trigger, commit: str, read_started: str, heal_of: str | None
     ) -> SyncOutcome | None:
         status = binding.status
         if binding.generation != fetched.generation:
@@ -212,6 +240,9 @@ class Reconciler:
         if status.pending_commit == commit:
             return None
         if status.last_declared_commit == commit:
+            healed = status.last_self_heal is not None and status.last_self_heal.overridden_run_id == heal_of
+            if heal_of is not None and not healed:
+                return None  # declared over by hand since: the head is declared again, once
             return SyncOutcome("up-to-date", commit, run=self._run(binding, status.last_declared_run_id))
         if status.last_declared_read_at and read_started <= status.last_declared_read_at:
             return SyncOutcome("up-to-date", status.last_declared_commit)  # a later read declared a newer head
@@ -232,11 +263,20 @@ class Reconciler:
                 "pending_commit": None,
                 "pending_sequence": None,
                 "pending_at": None,
+                "pending_heal_of": None,
                 "last_declared_commit": outcome.commit,
                 "last_declared_run_id": outcome.run.id,
                 "last_declared_at": self._stamp(),
                 "last_declared_read_at": read_started,
             }
+            if status.pending_heal_of:  # the reservation's, whichever sync (or a crashed one) made it
+                changes["last_self_heal"] = SelfHeal(
+                    at=self._stamp(),
+                    overridden_run_id=status.pending_heal_of,
+                    commit=outcome.commit or "",
+                    run_id=outcome.run.id,
+                    trigger=trigger.value,
+                )
         updated = binding.model_copy(update={"status": status.model_copy(update=changes)})
         self._store.replace(self._noted(updated, trigger, outcome), current.etag)
 

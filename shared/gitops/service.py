@@ -8,6 +8,10 @@ Re-pointing a binding (another repository, path or branch) bumps its
 the new source even at the same commit; a sync that read the old source
 declares nothing. Unbinding leaves the environment as it is: its runs, its
 applied state and its resources stay.
+
+The status says whether the environment's current declaration overrides the
+branch (someone declared over it by hand: :mod:`shared.gitops.override`) and
+when self-heal last declared the head again.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ from shared.desired_state import NAME_PATTERN
 from shared.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, NotFound
 from shared.gitops import history
 from shared.gitops.bindings import Binding, BindingRequest, BindingStatus
+from shared.gitops.override import overriding_run
 from shared.gitops.settings import GitOpsSettings
 from shared.gitops.store import BindingStore, Versioned
 from shared.gitops.windows import automatic_sync_allowed
-from shared.provisioning.api import ProvisioningApi
+from shared.provisioning.api import EnvironmentSummary, ProvisioningApi
 from shared.provisioning.git_sources import NOT_ALLOWED
 from shared.storage.optimistic import on_conflict
 
@@ -119,7 +124,9 @@ class GitOpsBindings:
         status = binding.status
         allowed = self._provisioning.git_sources_allowed(tenant)
         head = history.head_commit(binding.repository, binding.branch, allowed) or status.last_seen_commit
-        applied_commit, applied_run = self._applied(binding)
+        summary = self._provisioning.summary(tenant, environment)
+        applied_commit, applied_run = self._applied(binding, summary)
+        override = overriding_run(self._provisioning, binding, summary.declared_run_id)
         behind = None
         if head and head != applied_commit:
             counted = history.commits_behind(
@@ -147,11 +154,15 @@ class GitOpsBindings:
             "last_error_at": status.last_error_at,
             "sync_window_open": automatic_sync_allowed(binding.sync_windows, self._clock()),
             "sync_attempts": status.sync_attempts,
+            "self_heal": binding.self_heal,
+            "overridden": override is not None,
+            "overridden_by_run_id": override.run_id if override else None,
+            "overridden_by_source": override.source if override else None,
+            "last_self_heal": status.last_self_heal.model_dump(mode="json") if status.last_self_heal else None,
         }
 
-    def _applied(self, binding: Binding) -> tuple[str | None, str | None]:
+    def _applied(self, binding: Binding, summary: EnvironmentSummary) -> tuple[str | None, str | None]:
         """The commit of the environment's last applied run, when that run came from this binding's file."""
-        summary = self._provisioning.summary(binding.tenant, binding.environment)
         run = self._provisioning.run(binding.tenant, summary.applied_run_id) if summary.applied_run_id else None
         if run is None or run.source.kind != "git":
             return None, summary.applied_run_id

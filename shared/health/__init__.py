@@ -2,7 +2,8 @@
 
 Readiness hangs on the runtime-cloud store alone: without it nothing can be
 recorded, so the host answers 503. The IaC runner, targets, the Config
-Platform, stale inventories, an unreadable inbound queue and backups degrade the host (200,
+Platform, stale inventories, an unreadable inbound queue, backups and the policy gate (off, or its
+policy unreadable: runs fail ``policy-unavailable``) degrade the host (200,
 ``degraded``) because reads, leases and queued work still proceed without them:
 a run whose target is down fails on its own, and an unreachable Config Platform
 leaves configuration references unresolved (README: the ``GET
@@ -136,6 +137,21 @@ def _config_platform_check(sections: HealthSections) -> Check:
         return f"answered HTTP {response.status_code}"
 
     return _timed("config-platform", probe, False, DEGRADED)
+
+
+def _policy_check(sections: HealthSections) -> Check:
+    """The gate's source and installation bundle digest; degraded when it is off or cannot read its policy."""
+    assert sections.policy is not None
+    started = time.perf_counter()
+    try:
+        status = sections.policy()
+    except Exception as error:  # noqa: BLE001 - a probe's failure is the finding, never an exception
+        return Check("policy", DEGRADED, _since(started), f"{type(error).__name__}: {_first_line(error)}")
+    return Check("policy", HEALTHY if status.enabled else DEGRADED, _since(started), status.detail)
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 def _inbox_lag(clients: StorageClients, module: str, queue: str) -> InboxLag:
@@ -272,6 +288,7 @@ def _probe_all(sections: HealthSections) -> HealthReport:
         lambda: _runner_check(sections),
         *[functools.partial(_target_check, sections, target) for target in sections.targets],
         lambda: _config_platform_check(sections),
+        *([functools.partial(_policy_check, sections)] if sections.policy is not None else []),
     ]
     lags = [(module, queue) for module in sections.enabled_modules for queue in KNOWN_MODULES[module].inbound_queues]
     with_inventory = "inventory" in sections.enabled_modules

@@ -9,11 +9,13 @@ health round is shared only by calls that pass the same object (see
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from shared.backup.settings import BackupSettings
 from shared.desired_state import RunnerName
 from shared.host_settings import ConfigPlatformSettings, HealthSettings
+from shared.policy.gate import PolicyStatus
 from shared.targets import ProvisioningTarget
 
 
@@ -28,3 +30,5 @@ class HealthSections:
     enabled_modules: tuple[str, ...]  # ``Host:EnabledModules``: whose inbound queues' lag is read
     backup: BackupSettings  # ``Backup``: the latest export's age against the RPO
     service_name: str  # ``OrleansMessaging:ServiceName``: the report's ``service``
+    # ``Policy``: the policy gate's status (source, installation bundle digest), read by the gate itself
+    policy: Callable[[], PolicyStatus] | None = None

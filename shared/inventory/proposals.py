@@ -26,6 +26,9 @@ States: ``open`` -> ``accepted`` | ``rejected`` | ``superseded`` (a newer
 promotion of the environment was applied: the proposal was made against
 desired state that is no longer current, and says which run replaced it) |
 ``resolved`` (the drift went away, or is all ignored, before anyone decided).
+A superseded proposal whose replacing run declared exactly its adopt
+specification (say, a commit to the file an environment follows) is shown as
+``answered``: the drift was adopted, just not through the proposal.
 """
 
 from __future__ import annotations
@@ -103,12 +106,21 @@ class Proposal(BaseModel):
 
     def public_view(self) -> dict[str, Any]:
         view = self.model_dump(mode="json", exclude={"tenant"})
+        view["answered"] = self.answered
         if self.superseded_by is not None:
             view["note"] = (
                 f"superseded: run {self.superseded_by.run_id} applied a newer specification "
                 f"({self.superseded_by.specification_digest[:12]}) of this environment"
             )
+            if self.answered:
+                view["note"] = f"answered: run {self.superseded_by.run_id} applied the adopted specification"
         return view
+
+    @property
+    def answered(self) -> bool:
+        """Superseded by a run of exactly the specification ``adopt`` would have declared."""
+        adopted = self.options.adopt.get("specification_digest")
+        return self.superseded_by is not None and adopted == self.superseded_by.specification_digest
 
 
 def summarize(finding: Finding) -> dict[str, Any]:

@@ -12,18 +12,25 @@ like the rest of what the approver reviews.
 
 Rows live in the ``PolicyExceptions`` table, partition = tenant, so another
 tenant's exception is never read. Revoking keeps the row (receipts name it).
+Retention: a row is purged ``ExceptionRetentionDays`` (396) after it *ended*
+(``EndsAt``: its expiry, or its revocation if earlier), by the daily
+``policy_purge`` timer; an active exception is never purged, and the plan
+receipts that relied on one keep a copy of it as it was
+(:class:`~shared.policy.verdict.ExceptionUse`), so purging loses no evidence.
 The same ``Idempotency-Key`` names the same exception; with a different body
 it is a conflict.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import uuid
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from azure.core.exceptions import ResourceNotFoundError
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.desired_state import NAME_PATTERN
@@ -66,6 +73,13 @@ class PolicyException(BaseModel):
     expires_at: str
     revoked_at: str | None = None
     revoked_by: str | None = None
+
+    @property
+    def ends_at(self) -> datetime:
+        """When it stopped (or stops) applying: its expiry, or its revocation if that came first."""
+        expiry = datetime.fromisoformat(self.expires_at)
+        revoked = datetime.fromisoformat(self.revoked_at) if self.revoked_at else None
+        return min(expiry, revoked) if revoked is not None else expiry
 
     def active_at(self, moment: datetime) -> bool:
         return self.revoked_at is None and datetime.fromisoformat(self.expires_at) > moment
@@ -158,6 +172,28 @@ class ExceptionStore:
         replace_if_unchanged(self._table, {**_row(revoked), "RequestDigest": row.get("RequestDigest", "")}, row["etag"])
         return revoked
 
+    def purge(self, retention_days: int, now: datetime) -> int:
+        """Delete the rows of exceptions that ended more than ``retention_days`` ago; how many went.
+
+        Deleting a row already gone is fine, so two purges may race. ``EndsAt`` is written in UTC,
+        so the string comparison is a time comparison."""
+        cutoff = _utc_text(now - timedelta(days=retention_days))
+        rows = self._table.query_entities(
+            "RowKey ge @start and RowKey lt @end and EndsAt lt @cutoff",
+            parameters={"start": ROW_PREFIX, "end": "exc}", "cutoff": cutoff},
+            select=["PartitionKey", "RowKey"],
+        )
+        purged = 0
+        for row in list(rows):
+            with contextlib.suppress(ResourceNotFoundError):
+                self._table.delete_entity(row["PartitionKey"], row["RowKey"])
+            purged += 1
+        return purged
+
+
+def _utc_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat()
+
 
 def _exception_id(tenant: str, idempotency_key: str | None) -> str:
     if idempotency_key is None:
@@ -175,6 +211,7 @@ def _row(exception: PolicyException) -> dict[str, Any]:
         "PartitionKey": exception.tenant,
         "RowKey": ROW_PREFIX + exception.id,
         "Environment": exception.environment,
+        "EndsAt": _utc_text(exception.ends_at),  # what the purge filters on
         "Document": exception.model_dump_json(),
     }
 

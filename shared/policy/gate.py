@@ -14,18 +14,27 @@ A checked bundle is kept as a snapshot blob, ``policy-bundles/{digest}.json``
 records can always be turned back into the rules that allowed the apply. A
 dry run (``record=False``) writes nothing.
 
-With ``Source`` ``none`` the gate is off: :meth:`load` answers None and every
-verdict is ``allow`` with ``source: none``, which the receipt records as such.
+The gate is on by default (``Source`` ``files`` on the shipped ``policies/``).
+With ``Source`` ``none`` -- an explicit opt-out, warned about in the log when
+the gate is built -- :meth:`load` answers None and every verdict is ``allow``
+with ``source: none``, which the receipt records as such; :meth:`status`
+(health's ``policy`` check) shows it off.
+
+Snapshots are audit records, like receipts: the host never deletes one (the
+same digest is rewritten by no one), so a receipt's digest always resolves.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from azure.core.exceptions import ResourceExistsError
 
 from shared.clock import now
+from shared.logs import app_logger
 from shared.policy.bundle import EffectiveBundle, InvalidBundle, effective_bundle, layer_paths, parse_layer
 from shared.policy.evaluation import compile_bundle, evaluate_rules
 from shared.policy.exceptions import ExceptionStore
@@ -37,9 +46,13 @@ from shared.storage.clients import StorageClients
 from shared.storage.conditional import store_errors
 
 SNAPSHOTS_CONTAINER = "policy-bundles"
+INSTALLATION_LAYER = "installation.yaml"
+
+log = app_logger("policy")
 
 
-def tree_for(settings: PolicySettings, app_root: Path) -> BundleTree | None:
+def tree_for(settings: PolicySettings, app_root: Path, token: Callable[[], str] | None = None) -> BundleTree | None:
+    """Where the layers come from; ``token``: GovernanceHost's bearer token, used when a scope is configured."""
     if settings.source is PolicySource.FILES:
         directory = Path(settings.directory)
         return FileTree(directory if directory.is_absolute() else app_root / directory, settings.max_bundle_bytes)
@@ -49,8 +62,26 @@ def tree_for(settings: PolicySettings, app_root: Path) -> BundleTree | None:
             timeout=settings.timeout_seconds,
             cache_seconds=settings.cache_seconds,
             max_bytes=settings.max_bundle_bytes,
+            token=token if settings.governance_host_scope else None,
         )
+    log.warning("RuntimeCloud:Policy:Source is none: plans are NOT checked against any policy (receipts say so)")
     return None
+
+
+@dataclass(frozen=True)
+class PolicyStatus:
+    """What health shows: the source, and the digest and size of the installation's bundle as read now."""
+
+    source: str
+    enabled: bool
+    installation_digest: str | None  # the digest of installation.yaml alone as an effective bundle
+    rules: int
+
+    @property
+    def detail(self) -> str:
+        if not self.enabled:
+            return "none: the gate is off (RuntimeCloud:Policy:Source=none); plans are not checked against policy"
+        return f"{self.source}: installation bundle {self.installation_digest}, {self.rules} rules"
 
 
 class PolicyGate:
@@ -63,6 +94,20 @@ class PolicyGate:
     @property
     def source(self) -> str:
         return self._tree.name if self._tree is not None else PolicySource.NONE.value
+
+    def status(self) -> PolicyStatus:
+        """The installation layer read now (:class:`PolicyUnavailable` when it cannot be, as a run would fail)."""
+        if self._tree is None:
+            return PolicyStatus(source=self.source, enabled=False, installation_digest=None, rules=0)
+        data = self._tree.read(INSTALLATION_LAYER)
+        if data is None:
+            raise PolicyUnavailable(f"the policy source ({self._tree.name}) has no {INSTALLATION_LAYER}")
+        try:
+            bundle = effective_bundle(self._tree.name, [parse_layer(INSTALLATION_LAYER, data, self._max_bytes)])
+            compile_bundle(bundle)
+        except InvalidBundle as error:
+            raise PolicyUnavailable(f"the policy bundle is invalid: {error}") from None
+        return PolicyStatus(self._tree.name, True, bundle.digest, len(bundle.layers[0].bundle.rules))
 
     def load(self, tenant: str, environment_class: str) -> EffectiveBundle | None:
         """The effective bundle for a tenant's environment class; None when no gate is configured."""

@@ -14,12 +14,21 @@ revalidated with ``If-None-Match`` after that). A stale entry is never used
 when GovernanceHost does not answer: the cache only saves requests, it does
 not widen what an outage lets through. Instances keep their own caches; the
 digest in each receipt says which policy that instance applied.
+
+GovernanceHost authenticates its callers: with ``GovernanceHostScope`` set,
+every request carries ``Authorization: Bearer <token>`` from the host's one
+credential (:mod:`shared.credentials`; the wiring hands the tree a token
+provider). A token that cannot be had is :class:`PolicyUnavailable` too, so a
+broken identity fails runs instead of reading policy anonymously; so is a 401
+or 403. Tokens are never logged, cached here (the credential caches them) or
+put in a message. Without a scope no header is sent.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -74,8 +83,18 @@ class HttpTree:
 
     name = "http"
 
-    def __init__(self, base_url: str, *, timeout: float, cache_seconds: float, max_bytes: int) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float,
+        cache_seconds: float,
+        max_bytes: int,
+        token: Callable[[], str] | None = None,
+    ) -> None:
+        """``token``: a bearer token for GovernanceHost per request (the credential caches it); None: no header."""
         self._base = base_url.rstrip("/") + "/"
+        self._token = token
         self._timeout = timeout
         self._cache_seconds = cache_seconds
         self._max_bytes = max_bytes
@@ -96,6 +115,8 @@ class HttpTree:
         headers = {"Accept": "application/yaml, application/json;q=0.9, */*;q=0.1"}
         if cached is not None and cached.etag:
             headers["If-None-Match"] = cached.etag
+        if self._token is not None:
+            headers["Authorization"] = "Bearer " + self._bearer(path)
         try:
             with requests.get(
                 self._base + path, headers=headers, timeout=self._timeout, allow_redirects=False, stream=True
@@ -113,6 +134,16 @@ class HttpTree:
             log.warning("GovernanceHost did not answer for %s: %s", path, type(error).__name__)
             raise PolicyUnavailable(
                 f"GovernanceHost did not answer for the policy layer {path} ({type(error).__name__})"
+            ) from None
+
+    def _bearer(self, path: str) -> str:
+        assert self._token is not None
+        try:
+            return self._token()
+        except Exception as error:  # noqa: BLE001 - any failure of the identity edge: no token, no policy
+            log.warning("no token for GovernanceHost (policy layer %s): %s", path, type(error).__name__)
+            raise PolicyUnavailable(
+                f"no token for GovernanceHost to read the policy layer {path} ({type(error).__name__})"
             ) from None
 
 

@@ -36,6 +36,10 @@ class EnvironmentSummary:
     environment_class: str | None
     applied_digest: str | None
     applied_run_id: str | None
+    # The current declaration: the last run created for the environment, whoever declared it (a
+    # promotion, an HTTP declaration, a proposal's run, the GitOps reconciler); its source is on the run.
+    declared_digest: str | None = None
+    declared_run_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class ProvisioningApi:
             environment_class=row.get("EnvironmentClass"),
             applied_digest=row.get("AppliedDigest") or None,
             applied_run_id=row.get("AppliedRunId") or None,
+            declared_digest=row.get("DeclaredDigest") or None,
+            declared_run_id=row.get("DeclaredRunId") or None,
         )
 
     def applied(self, tenant: str, environment: str) -> AppliedEnvironment | None:
@@ -147,6 +153,14 @@ class ProvisioningApi:
             return self._service.run(tenant, run_id)
         except NotFound:
             return None
+
+    @staticmethod
+    def applied_nothing(run: Run) -> bool:
+        """Did ``run`` end without touching its target (invalid, denied, rejected, expired, superseded,
+        or failed or cancelled before applying)? Such a run declared nothing that took effect."""
+        if not run.state.is_final or run.state is RunState.APPLIED:
+            return False
+        return all(entry.state is not RunState.APPLYING for entry in run.timeline)
 
     # -- Git sources (the GitOps reconciler) ------------------------------------------------------
 

@@ -1,15 +1,19 @@
-"""The GitOps reconciler's objects, built once per process from settings and storage."""
+"""The GitOps reconciler's objects, built once per process from settings and storage; and the one place
+the inventory's proposals meet bindings (adopting drift of an environment that follows Git)."""
 
 from __future__ import annotations
 
 import functools
 
+from shared.gitops.adoption import check_adoption
 from shared.gitops.reconcile import Reconciler
 from shared.gitops.service import GitOpsBindings
 from shared.gitops.store import BindingStore
+from shared.inventory.adoption_preview import adopted_specification
+from shared.inventory.decisions import AcceptBody
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
-from shared.wiring import provisioning
+from shared.wiring import inventory, provisioning
 
 
 @functools.lru_cache(maxsize=1)
@@ -25,3 +29,11 @@ def bindings() -> GitOpsBindings:
 @functools.lru_cache(maxsize=1)
 def reconciler() -> Reconciler:
     return Reconciler(store(), provisioning.api(), get_settings().runtime_cloud.gitops)
+
+
+def check_proposal_adoption(tenant: str, proposal_id: str, body: AcceptBody) -> None:
+    """:class:`shared.gitops.adoption.FollowsGit` when accepting ``body`` would adopt drift of an environment
+    whose binding is active (the change belongs in a commit); nothing otherwise."""
+    adopted = adopted_specification(inventory.store(), provisioning.api(), tenant, proposal_id, body)
+    if adopted is not None:
+        check_adoption(store(), tenant, adopted)

@@ -6,6 +6,7 @@ import functools
 
 from shared.health.sections import HealthSections
 from shared.settings import Settings, get_settings
+from shared.wiring import policy
 
 
 def health_sections(settings: Settings) -> HealthSections:
@@ -18,6 +19,7 @@ def health_sections(settings: Settings) -> HealthSections:
         enabled_modules=tuple(section.host.enabled_modules),
         backup=section.backup,
         service_name=settings.messaging.service_name,
+        policy=policy.status,
     )
 
 

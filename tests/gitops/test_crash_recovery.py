@@ -22,7 +22,7 @@ from azure.data.tables import TableServiceClient
 
 from tests.conftest import REPO, app_settings
 from tests.gitops.helpers import FILE, github_push, run_poll, spec_yaml, status, wait_for_syncs
-from tests.provisioning.helpers import runs_of, wait_for_run_state
+from tests.provisioning.helpers import declare, runs_of, specification, wait_for_run_state
 from tests.support.host import HostProcess, wait_until
 from tests.support.storage_proxy import StorageProxy
 
@@ -84,6 +84,64 @@ def test_a_host_killed_between_reserving_a_commit_and_declaring_it_ends_in_one_r
         assert (ledger["last_declared_commit"], ledger["last_declared_run_id"]) == (commit, run["id"])
         now = status(restarted, operator, environment)
         assert now["last_applied_commit"] == now["head_commit"] == commit and now["behind"] is False
+    finally:
+        restarted.stop()
+        proxy.stop()
+
+
+def test_a_host_killed_while_self_healing_ends_in_one_healing_run(
+    azurite, key_dir, mint, operator, tenant, environment, repository, tmp_path: Path
+):
+    """The same crash, but the reservation re-declares the head over a hand declaration (self-heal): the
+    next host declares it once and records which declaration it overrode, though the sync that knew died."""
+    proxy = StorageProxy(azurite.table_port).start()
+    storage = azurite.connection_string().replace(f":{azurite.table_port}/", f":{proxy.port}/")
+    env = app_settings(azurite, key_dir, AzureWebJobsStorage=storage)
+    commit = repository.commit({FILE: spec_yaml(environment)})
+    host = HostProcess(REPO, env, tmp_path / "first.log").start()
+    try:
+        body = {"repository": str(repository.path), "path": FILE, "branch": "main", "self_heal": True}
+        path = f"runtime-cloud/environments/{environment}/gitops"
+        assert host.request("PUT", path, token=operator, json=body).status_code == 201
+        first = host.request("POST", f"{path}/sync", token=operator).json()["run_id"]
+        wait_for_run_state(host, operator, first, {"applied", "failed"})
+        hand = declare(
+            host,
+            operator,
+            specification(environment, resources=[{"type": "queue", "name": f"hand-{environment[-8:]}"}]),
+        )
+        assert hand.status_code == 202, hand.text
+        wait_for_run_state(host, operator, hand.json()["run_id"], {"applied", "failed"})
+        # The next write of the binding row is the healing sync's reservation.
+        proxy.hold_answers(lambda method, path: method == "PUT" and "GitOpsBindings(" in path and environment in path)
+        assert github_push(host, tenant, environment, commit).status_code == 202
+        wait_until(lambda: proxy.held, timeout=60, interval=0.05, message="the reservation's write to be in flight")
+        host.kill()
+    finally:
+        host.kill()
+        proxy.release()
+
+    reserved = _ledger(azurite, tenant, environment)
+    assert (reserved["pending_commit"], reserved["pending_sequence"]) == (commit, 2)
+    assert reserved["pending_heal_of"] == hand.json()["run_id"] and reserved["last_self_heal"] is None
+
+    restarted = HostProcess(REPO, env, tmp_path / "second.log", port=host.port).start()
+    try:
+        runs = wait_until(
+            lambda: len(r := runs_of(restarted, operator, environment)) == 3 and r,
+            timeout=120,
+            interval=0.5,
+            message="the healing run",
+        )
+        run_poll(restarted)  # a poll racing the recovery finds the same reservation, or the head declared
+        now = wait_for_syncs(restarted, operator, environment, reserved["sync_attempts"] + 2)
+
+        heal = runs[0]
+        assert [r["id"] for r in runs_of(restarted, operator, environment)] == [r["id"] for r in runs]
+        assert heal["source"]["commit"] == commit and heal["requested_by"] == "gitops"
+        assert now["last_self_heal"]["overridden_run_id"] == hand.json()["run_id"]
+        assert now["last_self_heal"]["run_id"] == heal["id"] and now["overridden"] is False
+        assert _ledger(azurite, tenant, environment)["declarations"] == 2
     finally:
         restarted.stop()
         proxy.stop()

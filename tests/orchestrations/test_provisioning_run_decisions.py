@@ -223,7 +223,7 @@ def still_running(replay: OrchestratorReplay) -> None:
 def test_a_job_s_notice_wakes_the_run_whose_plan_step_then_reads_the_job_s_result(orchestrators):
     replay = planning_by_job(orchestrators)
     waiting = replay.decide()
-    assert waiting.new == [WaitFor(RUNNER_JOB_FINISHED), Timer(replay.now + timedelta(seconds=0.5))]
+    assert waiting.new == [WaitFor(RUNNER_JOB_FINISHED), Timer(replay.now + timedelta(seconds=0.25))]
 
     replay.raise_event(RUNNER_JOB_FINISHED, {"job_id": "run-1-plan-1"}, after=timedelta(milliseconds=200))
     assert replay.decide().new == [Call("provisioning_plan", {**RUN, "job": ticket()})]
@@ -233,7 +233,7 @@ def test_a_job_s_notice_wakes_the_run_whose_plan_step_then_reads_the_job_s_resul
     assert replay.decide().new == [Call("provisioning_await_approval", RUN)]
 
 
-def test_the_job_checks_back_off_from_half_a_second_to_the_ticket_s_interval(orchestrators):
+def test_the_job_checks_back_off_from_a_quarter_second_to_the_ticket_s_interval(orchestrators):
     replay = planning_by_job(orchestrators, check_seconds=3)
     waits = []
     for _ in range(5):
@@ -244,7 +244,7 @@ def test_the_job_checks_back_off_from_half_a_second_to_the_ticket_s_interval(orc
         replay.decide()
         still_running(replay)
 
-    assert waits == [0.5, 1, 2, 3, 3]
+    assert waits == [0.25, 0.5, 1, 2, 3]
 
 
 def test_a_dead_job_is_launched_once_more_and_a_second_death_fails_the_step_with_the_reason(orchestrators):

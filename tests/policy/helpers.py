@@ -118,6 +118,22 @@ def create_exception(host: HostProcess, operator: str, environment: str, **field
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the tree; records each request's path and ``Authorization`` header, and (when the stand-in
+    requires a token) answers 401 to a request without that bearer token, as GovernanceHost would."""
+
+    def __init__(self, *args: Any, stand_in: GovernanceHostStandIn, **kwargs: Any) -> None:
+        self._stand_in = stand_in
+        super().__init__(*args, **kwargs)
+
+    def do_GET(self) -> None:
+        authorization = self.headers.get("Authorization")
+        self._stand_in.requests.append((self.path, authorization))
+        required = self._stand_in.required_token
+        if required is not None and authorization != f"Bearer {required}":
+            self.send_error(401, "a bearer token is required")
+            return
+        super().do_GET()
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
@@ -130,6 +146,8 @@ class GovernanceHostStandIn:
         self.port = free_port()
         self._server: http.server.ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.requests: list[tuple[str, str | None]] = []  # (path, Authorization header), as they came
+        self.required_token: str | None = None  # set: answer 401 unless "Bearer <it>" is presented
 
     @property
     def url(self) -> str:
@@ -141,7 +159,7 @@ class GovernanceHostStandIn:
         link = served / "governance"
         if not link.exists():
             link.symlink_to(self.root, target_is_directory=True)
-        handler = functools.partial(_QuietHandler, directory=str(served))
+        handler = functools.partial(_QuietHandler, directory=str(served), stand_in=self)
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from shared.desired_state import MAX_RESOURCES
 from shared.iac.model import Action, ResourceChange
 from shared.policy.bundle import EffectiveBundle, InvalidBundle, effective_bundle, layer_paths, parse_layer
 from shared.policy.evaluation import compile_bundle, evaluate_rules
@@ -54,11 +55,11 @@ def facts(*changes: ResourceChange, environment_class: str = "production") -> Pl
     )
 
 
-def change(name: str, action: Action, metadata: dict[str, str] | None = None) -> ResourceChange:
+def change(name: str, action: Action, metadata: dict[str, str] | None = None, kind: str = "queue") -> ResourceChange:
     state = {"metadata": {**(metadata or {}), "rc_tenant": "tenant-a"}}
     return ResourceChange(
-        address=f"queue/{name}",
-        type="queue",
+        address=f"{kind}/{name}",
+        type=kind,
         name=name,
         action=action,
         before=state if action is not Action.CREATE else None,
@@ -70,9 +71,9 @@ def bundle_text(rules: list[dict[str, object]], name: str = "layer") -> bytes:
     return yaml.safe_dump({"apiVersion": "runtime-cloud.policy/v1", "name": name, "rules": rules}).encode()
 
 
-def test_the_sample_bundle_denies_a_production_delete_and_warns_of_a_missing_team():
+def test_the_shipped_bundle_denies_a_production_delete_and_unsupported_types_and_nothing_else():
     bundle = bundle_from(REPO / "policies")
-    plan = facts(change("orders", Action.CREATE, {"team": "a"}), change("legacy", Action.DELETE, {"team": "b"}))
+    plan = facts(change("orders", Action.CREATE), change("legacy", Action.DELETE, {"team": "b"}))
 
     verdict = verdict_of("files", bundle.digest, evaluate_rules(bundle, plan), [], _now())
 
@@ -80,9 +81,48 @@ def test_the_sample_bundle_denies_a_production_delete_and_warns_of_a_missing_tea
     assert verdict.outcome == "deny"
     assert [rule.id for rule in verdict.denied_rules()] == ["no-deletes-in-production"]
     assert "queue/legacy" in verdict.denial_detail()
-    quiet = verdict_of("files", bundle.digest, evaluate_rules(bundle, facts(change("x", Action.CREATE))), [], _now())
-    assert quiet.outcome == "deny" and [w.rule for w in quiet.warnings()] == ["team-metadata"]
-    assert [r.id for r in quiet.denied_rules()] == ["production-owner-metadata"]
+    # What the runners support passes without metadata, names or regions (those are examples, not defaults).
+    supported = facts(
+        change("x", Action.CREATE),
+        change("t" * 60, Action.CREATE, kind="blob-container"),
+        change("Orders", Action.UPDATE, kind="table"),
+        change("acct", Action.CREATE, kind="azure-native:storage:StorageAccount"),
+    )
+    quiet = verdict_of("files", bundle.digest, evaluate_rules(bundle, supported), [], _now())
+    assert quiet.outcome == "allow" and quiet.warnings() == []
+    foreign = facts(change("bucket", Action.CREATE, kind="aws:s3:Bucket"))
+    refused = verdict_of("files", bundle.digest, evaluate_rules(bundle, foreign), [], _now())
+    assert [r.id for r in refused.denied_rules()] == ["allowed-resource-types"]
+    outside = bundle_from(REPO / "policies", environment_class="non-production")
+    deleting = facts(change("legacy", Action.DELETE), environment_class="non-production")
+    assert verdict_of("files", outside.digest, evaluate_rules(outside, deleting), [], _now()).outcome == "allow"
+
+
+def test_the_shipped_change_cap_allows_the_largest_environment_in_one_run_and_no_more():
+    bundle = bundle_from(REPO / "policies", environment_class="non-production")
+    largest = facts(*(change(f"q{n}", Action.CREATE) for n in range(MAX_RESOURCES)), environment_class="non-production")
+    beyond = facts(
+        *(change(f"q{n}", Action.CREATE) for n in range(MAX_RESOURCES)),
+        change("old", Action.DELETE),
+        environment_class="non-production",
+    )
+
+    assert verdict_of("files", bundle.digest, evaluate_rules(bundle, largest), [], _now()).outcome == "allow"
+    over = verdict_of("files", bundle.digest, evaluate_rules(bundle, beyond), [], _now())
+    assert [r.id for r in over.denied_rules()] == ["change-cap"]
+
+
+def test_the_stricter_examples_compile_but_are_never_a_layer():
+    text = (REPO / "policies" / "examples" / "stricter.yaml").read_bytes()
+    example = effective_bundle("files", [parse_layer("installation.yaml", text, 1024 * 1024)])
+    compile_bundle(example)  # a user copying a rule copies CEL that compiles
+
+    verdict = verdict_of(
+        "files", example.digest, evaluate_rules(example, facts(change("x", Action.CREATE))), [], _now()
+    )
+    assert verdict.outcome == "deny" and [r.id for r in verdict.denied_rules()] == ["production-owner-metadata"]
+    assert [w.rule for w in verdict.warnings()] == ["team-metadata"]
+    assert all(not path.startswith("examples/") for path, _ in layer_paths("tenant-a", "production"))
 
 
 def test_a_later_layer_cannot_replace_a_rule_of_an_earlier_one(tmp_path):

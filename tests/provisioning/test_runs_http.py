@@ -133,10 +133,15 @@ def test_an_approved_run_is_not_superseded_and_the_newer_run_follows_it(provisio
     )
     assert approved.status_code == 200, approved.text
 
+    # The next release adds a queue and keeps what the first one applies: production deletes are
+    # denied by the default policy (policies/classes/production.yaml) unless an exception says otherwise.
+    kept = specification(environment, "production")["resources"]
     second = declare(
         provisioning_host,
         requester,
-        specification(environment, "production", resources=[{"type": "queue", "name": f"next-{environment[-8:]}"}]),
+        specification(
+            environment, "production", resources=[*kept, {"type": "queue", "name": f"next-{environment[-8:]}"}]
+        ),
     ).json()["run_id"]
 
     assert (

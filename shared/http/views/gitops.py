@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from shared.gitops.bindings import Binding
+from shared.gitops.bindings import Binding, SelfHeal
 from shared.http.contract import view_of
 
 GitOpsBindingView = view_of(
@@ -38,6 +38,15 @@ class GitOpsStatusView(BaseModel):
     last_error_at: str | None
     sync_window_open: bool = Field(description="automatic syncs may declare now")
     sync_attempts: int
+    self_heal: bool = Field(description="automatic syncs declare the head again over a hand declaration")
+    overridden: bool = Field(description="the environment's current declaration did not come from the branch")
+    overridden_by_run_id: str | None = Field(description="the run declared over the branch")
+    overridden_by_source: str | None = Field(
+        description="where that run's specification came from: inline, git, proposal"
+    )
+    last_self_heal: SelfHeal | None = Field(
+        description="the last time the head was declared again over a hand declaration"
+    )
 
 
 class GitOpsSyncView(BaseModel):
@@ -48,6 +57,7 @@ class GitOpsSyncView(BaseModel):
     run_id: str | None
     run_state: str | None
     error: str | None
+    overridden_by_run_id: str | None = Field(description="outcome overridden or self-healed: the hand declaration")
 
 
 class GitOpsWebhookAnswer(BaseModel):

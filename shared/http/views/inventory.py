@@ -20,6 +20,7 @@ ProposalView = view_of(
     "ProposalView",
     exclude=("tenant",),
     note=(str | None, Field(default=None, description="why a superseded proposal is")),
+    answered=(bool, Field(default=False, description="superseded by a run of exactly its adopt specification")),
 )
 
 
