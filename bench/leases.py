@@ -310,7 +310,7 @@ def count_storage_calls(
     mine, everything = counting.of(me), counting.total()
     for _ in range(cycles):
         cycle()
-    time.sleep(1.5)  # let the background sender finish this run's events
+    time.sleep(3.0)  # let the background sender finish this run's events, and a quiet stream's marks (2 s)
     on_path = counting.of(me) - mine
     background = counting.total() - everything - on_path
     return on_path / cycles, background / cycles

@@ -19,7 +19,9 @@ timeline − the runner's plan + apply of the same 20 resources in process) ÷
 the runner's time. Medians of a few runs. Plan and apply each run in a runner
 job (the host's job scaler forks a process per job), so the launch of two
 jobs per run counts as overhead; the job rows give how long each launch took
-(``LaunchedAt`` -> ``ClaimedAt``), printed beside the ratio. With more
+(``LaunchedAt`` -> ``ClaimedAt``), printed beside the ratio, and so do the waits
+between the jobs (plan job finished -> apply job launched; apply job finished
+-> run ended): the orchestration's part of the overhead. With more
 promotions than environments, waiting runs are superseded by newer ones, as
 the product intends; they count as ended runs.
 
@@ -91,9 +93,9 @@ def specification(environment: str, tag: str, size: int = 3) -> dict:
     }
 
 
-def single_runs(host: HostProcess, queue: QueueClient, token: str, runs: int, size: int) -> list[float]:
-    """One promotion at a time, each to a new environment: seconds from queued to applied (its timeline)."""
-    durations = []
+def single_runs(host: HostProcess, queue: QueueClient, token: str, runs: int, size: int) -> list[dict]:
+    """One promotion at a time, each to a new environment: the runs (their timeline says queued -> applied)."""
+    ended_runs = []
     for index in range(runs):
         environment = f"single-{index}-{uuid.uuid4().hex[:6]}"
         message = {
@@ -115,12 +117,37 @@ def single_runs(host: HostProcess, queue: QueueClient, token: str, runs: int, si
         run = wait_until(ended, timeout=120, interval=0.25, message=f"the run of {environment} to end")
         if run["state"] != "applied":
             raise RuntimeError(f"single run of {environment} ended {run['state']}")
-        durations.append(
-            (
-                datetime.fromisoformat(run["timeline"][-1]["at"]) - datetime.fromisoformat(run["created_at"])
-            ).total_seconds()
-        )
-    return durations
+        ended_runs.append(run)
+    return ended_runs
+
+
+def duration(run: dict) -> float:
+    ended = datetime.fromisoformat(run["timeline"][-1]["at"])
+    return (ended - datetime.fromisoformat(run["created_at"])).total_seconds()
+
+
+def job_gaps(azurite: Azurite, runs: list[dict]) -> dict[str, float]:
+    """Where a run waits between its jobs (medians, seconds, from the job rows and the run's timeline):
+    the plan job finished -> the apply job launched, and the apply job finished -> the run ended."""
+    from azure.data.tables import TableClient
+
+    table = TableClient.from_connection_string(azurite.connection_string(), "RunnerJobs")
+    to_apply, to_end = [], []
+    for run in runs:
+        rows = {row["RowKey"]: row for row in table.query_entities("PartitionKey eq @p", parameters={"p": run["id"]})}
+        plan, apply = rows.get(f"{run['id']}-plan-1"), rows.get(f"{run['id']}-apply-1")
+        if not plan or not apply:
+            continue
+        plan_done = datetime.fromisoformat(plan["HeartbeatAt"])  # a finished job's last write
+        apply_done = datetime.fromisoformat(apply["HeartbeatAt"])
+        to_apply.append((datetime.fromisoformat(apply["LaunchedAt"]) - plan_done).total_seconds())
+        to_end.append((datetime.fromisoformat(run["timeline"][-1]["at"]) - apply_done).total_seconds())
+    if not to_apply:
+        return {}
+    return {
+        "plan_done_to_apply_launch": statistics.median(to_apply),
+        "apply_done_to_run_end": statistics.median(to_end),
+    }
 
 
 def job_launches(azurite: Azurite) -> list[float]:
@@ -162,7 +189,9 @@ def main(promotions: int, environments: int) -> None:
             token = mint_token(root / "auth", tenant="bench", scopes=["factory.runtime.read"])
             queue = QueueClient.from_connection_string(azurite.connection_string(), "promotions")
             single_baseline = runner_baseline(settings, samples=SINGLE_RUNS, size=SINGLE_RESOURCES)
-            singles = single_runs(host, queue, token, SINGLE_RUNS, SINGLE_RESOURCES)
+            single_ended = single_runs(host, queue, token, SINGLE_RUNS, SINGLE_RESOURCES)
+            singles = [duration(run) for run in single_ended]
+            gaps = job_gaps(azurite, single_ended)
             launches = job_launches(azurite)
             names = [f"env-{n}-{uuid.uuid4().hex[:6]}" for n in range(environments)]
             started = time.perf_counter()
@@ -220,6 +249,7 @@ def main(promotions: int, environments: int) -> None:
     print(
         f"runner job launch (queued -> its process claimed it): median {launch * 1000:.0f} ms of {len(launches)} jobs"
     )
+    print("between jobs (median): " + ", ".join(f"{name} {value * 1000:.0f} ms" for name, value in gaps.items()))
     record(
         "provisioning",
         {
@@ -232,6 +262,7 @@ def main(promotions: int, environments: int) -> None:
             "single_runner_ms": round(single_baseline * 1000),
             "job_launch_ms": round(launch * 1000),
             "jobs_per_run": 2,
+            **{f"{name}_ms": round(value * 1000) for name, value in gaps.items()},
         },
     )
 

@@ -7,7 +7,13 @@
   been dequeued ``maxDequeueCount`` times it moves to ``<queue>-poison`` with its
   content intact. A message that is not valid base64 moves there at once: no
   retry can fix it, and nothing is lost.
-- Empty polls back off exponentially up to ``maxPollingInterval``.
+- Polling follows the queue extension's ``RandomizedExponentialBackoffStrategy``
+  (:class:`PollingDelay`): after a poll that found messages, the next comes
+  after the minimum interval (100 ms); each empty poll adds a randomised
+  doubling increment (100 ms x 2^n x 0.8-1.2) until ``maxPollingInterval``.
+  A ``maxPollingInterval`` under 100 ms is refused at start, as Azure refuses it.
+  (Azure also polls at once when the app itself wrote to the queue through an
+  output binding; this app sends with the SDK, so that fast path never applies.)
 """
 
 from __future__ import annotations
@@ -26,13 +32,40 @@ from azure.storage.queue import QueueMessage as StorageMessage
 from azure.storage.queue.aio import QueueClient
 
 from devhost.catalog import FunctionInfo
-from devhost.config import QueueOptions, resolve_app_setting_references
+from devhost.config import ConfigError, QueueOptions, resolve_app_setting_references
 from devhost.invoker import Invoker
 
 log = logging.getLogger("devhost.queues")
 
 LEASE_SECONDS = 30  # invisibility while a function runs; renewed every third of it
-MIN_POLL_SECONDS = 0.1
+MIN_POLL_SECONDS = 0.1  # QueuePollingIntervals.Minimum
+RANDOMIZATION = 0.2  # RandomizedExponentialBackoffStrategy.RandomizationFactor
+
+
+class PollingDelay:
+    """The wait before the next poll, as the queue extension computes it (see the module docstring)."""
+
+    def __init__(self, maximum: float, rng: random.Random | None = None) -> None:
+        if maximum < MIN_POLL_SECONDS:
+            raise ConfigError(
+                f"host.json extensions.queues.maxPollingInterval must not be less than 00:00:00.100 (got {maximum} s)"
+            )
+        self._maximum = maximum
+        self._random = rng or random.Random()
+        self._current = MIN_POLL_SECONDS
+        self._exponent = 1
+
+    def next(self, found: bool) -> float:
+        if found:
+            self._current, self._exponent = MIN_POLL_SECONDS, 1
+        elif self._current != self._maximum:
+            factor = self._random.uniform(1 - RANDOMIZATION, 1 + RANDOMIZATION)
+            backoff = MIN_POLL_SECONDS + factor * 2 ** (self._exponent - 1) * MIN_POLL_SECONDS
+            if backoff < self._maximum:
+                self._current, self._exponent = backoff, self._exponent + 1
+            else:
+                self._current = self._maximum
+        return self._current
 
 
 def queue_client(connection_setting: str, queue_name: str) -> QueueClient:
@@ -50,6 +83,7 @@ class QueueListener:
         self._connection_setting = trigger.get("connection") or "AzureWebJobsStorage"
         self._invoker = invoker
         self._options = options
+        self._delay = PollingDelay(options.max_polling_interval)  # a value Azure refuses fails the host's start
         self._in_flight: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
@@ -58,16 +92,11 @@ class QueueListener:
             queue_client(self._connection_setting, f"{self.queue_name}-poison") as poison,
         ):
             await _ensure_queue(queue)
-            delay = MIN_POLL_SECONDS
             while True:
                 received = await self._receive(queue)
-                if received:
-                    delay = MIN_POLL_SECONDS
-                    for message in received:
-                        self._start(queue, poison, message)
-                else:
-                    delay = min(self._options.max_polling_interval, delay * 2)
-                await asyncio.sleep(delay * random.uniform(0.8, 1.0) if not received else 0)
+                for message in received:
+                    self._start(queue, poison, message)
+                await asyncio.sleep(self._delay.next(found=bool(received)))
                 await self._wait_for_room()
 
     async def drain(self) -> None:

@@ -214,14 +214,14 @@ async def _decide(
     run = await to_thread(
         decide,
         wiring.store(),
-        caller.tenant,
-        req.route_params["id"],
-        caller.principal,
-        decision,
-        body.plan_digest,
-        body.reason,
-        "http",
-        caller.client_id,
+        tenant=caller.tenant,
+        run_id=req.route_params["id"],
+        decided_by=caller.principal,
+        decision=decision,
+        plan_digest=body.plan_digest,
+        reason=body.reason,
+        channel="http",
+        client=caller.client_id,
     )
     await notify_decision(client, run.id)
     return run.public_view()
@@ -247,7 +247,13 @@ async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClien
     """Cancel a run that has not started applying (queued, planning or awaiting approval)."""
     body = _model(CancelBody, parse_json_body(req) if req.get_body() else {})
     run = await to_thread(
-        cancel, wiring.store(), caller.tenant, req.route_params["id"], caller.principal, body.reason, caller.client_id
+        cancel,
+        wiring.store(),
+        tenant=caller.tenant,
+        run_id=req.route_params["id"],
+        cancelled_by=caller.principal,
+        reason=body.reason,
+        client=caller.client_id,
     )
     await notify_decision(client, run.id)
     await wake(client, [run.id])
@@ -287,14 +293,14 @@ async def _approval(body: str, message_id: str | None, client: df.DurableOrchest
         run = await to_thread(
             decide,
             wiring.store(),
-            approval.tenant,
-            approval.run_id,
-            approval.approver,
-            "approved" if approval.decision == "approve" else "rejected",
-            approval.plan_digest,
-            approval.reason,
-            "queue",
-            approval.approver_client,
+            tenant=approval.tenant,
+            run_id=approval.run_id,
+            decided_by=approval.approver,
+            decision="approved" if approval.decision == "approve" else "rejected",
+            plan_digest=approval.plan_digest,
+            reason=approval.reason,
+            channel="queue",
+            client=approval.approver_client,
         )
     except ValidationError as error:
         await to_thread(

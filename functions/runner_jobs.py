@@ -1,4 +1,4 @@
-"""Runner jobs' completion notices: wake the run whose job finished.
+"""Runner jobs: their completion notices wake the run; their logs are read over HTTP as the run's log.
 
 A runner job (a Container Apps job in Azure, a forked process locally; see
 ``runner_job/``) sends ``{"job_id", "tenant", "environment", "run_id"}`` to
@@ -7,25 +7,34 @@ only wakes the run's orchestration: the orchestration reads the job's row and
 result itself, so a forged or repeated notice costs one check and changes
 nothing. A message that is not a notice is kept under
 ``rejections/runner-job-results/``.
+
+``GET /runtime-cloud/runs/{id}/log`` pages through the run's jobs' logs
+(engine events and log lines; :mod:`shared.provisioning.run_log`), for the
+caller's tenant only.
 """
 
 from __future__ import annotations
 
 from asyncio import to_thread
+from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrations.provisioning_client import notify_job_finished
+from shared.auth import Caller, Scope
 from shared.field_errors import field_errors
+from shared.http.endpoint import endpoint
 from shared.iac.jobs.protocol import JobNotice
 from shared.provisioning.rejections import record_rejection
+from shared.provisioning.run_log import RunLog
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
 from shared.telemetry import annotate
+from shared.wiring import provisioning as wiring
 
-bp = df.Blueprint()
+bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)  # the endpoint pipeline authenticates
 
 # Read when the app is indexed, like the reconciler's schedule: the binding names the setting's value.
 RESULTS_QUEUE = get_settings().runtime_cloud.iac.job_results_queue
@@ -50,3 +59,29 @@ async def runner_job_finished(message: func.QueueMessage, client: df.DurableOrch
         return
     annotate(tenant=notice.tenant, environment=notice.environment, run=notice.run_id)
     await notify_job_finished(client, notice.run_id, notice.job_id)
+
+
+class RunLogQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cursor: str | None = Field(
+        default=None, max_length=220, description="where the page starts: the previous page's `next` (none: the start)"
+    )
+
+
+class RunLogPage(BaseModel):
+    run_id: str
+    jobs: list[dict[str, Any]] = Field(description="the run's runner jobs as they ran: job_id, attempt, state")
+    entries: list[dict[str, Any]] = Field(
+        description="the page's log lines: job_id and either engine_event (as the engine sent it) or log"
+    )
+    next: str | None = Field(description="the cursor of the next page; at the end it stays put while the run goes on")
+    complete: bool = Field(description="the run ended and every line was read")
+
+
+@bp.route(route="runtime-cloud/runs/{id}/log", methods=["GET"])
+@endpoint(scopes=[Scope.RUNTIME_READ], query=RunLogQuery, responses={200: RunLogPage})
+def get_run_log(req: func.HttpRequest, caller: Caller) -> dict:
+    """The run's log -- its runner jobs' engine events and log lines -- a bounded page at a time."""
+    run = wiring.service().run(caller.tenant, req.route_params["id"])  # another tenant's run: 404
+    return RunLog(shared_host_storage()).page(run, req.params.get("cursor"))

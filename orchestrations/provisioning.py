@@ -13,7 +13,14 @@ job's row (the truth: the notice only wakes) and answers ``waiting`` until the
 job finished. A dead job is launched again as a new attempt up to the
 ticket's ``max_attempts``; after that the step is called with the ticket
 marked ``dead`` and fails the run with a receipt. No
-activity holds a long apply: each one is a few storage calls. With jobs off
+activity holds a long apply: each one is a few storage calls.
+
+Activity rounds are the run's overhead, so two are folded into the steps: a
+plan step whose run needs no approval launches the apply job itself (after
+the policy verdict and the plan receipt; its answer carries ``apply_job``),
+and an apply step that ends the run finishes it (``finished``, with the runs
+to wake). A history written before either still replays: the orchestration
+calls the separate steps when the answers do not carry them. With jobs off
 (``RuntimeCloud:IaC:JobLauncher=in-process``) the ticket is empty and the
 steps run the runner in the activity, the apply in slices.
 """
@@ -75,7 +82,7 @@ def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
         return (yield from _finish(context, run, Outcome.CANCELLED, None, "an operator cancelled the run"))
 
     context.set_custom_status("planning")
-    plan: StepAnswer = yield from _job_step(context, run, JobKind.PLAN, "provisioning_plan")
+    plan: StepAnswer = yield from _job_step(context, run, JobKind.PLAN, "provisioning_plan", None)
     planned = Outcome(plan["outcome"])
     if planned in (Outcome.FAILED, Outcome.CANCELLED):
         return (yield from _finish(context, run, planned, plan.get("reason"), plan.get("detail", "")))
@@ -87,17 +94,27 @@ def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
             return (yield from _finish(context, run, ended, None, DECISION_DETAILS[ended]))
 
     context.set_custom_status("applying")
-    result: StepAnswer = yield from _job_step(context, run, JobKind.APPLY, "provisioning_apply")
+    launched = plan.get("apply_job") if not plan["requires_approval"] else None  # the plan step started it
+    result: StepAnswer = yield from _job_step(context, run, JobKind.APPLY, "provisioning_apply", launched)
     while Outcome(result["outcome"]) is Outcome.CONTINUE:  # in process, each slice is its own activity
         result = yield context.call_activity_with_retry("provisioning_apply", RETRY, run)
-    return (
-        yield from _finish(context, run, Outcome(result["outcome"]), result.get("reason"), result.get("detail", ""))
-    )
+    outcome, reason, detail = Outcome(result["outcome"]), result.get("reason"), result.get("detail", "")
+    if result.get("finished"):  # the apply step ended the run itself: only wake the runs behind it
+        return (yield from _finished(context, outcome, reason, detail, list(result.get("waiting_runs") or [])))
+    return (yield from _finish(context, run, outcome, reason, detail))
 
 
-def _job_step(context: df.DurableOrchestrationContext, run: dict[str, Any], kind: JobKind, step: str) -> Steps:
-    """The plan or apply step through its runner job: launch the job, then call the step each time the
-    job's notice or the check timer wakes the run; the step answers ``waiting`` until the job finished.
+def _job_step(
+    context: df.DurableOrchestrationContext,
+    run: dict[str, Any],
+    kind: JobKind,
+    step: str,
+    launched: dict[str, Any] | None,
+) -> Steps:
+    """The plan or apply step through its runner job: launch the job (unless ``launched``: the plan step
+    started the apply's), then call the step each time the job's notice or the check timer wakes the run;
+    the step answers ``waiting`` until the job finished. A start that fails (the policy unreadable before
+    a plan) is the step's answer.
 
     The checks back off from a quarter second to the ticket's ``check_seconds``: a short job whose notice is
     slow is found soon, and a long apply costs a step call every ``check_seconds``. A dead job is launched
@@ -105,11 +122,16 @@ def _job_step(context: df.DurableOrchestrationContext, run: dict[str, Any], kind
     marked ``dead`` and fails the run with a receipt."""
     attempt = 1
     while True:
-        job = yield context.call_activity_with_retry(
-            "provisioning_start_job", RETRY, {**run, "kind": kind.value, "attempt": attempt}
+        job = launched or (
+            yield context.call_activity_with_retry(
+                "provisioning_start_job", RETRY, {**run, "kind": kind.value, "attempt": attempt}
+            )
         )
+        launched = None
         if not job:  # no job to wait for: the step runs (or answers) by itself
             return (yield context.call_activity_with_retry(step, RETRY, run))
+        if "outcome" in job:  # the job could not start: that is the step's answer
+            return job
         wait = FIRST_JOB_CHECK_SECONDS
         while True:
             wait = min(float(job["check_seconds"]), wait)
@@ -174,6 +196,12 @@ def _finish(
     waiting = yield context.call_activity_with_retry(
         "provisioning_finish", RETRY, {**run, "outcome": outcome, "reason": reason, "detail": detail}
     )
+    return (yield from _finished(context, outcome, reason, detail, waiting))
+
+
+def _finished(
+    context: df.DurableOrchestrationContext, outcome: Outcome, reason: str | None, detail: str, waiting: list[str]
+) -> Steps:
     if waiting:
         yield context.call_activity_with_retry("provisioning_wake_runs", RETRY, {"run_ids": waiting})
     context.set_custom_status(outcome.value)

@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         from runner_job.scaler import scale
 
         return scale(host_storage, iac)
+    from shared import telemetry
+
+    telemetry.configure()  # as the host's: Application Insights, or OTLP JSON lines locally
     storage = host_storage()
     if args.command == "run":
         request: JobRequest | None = parse_request(args.request)
@@ -52,8 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         from runner_job.scaler import take_one
 
         request = take_one(storage, iac)
-    if request is not None:
-        run_request(request, storage)
+    try:
+        if request is not None:
+            run_request(request, storage)
+    finally:
+        telemetry.flush()
     return 0
 
 

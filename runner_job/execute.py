@@ -23,6 +23,7 @@ from shared.iac.model import (
     StepJournal,
     TargetUnreachable,
 )
+from shared.iac.pulumi.locks import LockOwners
 from shared.iac.pulumi.runner import PulumiRunner
 from shared.iac.pulumi.saved_plans import SavedPlans
 from shared.iac.registry import runner_for
@@ -37,13 +38,19 @@ def execute(
     stop: Callable[[], bool],
     saved_plans: SavedPlans,
     events: EventLog,
+    lock_owners: LockOwners | None = None,
 ) -> JobResult:
     started = now_iso()
     iac = IaCSettings.model_validate(document.iac)  # the launching app's, whichever process runs the job
     specification = EnvironmentSpecification.model_validate(document.specification)
     options: dict[str, Any] = {}
     if specification.runner is RunnerName.PULUMI:
-        options = {"saved_plans": saved_plans, "event_sink": events.event}
+        options = {
+            "saved_plans": saved_plans,
+            "event_sink": events.event,
+            "lock_owners": lock_owners,
+            "lock_stale_seconds": iac.job_stale_seconds,
+        }
     runner = runner_for(specification.runner, iac, **options)
     events.line(f"runner job {document.job_id} (attempt {document.attempt}): {document.kind.value} by {runner.name}")
     result = JobResult(

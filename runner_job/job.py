@@ -19,20 +19,24 @@ import json
 import tempfile
 from pathlib import Path
 
+from opentelemetry.trace import SpanKind
 from pydantic import ValidationError
 
 from runner_job.execute import execute
 from runner_job.heartbeat import Heartbeat
 from shared.clock import now_iso
 from shared.iac.jobs.event_log import EventLog
+from shared.iac.jobs.lock_owners import JobLockOwners
 from shared.iac.jobs.protocol import JobFailure, JobNotice, JobRequest, JobResult
 from shared.iac.jobs.store import JobInputTampered, JobStore, folder_of
 from shared.iac.pulumi.saved_plans import PLANS_CONTAINER, SavedPlans
+from shared.iac.settings import IaCSettings
 from shared.logs import app_logger, ids
 from shared.provisioning.cancellation import CancelWatch
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.store import ProvisioningStore
 from shared.storage.clients import StorageClients
+from shared.telemetry.tracing import span
 
 log = app_logger("runner_job")
 
@@ -51,7 +55,24 @@ def parse_request(text: str) -> JobRequest:
 
 
 def run_request(request: JobRequest, storage: StorageClients) -> JobResult | None:
-    """Run the job unless another execution has it; the result (None: not ours to run)."""
+    """Run the job unless another execution has it; the result (None: not ours to run).
+
+    The whole job is one span (a consumer of the job queue) that continues the trace of the step
+    that launched it (the request's ``traceparent``), so the runner's spans sit in the run's trace."""
+    with span(
+        f"runner job {request.kind.value}",
+        kind=SpanKind.CONSUMER,
+        traceparent=request.traceparent,
+        tracestate=request.tracestate,
+        attributes={"messaging.system": "azure_queue", "runtime_cloud.job_id": request.job_id},
+        tenant=request.tenant,
+        environment=request.environment,
+        run=request.run_id,
+    ):
+        return _run_request(request, storage)
+
+
+def _run_request(request: JobRequest, storage: StorageClients) -> JobResult | None:
     jobs = JobStore(storage)
     where = ids(tenant=request.tenant, environment=request.environment, run=request.run_id)
     if not jobs.claim(request):
@@ -62,6 +83,7 @@ def run_request(request: JobRequest, storage: StorageClients) -> JobResult | Non
     events = EventLog(jobs.container, f"{folder}/events.jsonl")
     try:
         document = jobs.read_input(request)
+        iac = IaCSettings.model_validate(document.iac)  # the launching app's, whichever process runs the job
         with Heartbeat(jobs, request, document.heartbeat_seconds), tempfile.TemporaryDirectory() as scratch:
             result = execute(
                 document,
@@ -69,6 +91,14 @@ def run_request(request: JobRequest, storage: StorageClients) -> JobResult | Non
                 stop=CancelWatch(ProvisioningStore(storage, EVENT_SOURCE), *_run_of(request)),
                 saved_plans=SavedPlans(storage.blobs.get_container_client(PLANS_CONTAINER), Path(scratch)),
                 events=events,
+                lock_owners=JobLockOwners(
+                    jobs,
+                    tenant=request.tenant,
+                    environment=request.environment,
+                    current_job_id=request.job_id,
+                    stale_seconds=iac.job_stale_seconds,
+                    start_seconds=iac.job_start_seconds,
+                ),
             )
     except JobInputTampered as error:
         result = _job_error(request, started, events, str(error))

@@ -28,6 +28,7 @@ from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient
 
 from runner_job.job import BadRequest, parse_request, run_request
+from shared import telemetry
 from shared.iac.jobs.protocol import JobRequest
 from shared.iac.settings import IaCSettings
 from shared.logs import app_logger
@@ -82,14 +83,24 @@ def _fork(request: JobRequest, storage: Callable[[], StorageClients]) -> int:
         return pid
     code = 1
     try:
+        telemetry.configure()  # after the fork: exporter threads never cross one (the scaler has none)
         run_request(request, storage())  # its own clients: nothing of the parent's connections is used
         code = 0
     except BaseException:
         log.exception("runner job %s failed", request.job_id)
     finally:
+        _flush_telemetry()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def _flush_telemetry() -> None:
+    """``os._exit`` skips atexit: export the job's spans and logs before it."""
+    try:
+        telemetry.flush()
+    except Exception as error:  # noqa: BLE001 - telemetry lost is reported, never the job's failure
+        log.warning("the job's telemetry could not be exported: %s", type(error).__name__)
 
 
 def _reap(children: set[int]) -> None:

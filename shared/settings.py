@@ -19,7 +19,7 @@ Defaults (the README's Settings table lists the same):
 - ``RuntimeCloud:Autoscaling:*``: see :class:`shared.autoscaling.settings.AutoscalingSettings`
 - ``RuntimeCloud:Provisioning:*``: see :class:`shared.provisioning.settings.ProvisioningSettings`
 - ``RuntimeCloud:Inventory:*``: see :class:`shared.inventory.settings.InventorySettings`
-- ``RuntimeCloud:Policy:*``: see :class:`shared.policy.settings.PolicySettings` (the policy gate; off by default)
+- ``RuntimeCloud:Policy:*``: see :class:`shared.policy.settings.PolicySettings` (the gate; on by default)
 - ``RuntimeCloud:GitOps:*``: see :class:`shared.gitops.settings.GitOpsSettings`
 - ``RuntimeCloud:Outbox:DispatchSchedule`` / ``PurgeSchedule``: ``*/15 * * * * *`` / ``0 30 3 * * *``
 - ``RuntimeCloud:Backup:*``: see :class:`shared.backup.settings.BackupSettings`

@@ -62,6 +62,7 @@ class SentMarks:
 
     def __init__(self, operations: MarkOperations) -> None:
         self._operations = operations
+        self.delay = MARK_DELAY_SECONDS  # how quiet a stream must be before the flusher marks it
         self._streams: dict[Stream, dict[int, tuple[float, bool]]] = {}
         self._tables: dict[str, TableClient] = {}
         self._lock = threading.Lock()
@@ -120,8 +121,9 @@ class SentMarks:
                 for sequence in sequences:
                     held.setdefault(sequence, (now, True))
 
-    def flush(self, older_than: float = MARK_DELAY_SECONDS) -> int:
-        """Mark the sent events of streams that had no commit to carry them. Returns how many."""
+    def flush(self, older_than: float | None = None) -> int:
+        """Mark the sent events of streams that had no commit to carry them (for ``delay``). Returns how many."""
+        older_than = self.delay if older_than is None else older_than
         with self._lock:
             due = [
                 key
@@ -152,5 +154,5 @@ class SentMarks:
 
     def _run(self) -> None:
         while True:
-            time.sleep(MARK_DELAY_SECONDS / 2)
+            time.sleep(min(self.delay, MARK_DELAY_SECONDS) / 2)
             self.flush()

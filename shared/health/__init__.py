@@ -32,6 +32,7 @@ import shared
 from shared.backup.location import BackupLocation, open_location
 from shared.backup.status import backup_health
 from shared.health.sections import HealthSections
+from shared.iac.jobs.health import job_path_health
 from shared.iac.runner_info import describe_runner
 from shared.inventory.staleness import StaleSummary, stale_summary
 from shared.inventory.store import INVENTORY_TABLE
@@ -117,9 +118,33 @@ def _store_checks(clients: StorageClients) -> list[Callable[[], Check]]:
 
 def _runner_check(sections: HealthSections) -> Check:
     info = describe_runner(sections.runner)
+    if _jobs_on(sections):  # the runner runs in the job image, not here: see the runner-jobs check
+        return Check(f"iac-runner.{info.name}", HEALTHY, 0.0, f"{info.name}: runs in runner jobs (see runner-jobs)")
     status = HEALTHY if info.available else DEGRADED
     version = f" {info.version}" if info.version else ""
     return Check(f"iac-runner.{info.name}", status, 0.0, f"{info.name}{version}: {info.detail}")
+
+
+def _jobs_on(sections: HealthSections) -> bool:
+    return sections.iac is not None and sections.iac.job_launcher == "queue"
+
+
+def _runner_jobs_check(sections: HealthSections, clients: StorageClients) -> Check:
+    """The job path (queue reachable, requests taken, heartbeats fresh): see :mod:`shared.iac.jobs.health`."""
+    assert sections.iac is not None
+    iac = sections.iac
+
+    def probe() -> str:
+        found = job_path_health(clients, iac)
+        if not found.healthy:
+            raise JobPathDegraded(found.detail)
+        return found.detail
+
+    return _timed("runner-jobs", probe, False, DEGRADED)
+
+
+class JobPathDegraded(Exception):
+    """The job path answers but is not well (stuck jobs, requests nobody takes)."""
 
 
 def _target_check(sections: HealthSections, target: ProvisioningTarget) -> Check:
@@ -286,6 +311,7 @@ def _probe_all(sections: HealthSections) -> HealthReport:
     checks: list[Callable[[], Check]] = [
         *_store_checks(clients),
         lambda: _runner_check(sections),
+        *([functools.partial(_runner_jobs_check, sections, clients)] if _jobs_on(sections) else []),
         *[functools.partial(_target_check, sections, target) for target in sections.targets],
         lambda: _config_platform_check(sections),
         *([functools.partial(_policy_check, sections)] if sections.policy is not None else []),

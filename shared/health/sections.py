@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from shared.backup.settings import BackupSettings
 from shared.desired_state import RunnerName
 from shared.host_settings import ConfigPlatformSettings, HealthSettings
+from shared.iac.settings import IaCSettings
 from shared.policy.gate import PolicyStatus
 from shared.targets import ProvisioningTarget
 
@@ -32,3 +33,5 @@ class HealthSections:
     service_name: str  # ``OrleansMessaging:ServiceName``: the report's ``service``
     # ``Policy``: the policy gate's status (source, installation bundle digest), read by the gate itself
     policy: Callable[[], PolicyStatus] | None = None
+    # ``IaC``: with runner jobs on (``JobLauncher=queue``), the job path is checked instead of a local CLI
+    iac: IaCSettings | None = None

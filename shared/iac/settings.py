@@ -17,11 +17,13 @@ runner jobs: only for a host with no job consumer.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
 
 from shared.desired_state import RunnerName
+from shared.iac.stacks import parse_adopted
 from shared.settings_section import Section
 
 JobLauncherKind = Literal["queue", "in-process"]
@@ -40,6 +42,12 @@ class IaCSettings(Section):
     # Where stack secrets are encrypted: in Azure a Key Vault key (``azurekeyvault://<vault>.vault.azure.net/keys/<key>``)
     # the runner identity may use; unset, the backend's default (a passphrase, for local programs only).
     pulumi_secrets_provider: str | None = Field(default=None, alias="PulumiSecretsProvider")
+    # Stacks bootstrapped by hand that one environment takes over under their own name (JSON,
+    # ``{"<tenant>/<environment>": "<stack>"}``); every other environment's stack is ``<tenant>.<environment>``
+    # (see shared.iac.stacks).
+    pulumi_adopted_stacks: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict, alias="PulumiAdoptedStacks"
+    )
     # Runner jobs (see the module docstring).
     job_launcher: JobLauncherKind = Field(default="queue", alias="JobLauncher")
     job_queue: str = Field(default="runner-jobs", pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", alias="JobQueue")
@@ -52,3 +60,8 @@ class IaCSettings(Section):
     job_start_seconds: float = Field(default=600.0, gt=0, le=7200, alias="JobStartSeconds")
     job_check_seconds: float = Field(default=30.0, gt=0, le=600, alias="JobCheckSeconds")
     job_max_attempts: int = Field(default=2, ge=1, le=5, alias="JobMaxAttempts")
+
+    @field_validator("pulumi_adopted_stacks", mode="before")
+    @classmethod
+    def _adopted(cls, value: Any) -> dict[str, str]:
+        return parse_adopted(value)

@@ -26,6 +26,7 @@ DecisionKind = Literal["approved", "rejected"]
 
 def decide(
     store: ProvisioningStore,
+    *,
     tenant: str,
     run_id: str,
     decided_by: str,
@@ -58,7 +59,7 @@ def decide(
 
 
 def cancel(
-    store: ProvisioningStore, tenant: str, run_id: str, cancelled_by: str, reason: str, client: str | None = None
+    store: ProvisioningStore, *, tenant: str, run_id: str, cancelled_by: str, reason: str, client: str | None = None
 ) -> Run:
     """Ask a run that has not ended to end ``cancelled``; its orchestration ends it.
 

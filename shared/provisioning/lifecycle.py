@@ -4,13 +4,17 @@ Each step reads the run, acts, and records the outcome on the run, so a step
 that runs again (activities are at-least-once) finds its own earlier outcome
 and returns it instead of acting twice. Only the steps here move a run's
 state; HTTP and queue triggers only record declarations and decisions.
+
+One concept per module: this one holds the steps themselves (claim, plan,
+approval, apply, finish) and runs the runner in process when jobs are off;
+:mod:`.job_steps` launches and checks runner jobs; :mod:`.run_records` writes
+receipts and the run's row; :mod:`.step_answers` shapes the answers.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,7 +25,6 @@ from shared.iac.model import (
     ApplyResult,
     ApplySliceEnded,
     PlanNoLongerHolds,
-    PlanResult,
     RunnerError,
     TargetUnreachable,
 )
@@ -37,20 +40,27 @@ from shared.provisioning.configuration import (
     resolve_configuration,
     resolve_secrets,
 )
+from shared.provisioning.job_steps import JobSteps
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
 from shared.provisioning.outputs import OutputsReference, OutputsStore
 from shared.provisioning.policy_gate import PolicyGate, PolicyUnavailable, check_plan, denial_of, load_policy
-from shared.provisioning.receipts import ApplyReceipt, ConfigurationRecord, PlanReceipt, ReceiptStore
+from shared.provisioning.receipts import ReceiptStore
+from shared.provisioning.run_records import Failure, RunRecords
 from shared.provisioning.runner_jobs import JobTicket, RunnerJobs
 from shared.provisioning.runs import FINAL_STATES, FailureReason, Run, RunState
 from shared.provisioning.settings import ProvisioningSettings
+from shared.provisioning.step_answers import RunRef, outcome_of
+from shared.provisioning.step_answers import cancelled as _cancelled
+from shared.provisioning.step_answers import failed as _failed
 from shared.provisioning.store import ProvisioningStore
 from shared.provisioning.supersession import newer_run, supersede_awaiting_approval, superseded_by
 from shared.storage.clients import StorageClients
 from shared.storage.optimistic import on_conflict
 from shared.targets import ProvisioningTarget, find_target
 from shared.telemetry import names
+
+__all__ = ["FINAL_STATE_BY_OUTCOME", "RunRef", "RunSteps"]
 
 log = app_logger("provisioning")
 
@@ -69,20 +79,6 @@ REASON_BY_OUTCOME = {
     Outcome.SUPERSEDED: FailureReason.SUPERSEDED,
     Outcome.CANCELLED: FailureReason.CANCELLED,
 }
-
-
-@dataclass(frozen=True)
-class RunRef:
-    tenant: str
-    environment: str
-    run_id: str
-
-    @classmethod
-    def of(cls, document: dict[str, Any]) -> RunRef:
-        return cls(document["tenant"], document["environment"], document["run_id"])
-
-    def as_dict(self) -> dict[str, str]:
-        return {"tenant": self.tenant, "environment": self.environment, "run_id": self.run_id}
 
 
 class RunSteps:
@@ -105,8 +101,17 @@ class RunSteps:
         self._config_platform = config_platform
         self._store = ProvisioningStore(storage, source)
         self._receipts = ReceiptStore(storage)
+        self._records = RunRecords(storage, self._store, self._receipts)
         self._outputs = OutputsStore(storage)
         self._jobs = RunnerJobs(storage, iac)
+        self._job_steps = JobSteps(
+            self._store,
+            self._records,
+            self._jobs,
+            targets=targets,
+            config_platform=config_platform,
+            policy_gate=policy_gate,
+        )
 
     # -- waiting for the environment ------------------------------------------------------
 
@@ -146,9 +151,13 @@ class RunSteps:
     def plan(self, ref: RunRef, job: JobTicket | None = None) -> StepAnswer:
         """Plan (or take the plan a runner job made: ``job``), write the plan receipt, say whether to wait.
 
-        With a ``job`` that has not finished, answers ``waiting`` (and whether the job lives) at once."""
-        if job and (pending := self._job_pending(ref, job)):
+        With a ``job`` that has not finished, answers ``waiting`` (and whether the job lives) at once. A run
+        that goes on without approval gets its apply job launched here (``apply_job`` in the answer)."""
+        if job and (pending := self._job_steps.pending(ref, job)):
             return pending
+        return self._job_steps.launch_apply(ref, self._plan(ref, job))
+
+    def _plan(self, ref: RunRef, job: JobTicket | None) -> StepAnswer:
         run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
         if run.decision is not None and run.decision.decision == "cancelled":
             return _cancelled("cancelled")
@@ -160,7 +169,7 @@ class RunSteps:
         target = find_target(self._targets, run.target)
         if target is None:
             return _failed(FailureReason.PLAN_FAILED, f"target {run.target} is no longer configured")
-        try:  # the policy gate, before the plan: an unreadable policy fails the run at once
+        try:  # the policy gate: read before the plan (a job's start read it too) and judged after it
             bundle = load_policy(self._gate, run) if self._gate else None
         except PolicyUnavailable as error:
             return _failed(FailureReason.POLICY_UNAVAILABLE, str(error))
@@ -174,31 +183,15 @@ class RunSteps:
         except RunnerError as error:
             return _failed(FailureReason.PLAN_FAILED, str(error))
         verdict = check_plan(self._gate, bundle, run, specification, target, plan) if self._gate else None
-        digest = self._receipts.write(
-            PlanReceipt(
-                run_id=run.id,
-                tenant=run.tenant,
-                environment=run.environment,
-                target=run.target,
-                runner=plan.runner,
-                runner_version=plan.runner_version,
-                specification_digest=run.specification_digest,
-                source=run.source,
-                changes=plan.changes,
-                counts=plan.counts,
-                diagnostics=plan.diagnostics,
-                binding=plan.binding,
-                planned_at=now_iso(),
-                policy=verdict,
-            )
-        )
+        digest = self._records.write_plan_receipt(run, plan, verdict)
         summary = verdict.summary() if verdict else None
+        update = self._records.update
         if verdict is not None and verdict.denied:  # it never awaits approval: no approval overrides a deny
-            self._update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=False, policy=summary)
+            update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=False, policy=summary)
             return _failed(FailureReason.POLICY_DENIED, verdict.denial_detail())
         requires = self._policy.requires_approval(run.environment_class)
         return self._planned(
-            self._update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=requires, policy=summary)
+            update(ref, plan_digest=digest, plan_counts=plan.counts, requires_approval=requires, policy=summary)
         )
 
     @staticmethod
@@ -244,21 +237,30 @@ class RunSteps:
     def apply(self, ref: RunRef, job: JobTicket | None = None) -> StepAnswer:
         """Apply the reviewed plan, or one slice of it: ``{"outcome": "continue"}`` asks to be called
         again (the journal makes the next call go on from the next step); any other outcome is final,
-        with the apply receipt written. With ``job``, the runner job applied it: its result (or, for a
-        job that died, what the journal holds) goes into the receipt; one still running: ``waiting``."""
-        if job and (pending := self._job_pending(ref, job)):
+        with the apply receipt written and the run finished (``finished``, ``waiting_runs``: the
+        orchestration needs no finish step of its own). With ``job``, the runner job applied it: its
+        result (or, for a job that died, what the journal holds) goes into the receipt; one still
+        running: ``waiting``."""
+        answer = self._apply(ref, job)
+        if Outcome(answer["outcome"]) in (Outcome.CONTINUE, Outcome.WAITING):
+            return answer
+        waiting = self.finish(ref, Outcome(answer["outcome"]), answer.get("reason"), answer.get("detail", ""))
+        return {**answer, "finished": True, "waiting_runs": waiting}
+
+    def _apply(self, ref: RunRef, job: JobTicket | None) -> StepAnswer:
+        if job and (pending := self._job_steps.pending(ref, job)):
             return pending  # first: nothing may end the run while its job still applies
         waiting, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
         if waiting.cancel_requested and waiting.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
             return _cancelled("cancelled before the apply began: nothing was applied")
-        run = self._start_applying(ref)
+        run = self._records.start_applying(ref)
         if run.apply_receipt_digest:  # an earlier attempt finished and recorded its receipt
-            return _outcome_of(run)
+            return outcome_of(run)
         if run.cancel_requested:  # asked between two slices: stop here, recording what was applied
             return self._end_cancelled(ref, run, now_iso(), None)
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
         target = find_target(self._targets, run.target)
-        plan = self._reviewed_plan(run)
+        plan = self._records.reviewed_plan(run)
         if job:
             configuration = self._jobs.configuration_of(run, job)
         else:
@@ -270,7 +272,7 @@ class RunSteps:
             if target is None or plan is None:
                 raise RunnerError("the reviewed plan or its target is gone")
             if job:  # not sliced: the job applied all of it (or died; the journal says how far it got)
-                result = self._jobs.apply_of(run, job, self._journal_result(run, plan))
+                result = self._jobs.apply_of(run, job, self._records.journal_result(run, plan))
                 return self._receipted(ref, run, started, result, None, configuration)
             secrets = resolve_secrets(specification.secrets)
             runner = runner_for(specification.runner, self._iac)
@@ -307,141 +309,41 @@ class RunSteps:
         run: Run,
         started: str,
         result: ApplyResult | None,
-        failure: tuple[FailureReason, str] | None,
+        failure: Failure | None,
         configuration: ResolvedConfiguration,
     ) -> StepAnswer:
         """Write the apply receipt and record its digest and the failure on the run."""
-        digest = self._write_apply_receipt(run, started, result, failure, configuration)
-        updated = self._update(
+        digest = self._records.write_apply_receipt(run, started, result, failure, configuration)
+        updated = self._records.update(
             ref,
             apply_receipt_digest=digest,
             failure_reason=failure[0] if failure else None,
             failure_detail=failure[1] if failure else None,
         )
-        return _outcome_of(updated)  # the outputs are in the receipt: a history event stays small
+        return outcome_of(updated)  # the outputs are in the receipt: a history event stays small
 
     def _end_cancelled(self, ref: RunRef, run: Run, started: str, result: ApplyResult | None) -> StepAnswer:
         """Record an apply an operator stopped between steps: its receipt lists what was applied."""
         if result is None:
-            result = self._journal_result(run, self._reviewed_plan(run))
+            result = self._records.journal_result(run, self._records.reviewed_plan(run))
         by = run.cancellation or run.decision  # the cancel: beside an approval, or as the decision
         planned = sum((run.plan_counts or {}).values())
         detail = (
             f"cancelled by {by.by if by else 'an operator'} after {len(result.steps)} of {planned} step(s); "
             "what was applied stays, listed in the apply receipt"
         )
-        failure = (FailureReason.CANCELLED, detail)
-        digest = self._write_apply_receipt(run, started, result, failure)
-        self._update(ref, apply_receipt_digest=digest, failure_reason=FailureReason.CANCELLED, failure_detail=detail)
+        digest = self._records.write_apply_receipt(run, started, result, (FailureReason.CANCELLED, detail))
+        self._records.update(
+            ref, apply_receipt_digest=digest, failure_reason=FailureReason.CANCELLED, failure_detail=detail
+        )
         return _cancelled(detail)
 
-    def _journal_result(self, run: Run, plan: PlanResult | None) -> ApplyResult:
-        """What the step journal says was applied of the plan (an apply that stopped without its own result)."""
-        steps = {step.address: step for step in TableStepJournal(self._storage, run.id).all()}
-        done = [steps[change.address] for change in (plan.changes if plan else []) if change.address in steps]
-        return ApplyResult(
-            runner=run.runner,
-            runner_version="",
-            steps=done,
-            outputs={step.address: step.outputs for step in done if step.outputs},
-        )
-
-    # -- runner jobs --------------------------------------------------------------------------
-
-    def start_job(self, ref: RunRef, kind: JobKind, attempt: int) -> JobTicket:
-        """Hand the plan or the apply to a runner job; an empty ticket when the step runs without one
-        (jobs off, or the step has nothing to run: cancelled, planned or applied already, target gone)."""
-        if not self._jobs.enabled:
-            return JobTicket()
-        run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
-        plan: PlanResult | None = None
-        if kind is JobKind.PLAN:
-            cancelled = run.decision is not None and run.decision.decision == "cancelled"
-            if cancelled or run.plan_digest or run.state is not RunState.PLANNING:
-                return JobTicket()
-        else:
-            if run.cancel_requested and run.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
-                return JobTicket()
-            run = self._start_applying(ref)
-            if run.apply_receipt_digest or run.cancel_requested:
-                return JobTicket()
-            plan = self._reviewed_plan(run)
-        target = find_target(self._targets, run.target)
-        if target is None or (kind is JobKind.APPLY and plan is None):
-            return JobTicket()
-        specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
-        configuration = resolve_configuration(specification.configuration, run.environment, self._config_platform)
-        return self._jobs.launch(run, specification, target, kind, attempt, plan, configuration)
-
-    def _job_pending(self, ref: RunRef, job: JobTicket) -> StepAnswer | None:
-        """``waiting`` while the step's job has not finished (None: it did, or it was declared dead)."""
-        if job.get("dead"):
-            return None
-        check = self._jobs.check(ref.run_id, job["job_id"])
-        if check["state"] == "finished":
-            return None
-        return {"outcome": Outcome.WAITING, "job_state": check["state"], "detail": check["detail"]}
+    def start_job(self, ref: RunRef, kind: JobKind, attempt: int) -> JobTicket | StepAnswer:
+        """See :meth:`.job_steps.JobSteps.start`."""
+        return self._job_steps.start(ref, kind, attempt)
 
     def _slice_deadline(self) -> float:
         return time.monotonic() + self._iac.apply_slice_seconds
-
-    @on_conflict
-    def _start_applying(self, ref: RunRef) -> Run:
-        run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
-        if run.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
-            run = run.moved_to(RunState.APPLYING)
-            self._store.save_run(run, etag)
-        return run
-
-    def _reviewed_plan(self, run: Run) -> PlanResult | None:
-        """The plan exactly as reviewed: its receipt must still hash to the digest on the run."""
-        document, digest = self._receipts.read(run.tenant, run.environment, run.id, "plan")
-        if digest != run.plan_digest:
-            raise PlanNoLongerHolds(f"the plan receipt no longer verifies ({digest} != {run.plan_digest})")
-        return PlanResult(
-            runner=document["runner"],
-            runner_version=document["runner_version"],
-            changes=document["changes"],
-            diagnostics=document.get("diagnostics", []),
-            binding=document.get("binding", {}),
-        )
-
-    def _write_apply_receipt(
-        self,
-        run: Run,
-        started: str,
-        result: ApplyResult | None,
-        failure: tuple[FailureReason, str] | None,
-        configuration: ResolvedConfiguration | None = None,
-    ) -> str:
-        env = self._store.environment(run.tenant, run.environment)
-        return self._receipts.write(
-            ApplyReceipt(
-                run_id=run.id,
-                tenant=run.tenant,
-                environment=run.environment,
-                target=run.target,
-                runner=result.runner if result else run.runner,
-                runner_version=result.runner_version if result else "",
-                specification_digest=run.specification_digest,
-                plan_digest=run.plan_digest,
-                outcome=("cancelled" if failure[0] is FailureReason.CANCELLED else "failed") if failure else "applied",
-                failure_reason=failure[0].value if failure else None,
-                failure_detail=failure[1] if failure else None,
-                steps=result.steps if result else [],
-                outputs=result.outputs if result else {},
-                logs=result.logs if result else [],
-                approvals=[run.decision] if run.decision else [],
-                configuration=ConfigurationRecord(
-                    resolved=configuration.resolved, unresolved=configuration.unresolved, note=configuration.note
-                )
-                if configuration
-                else ConfigurationRecord(),
-                started_at=started,
-                finished_at=now_iso(),
-                previous_receipt_digest=env.get("LastReceiptDigest"),
-            )
-        )
 
     # -- finish -------------------------------------------------------------------------------
 
@@ -463,9 +365,8 @@ class RunSteps:
         receipted += (FailureReason.POLICY_DENIED, FailureReason.POLICY_UNAVAILABLE)
         if failure in receipted and not run.apply_receipt_digest:
             # Nothing was applied, but the receipt chain records that the run failed and why.
-            run = run.model_copy(
-                update={"apply_receipt_digest": self._write_apply_receipt(run, now_iso(), None, (failure, detail))}
-            )
+            digest = self._records.write_apply_receipt(run, now_iso(), None, (failure, detail))
+            run = run.model_copy(update={"apply_receipt_digest": digest})
         final = run.moved_to(
             FINAL_STATE_BY_OUTCOME[outcome],
             note=detail,
@@ -492,31 +393,6 @@ class RunSteps:
         """The outputs go by reference: an environment's outputs outgrow any event (claim check)."""
         document, _ = self._receipts.read(run.tenant, run.environment, run.id, "apply")
         return self._outputs.publish(run.tenant, run.environment, run.id, document.get("outputs", {}))
-
-    # -- helpers --------------------------------------------------------------------------------
-
-    @on_conflict
-    def _update(self, ref: RunRef, **changes: Any) -> Run:
-        run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
-        updated = run.model_copy(update=changes)
-        self._store.save_run(updated, etag)
-        return updated
-
-
-def _failed(reason: FailureReason, detail: str) -> StepAnswer:
-    return {"outcome": Outcome.FAILED, "reason": reason.value, "detail": detail}
-
-
-def _cancelled(detail: str) -> StepAnswer:
-    return {"outcome": Outcome.CANCELLED, "reason": FailureReason.CANCELLED.value, "detail": detail}
-
-
-def _outcome_of(run: Run) -> StepAnswer:
-    if run.failure_reason is FailureReason.CANCELLED:
-        return _cancelled(run.failure_detail or "")
-    if run.failure_reason:
-        return _failed(run.failure_reason, run.failure_detail or "")
-    return {"outcome": Outcome.APPLIED, "reason": None, "detail": ""}
 
 
 def _measure_ended(run: Run, outcome: Outcome, failure: FailureReason | None) -> None:

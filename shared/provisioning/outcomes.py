@@ -47,3 +47,6 @@ class StepAnswer(TypedDict, total=False):
     requires_approval: bool  # planned
     steps_done: int  # continue
     job_state: str  # waiting: "running" or "dead" (see shared.iac.jobs.liveness)
+    apply_job: dict[str, object]  # planned without approval: the apply's runner job, launched by the plan step
+    finished: bool  # apply: the step ended the run itself (no finish step needed)
+    waiting_runs: list[str]  # finished: the runs queued behind this one, to wake

@@ -46,6 +46,7 @@ from shared.provisioning.configuration import ResolvedConfiguration, SecretUnres
 from shared.provisioning.runs import Run
 from shared.storage.clients import StorageClients
 from shared.targets import ProvisioningTarget
+from shared.telemetry.tracing import current_trace_context
 
 
 class JobTicket(TypedDict, total=False):
@@ -104,7 +105,8 @@ class RunnerJobs:
             iac=self._iac.model_dump(mode="json", by_alias=True),
         )
         request = self._store.write_input(document, self._iac.job_results_queue)
-        self._store.mark_launched(request)
+        request = request.model_copy(update=current_trace_context())  # the job's spans continue this trace
+        self._store.mark_launched(request, self._iac.job_queue)
         # Sent again by a retried activity: the second execution finds the job claimed and leaves.
         self._launcher.launch(request)
         return JobTicket(

@@ -9,7 +9,7 @@ with different desired state is a conflict.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,6 +18,7 @@ from shared.clock import now_iso
 from shared.desired_state import EnvironmentSpecification
 from shared.errors import InvalidInput, NotFound
 from shared.field_errors import field_errors
+from shared.iac.stacks import stack_problem
 from shared.provisioning import events
 from shared.provisioning.git_policy import sources_for
 from shared.provisioning.git_sources import GitLimits
@@ -66,11 +67,17 @@ def _undisclosing_errors(error: ValidationError, prefix: str) -> list[dict[str, 
 
 class ProvisioningService:
     def __init__(
-        self, store: ProvisioningStore, *, policy: ProvisioningSettings, targets: Sequence[ProvisioningTarget]
+        self,
+        store: ProvisioningStore,
+        *,
+        policy: ProvisioningSettings,
+        targets: Sequence[ProvisioningTarget],
+        adopted_stacks: Mapping[str, str] | None = None,
     ) -> None:
         self._store = store
         self._policy = policy
         self._targets = targets
+        self._adopted_stacks = dict(adopted_stacks or {})  # RuntimeCloud:IaC:PulumiAdoptedStacks
 
     # -- declaring ---------------------------------------------------------------------------
 
@@ -110,6 +117,11 @@ class ProvisioningService:
         )
 
     def _check_installation(self, specification: EnvironmentSpecification) -> None:
+        program = specification.pulumi
+        stack = program.stack if program else None
+        tenant, environment = specification.tenant, specification.environment
+        if stack is not None and (problem := stack_problem(tenant, environment, stack, self._adopted_stacks)):
+            raise InvalidInput([{"path": "/specification/pulumi/stack", "message": problem}])
         if find_target(self._targets, specification.target) is None:
             known = [t.id for t in self._targets]
             raise InvalidInput(

@@ -20,6 +20,7 @@ def health_sections(settings: Settings) -> HealthSections:
         backup=section.backup,
         service_name=settings.messaging.service_name,
         policy=policy.status,
+        iac=section.iac,
     )
 
 

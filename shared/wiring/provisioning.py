@@ -28,7 +28,9 @@ def store() -> ProvisioningStore:
 @functools.lru_cache(maxsize=1)
 def service() -> ProvisioningService:
     section = get_settings().runtime_cloud
-    return ProvisioningService(store(), policy=section.provisioning, targets=section.targets)
+    return ProvisioningService(
+        store(), policy=section.provisioning, targets=section.targets, adopted_stacks=section.iac.pulumi_adopted_stacks
+    )
 
 
 @functools.lru_cache(maxsize=1)

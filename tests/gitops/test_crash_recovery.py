@@ -104,14 +104,15 @@ def test_a_host_killed_while_self_healing_ends_in_one_healing_run(
         path = f"runtime-cloud/environments/{environment}/gitops"
         assert host.request("PUT", path, token=operator, json=body).status_code == 201
         first = host.request("POST", f"{path}/sync", token=operator).json()["run_id"]
-        wait_for_run_state(host, operator, first, {"applied", "failed"})
+        slow = 180  # two hosts and three runs on a machine shared with other test sessions
+        assert wait_for_run_state(host, operator, first, {"applied", "failed"}, timeout=slow)["state"] == "applied"
         hand = declare(
             host,
             operator,
             specification(environment, resources=[{"type": "queue", "name": f"hand-{environment[-8:]}"}]),
         )
         assert hand.status_code == 202, hand.text
-        wait_for_run_state(host, operator, hand.json()["run_id"], {"applied", "failed"})
+        wait_for_run_state(host, operator, hand.json()["run_id"], {"applied", "failed"}, timeout=slow)
         # The next write of the binding row is the healing sync's reservation.
         proxy.hold_answers(lambda method, path: method == "PUT" and "GitOpsBindings(" in path and environment in path)
         assert github_push(host, tenant, environment, commit).status_code == 202
@@ -129,7 +130,7 @@ def test_a_host_killed_while_self_healing_ends_in_one_healing_run(
     try:
         runs = wait_until(
             lambda: len(r := runs_of(restarted, operator, environment)) == 3 and r,
-            timeout=120,
+            timeout=slow,
             interval=0.5,
             message="the healing run",
         )

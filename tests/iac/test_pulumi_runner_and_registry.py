@@ -29,7 +29,7 @@ def pulumi_specification(work_dir: str | None = "programs/shop") -> EnvironmentS
             "environment_class": "production",
             "target": "iac-tests",
             "runner": "pulumi",
-            "pulumi": {"project": "shop", "stack": "prod", "work_dir": work_dir},
+            "pulumi": {"project": "shop", "stack": "tenant-a.prod", "work_dir": work_dir},
         }
     )
 
@@ -67,7 +67,7 @@ def test_the_program_must_be_a_project_inside_the_work_root(tmp_path):
     with pytest.raises(ProgramNotFound, match="outside"):
         locate_program(pulumi_specification(work_dir="../elsewhere"), str(tmp_path))
     (tmp_path / "programs" / "shop" / "Pulumi.yaml").write_text("name: shop\nruntime: python\n")
-    assert locate_program(pulumi_specification(), str(tmp_path)).stack_reference == "shop/prod"
+    assert locate_program(pulumi_specification(), str(tmp_path)).stack_reference == "shop/tenant-a.prod"
 
 
 @pytest.mark.skipif(shutil.which("pulumi") is None, reason=CLI_MISSING_REASON)

@@ -263,3 +263,59 @@ def test_a_dead_job_is_launched_once_more_and_a_second_death_fails_the_step_with
 
     dead = {**ticket(attempt=2), "dead": "no heartbeat for 91 s"}
     assert replay.decide().new == [Call("provisioning_plan", {**RUN, "job": dead})]
+
+
+def test_a_plan_step_that_launched_the_apply_job_is_followed_by_waiting_for_that_job_not_a_new_launch(orchestrators):
+    replay = planning_by_job(orchestrators)
+    replay.decide()
+    replay.raise_event(RUNNER_JOB_FINISHED, {"job_id": "run-1-plan-1"})
+    replay.decide()
+    apply_ticket = ticket("apply")
+    replay.complete(
+        "provisioning_plan",
+        {"outcome": "planned", "plan_digest": "sha256:plan", "requires_approval": False, "apply_job": apply_ticket},
+    )
+
+    applying = replay.decide()
+    assert applying.new == [WaitFor(RUNNER_JOB_FINISHED), Timer(replay.now + timedelta(seconds=0.25))]
+    assert applying.calls == [] and applying.custom_status == "applying"
+    replay.raise_event(RUNNER_JOB_FINISHED, {"job_id": "run-1-apply-1"})
+    assert replay.decide().new == [Call("provisioning_apply", {**RUN, "job": apply_ticket})]
+
+
+def test_an_apply_step_that_finished_the_run_is_not_finished_again_and_wakes_the_runs_behind_it(orchestrators):
+    replay = planning_by_job(orchestrators)
+    replay.decide()
+    replay.raise_event(RUNNER_JOB_FINISHED, {"job_id": "run-1-plan-1"})
+    replay.decide()
+    apply_ticket = ticket("apply")
+    replay.complete(
+        "provisioning_plan",
+        {"outcome": "planned", "plan_digest": "sha256:plan", "requires_approval": False, "apply_job": apply_ticket},
+    )
+    replay.decide()
+    replay.raise_event(RUNNER_JOB_FINISHED, {"job_id": "run-1-apply-1"})
+    replay.decide()
+
+    replay.complete(
+        "provisioning_apply",
+        {"outcome": "applied", "reason": None, "detail": "", "finished": True, "waiting_runs": ["run-2"]},
+    )
+
+    waking = replay.decide()
+    assert waking.new == [Call("provisioning_wake_runs", {"run_ids": ["run-2"]})]  # no provisioning_finish
+    replay.complete("provisioning_wake_runs", 1)
+    ended = replay.decide()
+    assert ended.done is True and ended.output == {"outcome": "applied", "reason": None, "detail": ""}
+
+
+def test_a_plan_job_that_cannot_start_because_the_policy_is_unreadable_fails_the_run_without_a_job(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    claimed(replay)
+    replay.decide()
+    unavailable = {"outcome": "failed", "reason": "policy-unavailable", "detail": "GovernanceHost did not answer"}
+
+    replay.complete("provisioning_start_job", unavailable)
+
+    finishing = replay.decide()
+    assert finishing.new == [Call("provisioning_finish", {**RUN, **unavailable})]

@@ -42,13 +42,18 @@ def bundle_from(tree: Path, tenant: str = "tenant-a", environment_class: str = "
     return bundle
 
 
-def facts(*changes: ResourceChange, environment_class: str = "production") -> PlanFacts:
+def facts(
+    *changes: ResourceChange,
+    environment_class: str = "production",
+    environment: str = "demo",
+    requested_by: str = "alice",
+) -> PlanFacts:
     return PlanFacts.of(
         tenant="tenant-a",
-        environment="demo",
+        environment=environment,
         environment_class=environment_class,
         target=TARGET,
-        requested_by="alice",
+        requested_by=requested_by,
         requested_by_client="studio",
         specification={"environment": "demo"},
         changes=list(changes),
@@ -96,6 +101,19 @@ def test_the_shipped_bundle_denies_a_production_delete_and_unsupported_types_and
     outside = bundle_from(REPO / "policies", environment_class="non-production")
     deleting = facts(change("legacy", Action.DELETE), environment_class="non-production")
     assert verdict_of("files", outside.digest, evaluate_rules(outside, deleting), [], _now()).outcome == "allow"
+
+
+def test_the_shipped_bundle_lets_only_the_autoscaler_delete_its_drained_slots_in_a_production_pool():
+    bundle = bundle_from(REPO / "policies")
+
+    def outcome(action: Action, *, environment: str, requested_by: str) -> str:
+        plan = facts(change("slot-3", action), environment=environment, requested_by=requested_by)
+        return verdict_of("files", bundle.digest, evaluate_rules(bundle, plan), [], _now()).outcome
+
+    assert outcome(Action.DELETE, environment="pool-sandbox", requested_by="autoscaler") == "allow"
+    assert outcome(Action.DELETE, environment="pool-sandbox", requested_by="alice") == "deny"
+    assert outcome(Action.DELETE, environment="demo", requested_by="autoscaler") == "deny"
+    assert outcome(Action.REPLACE, environment="pool-sandbox", requested_by="autoscaler") == "deny"
 
 
 def test_the_shipped_change_cap_allows_the_largest_environment_in_one_run_and_no_more():

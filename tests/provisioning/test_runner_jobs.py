@@ -220,7 +220,7 @@ def pulumi_specification(environment: str) -> dict[str, Any]:
     return {
         **specification(environment, environment_class="production", resources=[]),
         "runner": "pulumi",
-        "pulumi": {"project": "shop", "stack": environment},
+        "pulumi": {"project": "shop", "stack": f"tenant-a.{environment}"},
     }
 
 
@@ -259,7 +259,7 @@ def test_a_pulumi_run_previews_in_its_job_and_applies_the_saved_plan_from_blob(a
     operator = mint("tenant-a", scopes=WRITE, roles=["Operator"], client_id="studio-bob")
     environment = unique("pulumi")
     try:
-        spec = {**pulumi_specification(environment), "pulumi": {"project": "shop", "stack": environment}}
+        spec = {**pulumi_specification(environment), "pulumi": {"project": "shop", "stack": f"tenant-a.{environment}"}}
         run_id = declare(host, token, spec).json()["run_id"]
         planned = wait_for_run_state(host, token, run_id, {"awaiting-approval", "failed"})
         assert planned["state"] == "awaiting-approval", planned
@@ -312,3 +312,138 @@ def _request_like(run_id: str) -> str:
             "results_queue": "runner-job-results",
         }
     )
+
+
+def test_policy_unreadable_before_the_plan_job_fails_the_run_with_a_receipt_and_launches_no_job(
+    azurite, key_dir, mint, tmp_path
+):
+    import socket
+
+    with socket.socket() as closed:  # a port nothing listens on: GovernanceHost is down
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    settings = provisioning_settings(
+        azurite,
+        key_dir,
+        RuntimeCloud__Policy__Source="http",
+        RuntimeCloud__Policy__GovernanceHostUrl=url,
+        RuntimeCloud__Policy__CacheSeconds="0",
+        RuntimeCloud__Policy__TimeoutSeconds="2",
+        **job_settings(unique("policy")),
+    )
+    host = HostProcess(REPO, settings, tmp_path / "host.log").start()
+    try:
+        token = mint("tenant-a", scopes=WRITE)
+        run_id = declare(host, token, specification(unique("gov-down"))).json()["run_id"]
+        run = wait_for_run_state(host, token, run_id, {"applied", "failed"})
+
+        assert run["state"] == "failed" and run["failure_reason"] == "policy-unavailable", run
+        assert job_rows(azurite, run_id) == {}  # failed before any job ran a preview
+        receipt = apply_receipt(host, token, run_id)
+        assert receipt["failure_reason"] == "policy-unavailable" and receipt["steps"] == []
+    finally:
+        host.stop()
+
+
+def test_health_reports_the_job_path_not_a_local_cli_and_degrades_on_stuck_jobs_and_untaken_requests(
+    azurite, key_dir, mint, tmp_path
+):
+    from datetime import UTC, datetime, timedelta
+
+    queue = unique("health")
+    settings = provisioning_settings(
+        azurite,
+        key_dir,
+        DEVHOST_RUNNER_JOB_COMMAND="off",  # no consumer: requests stay in the queue
+        **job_settings(queue, RuntimeCloud__IaC__JobStartSeconds="1"),
+    )
+    host = HostProcess(REPO, settings, tmp_path / "host.log").start()
+    token = mint(scopes=["factory.health.read"])
+
+    def runner_checks() -> dict[str, dict[str, Any]]:
+        answer = host.request("GET", "runtime-cloud/health", token=token)
+        assert answer.status_code == 200, answer.text
+        return {check["name"]: check for check in answer.json()["checks"] if check["name"].startswith(("iac", "run"))}
+
+    try:
+        before = runner_checks()
+        assert before["iac-runner.embedded"]["status"] == "healthy"
+        assert before["runner-jobs"]["status"] == "healthy", before
+        assert f"job queue {queue} answers" in before["runner-jobs"]["detail"]
+        assert "0 request(s) waiting" in before["runner-jobs"]["detail"]
+
+        job_queue = QueueClient.from_connection_string(azurite.connection_string(), queue)
+        job_queue.create_queue()  # as the first launch would
+        job_queue.send_message(_b64("{}"))
+        stale = (datetime.now(UTC) - timedelta(seconds=30)).isoformat()
+        TableClient.from_connection_string(azurite.connection_string(), "RunnerJobs").upsert_entity(
+            {
+                "PartitionKey": "run-stuck",
+                "RowKey": "run-stuck-apply-1",
+                "State": "running",
+                "Queue": queue,
+                "LaunchedAt": stale,
+                "ClaimedAt": stale,
+                "HeartbeatAt": stale,  # silent 30 s > JobStaleSeconds (3)
+            }
+        )
+
+        def degraded() -> dict[str, Any] | None:
+            check = runner_checks()["runner-jobs"]
+            return check if "is the job consumer up?" in check["detail"] else None
+
+        after = wait_until(degraded, timeout=60, interval=0.5, message="health to see the untaken request")
+        assert after["status"] == "degraded"
+        assert "1 stuck" in after["detail"] and "run-stuck-apply-1" in after["detail"]
+    finally:
+        host.stop()
+
+
+def test_the_run_s_job_log_pages_over_http_for_its_tenant_only_and_the_job_s_spans_join_the_run_s_trace(
+    azurite, key_dir, mint, tmp_path
+):
+    from shared.telemetry.files import read_spans
+    from shared.telemetry.names import RUN
+
+    telemetry = tmp_path / "telemetry"
+    settings = provisioning_settings(
+        azurite, key_dir, RuntimeCloud__Telemetry__LocalDirectory=str(telemetry), **job_settings(unique("log"))
+    )
+    host = HostProcess(REPO, settings, tmp_path / "host.log").start()
+    try:
+        token = mint("tenant-a", scopes=WRITE)
+        run_id = declare(host, token, specification(unique("log"))).json()["run_id"]
+        assert wait_for_run_state(host, token, run_id, {"applied", "failed"})["state"] == "applied"
+
+        entries, cursor, pages = [], None, 0
+        while True:  # page until the log says it is complete
+            answer = host.request(
+                "GET", f"runtime-cloud/runs/{run_id}/log", token=token, params={"cursor": cursor} if cursor else None
+            )
+            assert answer.status_code == 200, answer.text
+            page = answer.json()
+            entries += page["entries"]
+            cursor, pages = page["next"], pages + 1
+            if page["complete"] or pages > 20:
+                break
+        assert page["complete"] is True
+        assert [job["job_id"] for job in page["jobs"]] == [f"{run_id}-plan-1", f"{run_id}-apply-1"]
+        logged = [(entry["job_id"], entry.get("log", "")) for entry in entries]
+        assert any(job.endswith("plan-1") and "plan by embedded" in line for job, line in logged), logged
+        assert any(job.endswith("apply-1") and "apply by embedded" in line for job, line in logged), logged
+
+        other = mint("tenant-b", scopes=WRITE)
+        assert host.request("GET", f"runtime-cloud/runs/{run_id}/log", token=other).status_code == 404
+        forged = host.request("GET", f"runtime-cloud/runs/{run_id}/log", token=token, params={"cursor": "x:1"})
+        assert forged.status_code in (400, 422) and forged.headers["Content-Type"].startswith("application/problem")
+    finally:
+        host.stop()
+
+    def job_span() -> dict[str, Any] | None:
+        spans = read_spans(telemetry)
+        jobs = [s for s in spans if s["name"] == "runner job apply" and s["attributes"].get(RUN) == run_id]
+        return jobs[0] if jobs else None
+
+    applied = wait_until(job_span, timeout=30, interval=0.5, message="the apply job's span in the host's telemetry")
+    parents = [s for s in read_spans(telemetry) if s["spanId"] == applied.get("parentSpanId")]
+    assert parents and parents[0]["traceId"] == applied["traceId"]  # launched from the run's trace, in the host

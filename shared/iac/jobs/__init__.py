@@ -11,6 +11,8 @@ needs no CLI on the Functions host. The protocol, one concept per module:
 - :mod:`.launcher`: hands a request to the job queue (in Azure a Container Apps
   job scaled by that queue picks it up; locally the local host's job scaler);
 - :mod:`.event_log`: engine events and log lines streamed into the job's log blob.
+- :mod:`.lock_owners`: whose is a Pulumi stack lock a dead job may have left (from the job rows);
+- :mod:`.health`: the job path's health (queue answers, requests taken, heartbeats fresh).
 
 Invariants: a job id names one attempt of one step of one run
 (``{run}-{plan|apply}-{attempt}``); its input is written once and read back

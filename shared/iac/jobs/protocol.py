@@ -40,6 +40,9 @@ class JobRequest(BaseModel):
     input_blob: str
     input_sha256: str
     results_queue: str  # where the job sends its completion notice (the launching app's setting)
+    # W3C trace context of the step that launched it: the job's spans join the run's trace.
+    traceparent: str | None = Field(default=None, max_length=128)
+    tracestate: str | None = Field(default=None, max_length=512)
 
 
 class JobInput(BaseModel):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient
 
 from shared.clock import now_iso
@@ -55,11 +55,14 @@ class JobRecord:
     pid: int | None
     host: str | None
     attempt: int
+    claimed_at: datetime | None = None
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> JobRecord:
         beat = row.get("HeartbeatAt")
+        claimed = row.get("ClaimedAt")
         return cls(
+            claimed_at=_moment(claimed) if claimed else None,
             job_id=row["RowKey"],
             state=row.get("State", LAUNCHED),
             launched_at=_moment(row["LaunchedAt"]),
@@ -115,8 +118,10 @@ class JobStore:
             results_queue=results_queue,
         )
 
-    def mark_launched(self, request: JobRequest) -> None:
-        """Record the launch (the start deadline counts from here); an earlier launch's row stands."""
+    def mark_launched(self, request: JobRequest, queue: str = "") -> None:
+        """Record the launch (the start deadline counts from here); an earlier launch's row stands.
+
+        ``queue`` is the job queue it was sent on: health reads the jobs of its own installation's queue."""
         try:
             insert_if_absent(
                 self._table,
@@ -127,6 +132,10 @@ class JobStore:
                     "Kind": request.kind.value,
                     "Attempt": request.attempt,
                     "LaunchedAt": now_iso(),
+                    # Which stack's jobs (one stack per tenant and environment): whose lock a dead job left.
+                    "Tenant": request.tenant,
+                    "Environment": request.environment,
+                    "Queue": queue,
                 },
             )
         except AlreadyExists:
@@ -135,6 +144,42 @@ class JobStore:
     def record(self, run_id: str, job_id: str) -> JobRecord | None:
         row = read_row(self._table, run_id, job_id)
         return JobRecord.of(row) if row else None
+
+    def run_jobs(self, run_id: str) -> list[JobRecord]:
+        """Every job of one run (its partition): plan attempts, then apply attempts."""
+        rows = self._table.query_entities("PartitionKey eq @run", parameters={"run": run_id})
+        records = [JobRecord.of(dict(row)) for row in rows]
+        return sorted(records, key=lambda job: (job.job_id.rsplit("-", 2)[-2] != "plan", job.attempt))
+
+    def read_log(self, tenant: str, environment: str, run_id: str, job_id: str, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes of a job's log from ``offset`` (empty: nothing there yet, or past its end)."""
+        name = f"{folder_of(tenant, environment, run_id, job_id)}/events.jsonl"
+        try:
+            return self._container.download_blob(name, offset=offset, length=length).readall()
+        except ResourceNotFoundError:
+            return b""
+        except HttpResponseError as error:
+            if error.status_code == 416:  # the range starts at or past the end: nothing new
+                return b""
+            raise
+
+    def recent_running(self, queue: str, since: str, limit: int = 200) -> list[JobRecord]:
+        """Jobs of ``queue`` still marked running whose last heartbeat is at or after ``since`` (ISO 8601)."""
+        rows = self._table.query_entities(
+            "Queue eq @queue and State eq @state and HeartbeatAt ge @since",
+            parameters={"queue": queue, "state": RUNNING, "since": since},
+            results_per_page=limit,
+        )
+        return [JobRecord.of(dict(row)) for _, row in zip(range(limit), rows, strict=False)]
+
+    def environment_jobs(self, tenant: str, environment: str, host: str) -> list[JobRecord]:
+        """The jobs of one tenant and environment that ran on ``host`` (a filtered scan across runs: it is
+        asked only when a stack lock is found, which a healthy installation never leaves)."""
+        rows = self._table.query_entities(
+            "Tenant eq @tenant and Environment eq @environment and Host eq @host",
+            parameters={"tenant": tenant, "environment": environment, "host": host},
+        )
+        return [JobRecord.of(dict(row)) for row in rows]
 
     def read_result(self, tenant: str, environment: str, run_id: str, job_id: str) -> JobResult | None:
         name = f"{folder_of(tenant, environment, run_id, job_id)}/result.json"

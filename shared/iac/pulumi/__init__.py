@@ -3,6 +3,8 @@
 - :mod:`.events`: pure translation of engine events into plan and apply results;
 - :mod:`.workspace`: selecting the stack from a specification, backend and configuration;
 - :mod:`.saved_plans`: the update plans a preview saves and an apply is bound to;
+- :mod:`.recovery`: pending operations of a dead update, and a cancel reaching a running one;
+- :mod:`.locks`: a stack lock a dead job left in a self-managed backend, removed once its owner is proven dead;
 - :mod:`.runner`: :class:`PulumiRunner`, the :class:`~shared.iac.model.IaCRunner`.
 
 Nothing here imports the CLI at import time: a host without it can still load

@@ -14,7 +14,7 @@ deviation, so when the journal already holds every changing step of the plan,
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from shared.desired_state import EnvironmentSpecification, RunnerName
@@ -30,6 +30,7 @@ from shared.iac.model import (
 )
 from shared.iac.pulumi.errors import CLI_MISSING, RunnerUnavailable, StackBusy
 from shared.iac.pulumi.events import apply_from_events, plain_message, plan_from_events
+from shared.iac.pulumi.locks import LockOwners, LockStore, clear_stale_locks, lock_store_for
 from shared.iac.pulumi.recovery import CancelOnStop, clear_pending_operations
 from shared.iac.pulumi.saved_plans import BINDING_KEY, STACK_KEY, SavedPlans
 from shared.iac.pulumi.workspace import ProgramLocation, locate_program, open_stack, stack_configuration
@@ -72,8 +73,18 @@ class PulumiRunner:
         saved_plans: SavedPlans | None = None,
         secrets_provider: str | None = None,
         event_sink: Callable[[Any], None] | None = None,
+        adopted_stacks: Mapping[str, str] | None = None,
+        lock_owners: LockOwners | None = None,
+        lock_stale_seconds: float = 90.0,
+        lock_store: LockStore | None = None,
     ) -> None:
         self.backend_url = backend_url
+        self.adopted_stacks = dict(adopted_stacks or {})
+        # A runner job passes who may hold a stack lock (its job rows) and the staleness limit; the lock
+        # store is the backend's own unless given (see :mod:`.locks`).
+        self.lock_owners = lock_owners
+        self.lock_stale_seconds = lock_stale_seconds
+        self.lock_store = lock_store
         self.work_root = work_root
         self.saved_plans = saved_plans
         self.secrets_provider = secrets_provider
@@ -86,6 +97,7 @@ class PulumiRunner:
             backend_url=settings.pulumi_backend_url,
             work_root=settings.pulumi_work_root,
             secrets_provider=settings.pulumi_secrets_provider,
+            adopted_stacks=settings.pulumi_adopted_stacks,
             **options,
         )
 
@@ -105,7 +117,7 @@ class PulumiRunner:
         preview with the values apply will use, so the saved plan accepts them.
         """
         self._require_cli(specification)
-        location = locate_program(specification, self.work_root)
+        location = locate_program(specification, self.work_root, self.adopted_stacks)
         saved = self._saved_plans()
         stack = self._stack(location, specification, target, resolved_configuration)
         events = EventCollector(self.event_sink)
@@ -134,7 +146,7 @@ class PulumiRunner:
         # resources and resume, which is why it runs in a runner job, not in an activity. ``stop`` (an
         # operator's cancel) is asked while the update runs and cancels it (see :mod:`.recovery`).
         self._require_cli(specification)
-        location = locate_program(specification, self.work_root)
+        location = locate_program(specification, self.work_root, self.adopted_stacks)
         digest = _check_plan(plan, location)
         logs = [
             f"apply of stack {location.stack_reference} bound to update plan {digest[:12]} "
@@ -149,6 +161,7 @@ class PulumiRunner:
         events = EventCollector(self.event_sink)
         watch = CancelOnStop(stack, stop)
         try:
+            logs.extend(self._clear_stale_locks(location))
             logs.extend(clear_pending_operations(stack))
             with watch:
                 stack.up(plan=str(plan_file), on_event=events, color="never")
@@ -164,6 +177,15 @@ class PulumiRunner:
         finally:
             plan_file.unlink(missing_ok=True)
         return self._record(events, journal, logs)
+
+    def _clear_stale_locks(self, location: ProgramLocation) -> list[str]:
+        """A lock a dead job left would refuse the update: removed when its owner is proven dead."""
+        store = self.lock_store or lock_store_for(self.backend_url)
+        if store is None or self.lock_owners is None:
+            return []
+        return clear_stale_locks(
+            store, location.project, location.stack, self.lock_owners, stale_seconds=self.lock_stale_seconds
+        )
 
     def _saved_plans(self) -> SavedPlans:
         if self.saved_plans is None:

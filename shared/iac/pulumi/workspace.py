@@ -6,9 +6,11 @@ provisioning module checks out under the work root) or, without one, the
 project's name. A path that leaves the work root is refused: a specification
 must not point the runner at the host's own files.
 
-The stack is the specification's ``pulumi.stack`` (the self-hosted host
-takes over the stack its operator bootstrapped, so the name is the
-operator's). It is created on first use and selected afterwards; the state backend
+The stack is the environment's own (:mod:`shared.iac.stacks`):
+``<tenant>.<environment>``, or the name the installation adopted for it (the
+self-hosted host takes over the stack ``factory`` its operator bootstrapped);
+a specification naming any other stack is refused before the CLI runs. It is
+created on first use and selected afterwards; the state backend
 is ``RuntimeCloud:IaC:PulumiBackendUrl`` (passed as ``PULUMI_BACKEND_URL``, so
 every CLI call of this workspace uses it; unset: the CLI's own default). In
 Azure it is an ``azblob://`` container reached with the runner identity
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from shared.desired_state import EnvironmentSpecification
 from shared.iac.pulumi.errors import ProgramNotFound
+from shared.iac.stacks import check_stack
 from shared.iac.tags import ManagementTags
 from shared.targets import ProvisioningTarget
 
@@ -54,11 +57,17 @@ class ProgramLocation:
         return f"{self.project}/{self.stack}"
 
 
-def locate_program(specification: EnvironmentSpecification, work_root: str | None) -> ProgramLocation:
-    """The program folder of a specification, checked to be inside the work root and to hold a project."""
+def locate_program(
+    specification: EnvironmentSpecification, work_root: str | None, adopted: Mapping[str, str] | None = None
+) -> ProgramLocation:
+    """The program folder of a specification, checked to be inside the work root and to hold a project,
+    and its stack, checked to be the environment's own (``adopted``: the installation's adopted stacks; the
+    runner always passes them; None, for a reader of a stack a run already used, skips the check)."""
     program = specification.pulumi
     if program is None:
         raise ProgramNotFound("the specification names no Pulumi program")
+    if adopted is not None:
+        check_stack(specification.tenant, specification.environment, program.stack, adopted)
     if not work_root:
         raise ProgramNotFound(
             "RuntimeCloud:IaC:PulumiWorkRoot is not set: the pulumi runner needs a folder that holds the programs"

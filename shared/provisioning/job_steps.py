@@ -1,0 +1,130 @@
+"""The runner-job side of a run's steps: launch the plan or apply job, and tell whether it finished.
+
+The orchestration calls :meth:`JobSteps.start` (activity
+``provisioning_start_job``) and then the plan or apply step with the ticket
+each time the job's notice or its check timer wakes it; the step answers
+``waiting`` (:meth:`JobSteps.pending`) until the job's row says it finished.
+
+Two things happen here rather than in the plan step, to save a run time:
+
+- **the policy bundle is loaded before the plan job starts**: GovernanceHost
+  down fails the run ``policy-unavailable`` (with its receipt, written by
+  ``finish``) before a job runs a preview; the plan step loads it again to
+  evaluate the job's plan, so a policy that changed meanwhile is the one
+  that judges it;
+- **the apply job starts from the plan step** when the run needs no approval
+  (:meth:`JobSteps.launch_apply`), after the policy verdict and the plan
+  receipt are recorded: one activity round less, and the job is already
+  running while the orchestration takes the plan's answer.
+
+Every call is idempotent: a job id names one attempt of one step, its input
+is written once and its row inserted once, and a request sent twice runs once
+(the job claims its row under its ETag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shared.iac.jobs.protocol import JobKind
+from shared.iac.model import PlanResult
+from shared.provisioning.configuration import ConfigPlatformClient, resolve_configuration
+from shared.provisioning.outcomes import Outcome, StepAnswer
+from shared.provisioning.policy_gate import PolicyGate, PolicyUnavailable, load_policy
+from shared.provisioning.run_records import RunRecords
+from shared.provisioning.runner_jobs import JobTicket, RunnerJobs
+from shared.provisioning.runs import FailureReason, Run, RunState
+from shared.provisioning.step_answers import RunRef, failed
+from shared.provisioning.store import ProvisioningStore
+from shared.targets import ProvisioningTarget, find_target
+
+
+class JobSteps:
+    def __init__(
+        self,
+        store: ProvisioningStore,
+        records: RunRecords,
+        jobs: RunnerJobs,
+        *,
+        targets: Sequence[ProvisioningTarget],
+        config_platform: ConfigPlatformClient,
+        policy_gate: PolicyGate | None,
+    ) -> None:
+        self._store = store
+        self._records = records
+        self._jobs = jobs
+        self._targets = targets
+        self._config_platform = config_platform
+        self._gate = policy_gate
+
+    @property
+    def enabled(self) -> bool:
+        return self._jobs.enabled
+
+    def start(self, ref: RunRef, kind: JobKind, attempt: int) -> JobTicket | StepAnswer:
+        """Hand the plan or the apply to a runner job: its ticket; an empty one when the step runs without
+        one (jobs off, or nothing to run: cancelled, planned or applied already, target gone); a ``failed``
+        answer when the plan cannot start (the policy cannot be read)."""
+        if not self._jobs.enabled:
+            return JobTicket()
+        run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        if kind is JobKind.PLAN:
+            if _cancelled(run) or run.plan_digest or run.state is not RunState.PLANNING:
+                return JobTicket()
+            if (unavailable := self._policy_unavailable(run)) is not None:
+                return unavailable
+            return self._launch(run, kind, attempt, None)
+        return self._launch_apply(ref, attempt)
+
+    def launch_apply(self, ref: RunRef, answer: StepAnswer) -> StepAnswer:
+        """The plan step's answer, with the apply job launched when the run goes on without approval."""
+        if not self._jobs.enabled or answer.get("outcome") != Outcome.PLANNED or answer.get("requires_approval"):
+            return answer
+        ticket = self._launch_apply(ref, 1)
+        return {**answer, "apply_job": dict(ticket)} if ticket else answer
+
+    def pending(self, ref: RunRef, job: JobTicket) -> StepAnswer | None:
+        """``waiting`` while the step's job has not finished (None: it did, or it was declared dead)."""
+        if job.get("dead"):
+            return None
+        check = self._jobs.check(ref.run_id, job["job_id"])
+        if check["state"] == "finished":
+            return None
+        return {"outcome": Outcome.WAITING, "job_state": check["state"], "detail": check["detail"]}
+
+    def _launch_apply(self, ref: RunRef, attempt: int) -> JobTicket:
+        run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
+        if run.cancel_requested and run.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
+            return JobTicket()
+        run = self._records.start_applying(ref)
+        if run.apply_receipt_digest or run.cancel_requested:
+            return JobTicket()
+        plan = self._records.reviewed_plan(run)
+        if plan is None:
+            return JobTicket()
+        return self._launch(run, JobKind.APPLY, attempt, plan)
+
+    def _launch(self, run: Run, kind: JobKind, attempt: int, plan: PlanResult | None) -> JobTicket:
+        target = find_target(self._targets, run.target)
+        if target is None:
+            return JobTicket()  # the step itself fails the run, naming the missing target
+        specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
+        configuration = resolve_configuration(specification.configuration, run.environment, self._config_platform)
+        return self._jobs.launch(run, specification, target, kind, attempt, plan, configuration)
+
+    def _policy_unavailable(self, run: Run) -> StepAnswer | None:
+        """Fail fast: the policy is read before a job runs the preview (evaluated after, in the plan step)."""
+        if self._gate is None:
+            return None
+        try:
+            load_policy(self._gate, run)
+        except PolicyUnavailable as error:
+            return failed(FailureReason.POLICY_UNAVAILABLE, str(error))
+        return None
+
+
+def _cancelled(run: Run) -> bool:
+    return run.decision is not None and run.decision.decision == "cancelled"
+
+
+__all__ = ["JobSteps", "JobTicket"]
