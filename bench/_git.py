@@ -1,7 +1,7 @@
 """Bare Git repositories for the benchmarks, written with dulwich (as a Git server keeps them).
 
-The benchmarks' own copy: bench code never imports the tests (``tests/gitops/helpers.py`` has
-the tests' one). A commit is written straight into the object store and moves
+Used by the GitOps benchmark and tests (bench code never imports the tests; the tests import
+this). A commit is written straight into the object store and moves
 ``refs/heads/<branch>``, as a push does; each commit holds the whole tree.
 """
 

@@ -21,11 +21,16 @@ class ConfigError(ValueError):
 
 
 def parse_timespan(value: str | int | float | None, default: float) -> float:
-    """``hh:mm:ss[.fff]`` (or ``d.hh:mm:ss``) as seconds, the way host.json writes durations."""
+    """``hh:mm:ss[.fff]`` (or ``d.hh:mm:ss``) as seconds, the way host.json writes durations.
+
+    A bare number is refused: the Functions host binds it with ``TimeSpan.Parse``,
+    which reads ``2`` (or ``"2000"``) as that many *days*, so accepting it as seconds
+    here would run locally what means something else in Azure.
+    """
     if value is None:
         return default
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, (int, float)) or str(value).strip().isdigit():
+        raise ValueError(f"not a time span: {value!r} (Azure would read a bare number as days)")
     match = re.fullmatch(r"(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)", value.strip())
     if not match:
         raise ValueError(f"not a time span: {value!r}")

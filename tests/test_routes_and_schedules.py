@@ -51,3 +51,6 @@ def test_host_json_time_spans():
     assert parse_timespan("00:00:02", 0) == 2
     assert parse_timespan("1.00:00:00", 0) == 86400
     assert parse_timespan(None, 7) == 7
+    for bare in (2, 0.5, "2000"):  # Azure's TimeSpan.Parse reads a bare number as days: refused, never seconds
+        with pytest.raises(ValueError, match="days"):
+            parse_timespan(bare, 0)

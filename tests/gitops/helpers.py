@@ -1,69 +1,25 @@
-"""GitOps test helpers: bare repositories written with dulwich, signed webhooks, the poll, the ledger.
+"""GitOps test helpers: signed webhooks, the poll, the ledger, and specifications to commit.
 
-Repositories are bare (as a Git server keeps them) and live under the folder
-the test hosts allow (``tests.conftest.git_sources_root``); a commit is written
-straight into the object store and moves ``refs/heads/<branch>``, as a push does.
+Repositories are :class:`bench._git.BareRepository` (bare, as a Git server keeps
+them; one helper for the tests and the benchmark) under the folder the test
+hosts allow (``tests.conftest.git_sources_root``).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-from dulwich.index import commit_tree
-from dulwich.objects import Blob, Commit
-from dulwich.repo import Repo
-
+from bench._git import FILE as FILE  # re-exported: the tests name the file they commit
+from bench._git import BareRepository as BareRepository
 from shared.gitops.signatures import sign
 from tests.support.host import HostProcess, wait_until
 
 SECRET = "test-webhook-secret-0123456789abcdef"  # tests/conftest.py: RuntimeCloudGitOps__WebhookSecret
 OPERATOR = {"scopes": ["factory.runtime.write", "factory.runtime.read"], "roles": ["Operator"]}
 READER = {"scopes": ["factory.runtime.read"]}
-FILE = "envs/app.yaml"
-
-
-class BareRepository:
-    """A bare repository whose branch moves by :meth:`commit` (the whole tree each time)."""
-
-    def __init__(self, folder: Path, branch: str = "main") -> None:
-        folder.mkdir(parents=True)
-        self.path = folder
-        self.branch = branch
-        self._repo: Any = Repo.init_bare(str(folder))  # refs typed as dulwich's Ref; plain bytes here
-        self._files: dict[str, bytes] = {}
-
-    def commit(self, changes: dict[str, bytes | None], message: str = "change") -> str:
-        """Write ``changes`` (None deletes a file) as a new commit on the branch; answers its id."""
-        for name, content in changes.items():
-            if content is None:
-                self._files.pop(name, None)
-            else:
-                self._files[name] = content
-        store = self._repo.object_store
-        entries = []
-        for name, content in sorted(self._files.items()):
-            blob = Blob.from_string(content)
-            store.add_object(blob)
-            entries.append((name.encode(), blob.id, 0o100644))
-        commit = Commit()
-        commit.tree = commit_tree(store, entries)
-        ref = f"refs/heads/{self.branch}".encode()
-        commit.parents = [self._repo.refs[ref]] if ref in self._repo.refs else []
-        commit.author = commit.committer = b"Dev <dev@example.com>"
-        commit.author_time = commit.commit_time = int(time.time())
-        commit.author_timezone = commit.commit_timezone = 0
-        commit.encoding = b"UTF-8"
-        commit.message = message.encode()
-        store.add_object(commit)
-        self._repo.refs[ref] = commit.id
-        return commit.id.decode()
-
-    def close(self) -> None:
-        self._repo.close()
 
 
 def spec_yaml(environment: str, environment_class: str = "non-production", queues: tuple[str, ...] = ("a",)) -> bytes:
