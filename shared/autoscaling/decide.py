@@ -162,7 +162,9 @@ def _down(
             return floor, "idle"
     if not observed_for(samples, now, policy.stabilization_seconds):
         return None
-    recent = within(samples, now, max(policy.stabilization_seconds, 1))
+    # With no stabilization window only the latest sample counts: a sample taken a moment ago
+    # must not hold a scale-down back by how fast the evaluations came.
+    recent = within(samples, now, policy.stabilization_seconds) if policy.stabilization_seconds else samples[-1:]
     if any(s.denied for s in recent):
         return None
     highest = max(need(s.held, policy) for s in recent)

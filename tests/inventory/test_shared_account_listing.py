@@ -77,15 +77,14 @@ def test_the_listing_reads_what_the_storage_sdk_reads_across_pages(azurite):
 
     ours = sorted(
         (c.name, c.metadata, c.last_modified, c.public_access)
-        for c in list_containers(blobs, page_size=2)
-        if c.name.startswith(prefix)
+        for c in list_containers(blobs, page_size=2, prefix=prefix)
     )
     sdks = sorted(
         (c.name, c.metadata or {}, c.last_modified, str(c.public_access) if c.public_access else None)
         for c in blobs.list_containers(name_starts_with=prefix, include_metadata=True)
     )
     assert ours == sdks and len(ours) == 2 and ours[1][3] == "container"
-    our_queues = {q.name: q.metadata for q in list_queues(queues, page_size=2) if q.name.startswith(prefix)}
+    our_queues = {q.name: q.metadata for q in list_queues(queues, page_size=2, prefix=prefix)}
     sdk_queues = {q.name: q.metadata or {} for q in queues.list_queues(name_starts_with=prefix, include_metadata=True)}
     assert our_queues == sdk_queues and len(our_queues) == 3
 

@@ -51,9 +51,10 @@ class ListedItem:
     public_access: str | None = None  # containers only: "container" or "blob"; None when private
 
 
-def list_containers(service: BlobServiceClient, page_size: int) -> Iterator[ListedItem]:
-    """Every container of the account, with its metadata, last-modified time and public access."""
-    for page in _pages(service, page_size, "Containers"):
+def list_containers(service: BlobServiceClient, page_size: int, prefix: str = "") -> Iterator[ListedItem]:
+    """Every container of the account (whose name starts with ``prefix``), with its metadata,
+    last-modified time and public access."""
+    for page in _pages(service, page_size, "Containers", prefix):
         for element in page.iter("Container"):
             properties = element.find("Properties")
             yield ListedItem(
@@ -64,17 +65,19 @@ def list_containers(service: BlobServiceClient, page_size: int) -> Iterator[List
             )
 
 
-def list_queues(service: QueueServiceClient, page_size: int) -> Iterator[ListedItem]:
-    """Every queue of the account, with its metadata."""
-    for page in _pages(service, page_size, "Queues"):
+def list_queues(service: QueueServiceClient, page_size: int, prefix: str = "") -> Iterator[ListedItem]:
+    """Every queue of the account (whose name starts with ``prefix``), with its metadata."""
+    for page in _pages(service, page_size, "Queues", prefix):
         for element in page.iter("Queue"):
             yield ListedItem(name=element.findtext("Name") or "", metadata=_metadata(element))
 
 
-def _pages(service: BlobServiceClient | QueueServiceClient, page_size: int, items: str) -> Iterator[Any]:
+def _pages(service: BlobServiceClient | QueueServiceClient, page_size: int, items: str, prefix: str) -> Iterator[Any]:
     marker = ""
     while True:
         params = {"comp": "list", "include": "metadata", "maxresults": str(page_size)}
+        if prefix:
+            params["prefix"] = prefix
         if marker:
             params["marker"] = marker
         request = HttpRequest(
