@@ -164,10 +164,10 @@ def _down(
         return None
     # With no stabilization window only the latest sample counts: a sample taken a moment ago
     # must not hold a scale-down back by how fast the evaluations came.
-    recent = within(samples, now, policy.stabilization_seconds) if policy.stabilization_seconds else samples[-1:]
-    if any(s.denied for s in recent):
+    settled = within(samples, now, policy.stabilization_seconds) if policy.stabilization_seconds else [samples[-1]]
+    if any(s.denied for s in settled):
         return None
-    highest = max(need(s.held, policy) for s in recent)
+    highest = max(need(s.held, policy) for s in settled)
     if highest >= size:
         return None
     return max(floor, highest, size - policy.scale_down_step), "utilization-low"
