@@ -31,7 +31,7 @@ from shared.provisioning.rejections import record_rejection
 from shared.provisioning.run_log import RunLog
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
-from shared.telemetry import annotate
+from shared.telemetry import message_span
 from shared.wiring import provisioning as wiring
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)  # the endpoint pipeline authenticates
@@ -57,8 +57,11 @@ async def runner_job_finished(message: func.QueueMessage, client: df.DurableOrch
             field_errors(error),
         )
         return
-    annotate(tenant=notice.tenant, environment=notice.environment, run=notice.run_id)
-    await notify_job_finished(client, notice.run_id, notice.job_id)
+    # The notice names the run's trace: waking the run is a step of that trace, not a trace of its own.
+    with message_span(
+        "runner job finished", body, tenant=notice.tenant, environment=notice.environment, run=notice.run_id
+    ):
+        await notify_job_finished(client, notice.run_id, notice.job_id)
 
 
 class RunLogQuery(BaseModel):

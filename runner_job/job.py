@@ -118,7 +118,11 @@ def _run_request(request: JobRequest, storage: StorageClients) -> JobResult | No
 def notify(storage: StorageClients, request: JobRequest) -> None:
     """The completion notice that wakes the run (a lost one is covered by the orchestration's next check)."""
     notice = JobNotice(
-        job_id=request.job_id, tenant=request.tenant, environment=request.environment, run_id=request.run_id
+        job_id=request.job_id,
+        tenant=request.tenant,
+        environment=request.environment,
+        run_id=request.run_id,
+        traceparent=request.traceparent,
     )
     try:
         storage.queue(request.results_queue).send_message(notice.model_dump_json())

@@ -75,6 +75,7 @@ MATRIX: dict[str, Case] = {
     "POST /runtime-cloud/runs/{id}/cancel": Case("not-found", body=lambda a: {"reason": "not mine"}),
     "GET /runtime-cloud/runs/{id}/receipts/{kind}": NOT_FOUND,
     "GET /runtime-cloud/runs/{id}/outputs": NOT_FOUND,
+    "GET /runtime-cloud/runs/{id}/log": NOT_FOUND,
     "GET /runtime-cloud/environments/{environment}/specification": NOT_FOUND,
     "GET /runtime-cloud/environments/{environment}/receipts/verify": NOT_FOUND,
     # inventory

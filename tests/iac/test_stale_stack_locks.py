@@ -28,7 +28,6 @@ from shared.iac.pulumi.saved_plans import BINDING_KEY, STACK_KEY, SavedPlans
 from shared.storage.clients import StorageClients, clients_from_connection_string
 from tests.iac.conftest import DictJournal
 
-NOW = datetime.now(UTC)
 STALE_SECONDS = 90
 
 
@@ -53,13 +52,14 @@ def state(azurite) -> ContainerClient:
 
 def leave_lock(state: ContainerClient, project: str, stack: str, host: str, age_seconds: float) -> str:
     name = f".pulumi/locks/organization/{project}/{stack}/{uuid.uuid4()}.json"
-    taken = (NOW - timedelta(seconds=age_seconds)).isoformat().replace("+00:00", "Z")
+    taken = (datetime.now(UTC) - timedelta(seconds=age_seconds)).isoformat().replace("+00:00", "Z")
     state.upload_blob(name, json.dumps({"pid": 4242, "username": "runner", "hostname": host, "timestamp": taken}))
     return name
 
 
 def job_row(storage: StorageClients, environment: str, host: str, *, claimed_ago: float, beat_ago: float) -> str:
     job_id = f"run-{uuid.uuid4().hex[:8]}-apply-1"
+    now = datetime.now(UTC)  # at the call: the code under test reads the clock when it runs
     storage.tables.get_table_client(JOBS_TABLE).upsert_entity(
         {
             "PartitionKey": job_id.rsplit("-apply-", 1)[0],
@@ -70,9 +70,9 @@ def job_row(storage: StorageClients, environment: str, host: str, *, claimed_ago
             "Environment": environment,
             "Host": host,
             "Pid": 77,
-            "LaunchedAt": (NOW - timedelta(seconds=claimed_ago + 1)).isoformat(),
-            "ClaimedAt": (NOW - timedelta(seconds=claimed_ago)).isoformat(),
-            "HeartbeatAt": (NOW - timedelta(seconds=beat_ago)).isoformat(),
+            "LaunchedAt": (now - timedelta(seconds=claimed_ago + 1)).isoformat(),
+            "ClaimedAt": (now - timedelta(seconds=claimed_ago)).isoformat(),
+            "HeartbeatAt": (now - timedelta(seconds=beat_ago)).isoformat(),
         }
     )
     return job_id

@@ -108,3 +108,4 @@ class JobNotice(BaseModel):
     tenant: str
     environment: str
     run_id: str
+    traceparent: str | None = Field(default=None, max_length=128)  # the run's trace, which the trigger continues
