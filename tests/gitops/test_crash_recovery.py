@@ -16,15 +16,28 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from azure.data.tables import TableServiceClient
 
+from devhost.azurite import Azurite
 from tests.conftest import REPO, app_settings
 from tests.gitops.helpers import FILE, github_push, run_poll, spec_yaml, status, wait_for_syncs
 from tests.provisioning.helpers import declare, runs_of, specification, wait_for_run_state
 from tests.support.host import HostProcess, wait_until
 from tests.support.storage_proxy import StorageProxy
+
+
+@pytest.fixture(scope="module")
+def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
+    """An Azurite of this module's own: every host on an account shares its queues (by design, any host
+    may take a sync), so on the session's account another test's host could take the sync this test
+    holds behind its proxy, and the write it waits for would never pass the proxy."""
+    instance = Azurite(tmp_path_factory.mktemp("gitops-crash-azurite")).start()
+    yield instance
+    instance.stop(grace_seconds=0.5)
 
 
 def _ledger(azurite, tenant: str, environment: str) -> dict:
