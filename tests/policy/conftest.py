@@ -24,11 +24,15 @@ def policy_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tree
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def policy_host(
     azurite: Azurite, key_dir: Path, policy_tree: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[HostProcess]:
-    """The product with ``RuntimeCloud__Policy__Source=files`` on the session's tree."""
+    """The product with ``RuntimeCloud__Policy__Source=files`` on the session's tree.
+
+    Package-scoped, like the other hosts with settings of their own: every host on the session's
+    account takes from the same queues (promotions, syncs), so one with other settings must be gone
+    before other packages' tests send messages that any host may take."""
     settings = app_settings(
         azurite, key_dir, RuntimeCloud__Policy__Source="files", RuntimeCloud__Policy__Directory=str(policy_tree)
     )
@@ -44,14 +48,14 @@ def governance_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tree
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def governance_stand_in(governance_tree: Path) -> Iterator[GovernanceHostStandIn]:
     server = GovernanceHostStandIn(governance_tree).start()
     yield server
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def governed_host(
     azurite: Azurite,
     key_dir: Path,
