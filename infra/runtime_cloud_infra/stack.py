@@ -54,19 +54,17 @@ def build(settings: StackSettings) -> Stack:
     grants.append(
         identity.grant_host("host-backup-blobs", ids.host, backups.account.id, backup.ROLE, client.subscription_id)
     )
-    settings_by_name = host_settings.app_settings(
-        settings,
-        host_settings.Wiring(
-            account_name=store.account.name,
-            blob_endpoint=store.account.primary_endpoints.blob,
-            queue_endpoint=store.account.primary_endpoints.queue,
-            table_endpoint=store.account.primary_endpoints.table,
-            host_client_id=ids.host.client_id,
-            runner_client_id=ids.runner.client_id,
-            insights_connection_string=sinks.insights.connection_string,
-            vault_uri=key_vault.vault_uri(settings),
-        ),
+    wiring = host_settings.Wiring(
+        account_name=store.account.name,
+        blob_endpoint=store.account.primary_endpoints.blob,
+        queue_endpoint=store.account.primary_endpoints.queue,
+        table_endpoint=store.account.primary_endpoints.table,
+        host_client_id=ids.host.client_id,
+        runner_client_id=ids.runner.client_id,
+        insights_connection_string=sinks.insights.connection_string,
+        vault_uri=key_vault.vault_uri(settings),
     )
+    settings_by_name = host_settings.app_settings(settings, wiring)
     settings_by_name.update(backup.app_settings(backups, ids.host.client_id))
     app = function_app.host_app(
         settings,
@@ -89,18 +87,7 @@ def build(settings: StackSettings) -> Stack:
             host_identity=ids.host,
             runner_identity=ids.runner,
             account_name=store.account.name,
-            store_settings=host_settings.identity_store(
-                host_settings.Wiring(
-                    account_name=store.account.name,
-                    blob_endpoint=store.account.primary_endpoints.blob,
-                    queue_endpoint=store.account.primary_endpoints.queue,
-                    table_endpoint=store.account.primary_endpoints.table,
-                    host_client_id=ids.host.client_id,
-                    runner_client_id=ids.runner.client_id,
-                    insights_connection_string=sinks.insights.connection_string,
-                    vault_uri=key_vault.vault_uri(settings),
-                )
-            ),
+            store_settings=host_settings.identity_store(wiring),
             backend_url=runner_job.backend_url(store.account.name),
             secrets_provider=host_settings.secrets_provider(settings),
         ),
