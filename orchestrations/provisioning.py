@@ -112,8 +112,9 @@ def _job_step(
     launched: dict[str, Any] | None,
 ) -> Steps:
     """The plan or apply step through its runner job: launch the job (unless ``launched``: the plan step
-    started the apply's), then call the step each time the job's notice or the check timer wakes the run;
-    the step answers ``waiting`` until the job finished. A start that fails (the policy unreadable before
+    started the apply's), call the step at once (it waits up to the ticket's ``wait_seconds`` for a short
+    job), then each time the job's notice or the check timer wakes the run; the step answers ``waiting``
+    until the job finished. A start that fails (the policy unreadable before
     a plan) is the step's answer.
 
     The checks back off from a quarter second to the ticket's ``check_seconds``: a short job whose notice is
@@ -133,15 +134,22 @@ def _job_step(
         if "outcome" in job:  # the job could not start: that is the step's answer
             return job
         wait = FIRST_JOB_CHECK_SECONDS
+        # A ticket from before JobWaitSeconds (a history replayed after an upgrade) has no wait: it replays
+        # the timer-first order it was written with. A new one is checked at once, the step waiting briefly.
+        waits_in_step = float(job.get("wait_seconds") or 0)
         while True:
-            wait = min(float(job["check_seconds"]), wait)
-            timer = context.create_timer(context.current_utc_datetime + timedelta(seconds=wait))
-            finished = context.wait_for_external_event(RUNNER_JOB_FINISHED)
-            winner = yield context.task_any([finished, timer])
-            if winner == finished:
-                timer.cancel()
-            wait *= 2
-            answer: StepAnswer = yield context.call_activity_with_retry(step, RETRY, {**run, "job": job})
+            step_input: dict[str, Any] = {**run, "job": job}
+            if waits_in_step:
+                step_input["job_wait_seconds"], waits_in_step = waits_in_step, 0.0
+            else:
+                wait = min(float(job["check_seconds"]), wait)
+                timer = context.create_timer(context.current_utc_datetime + timedelta(seconds=wait))
+                finished = context.wait_for_external_event(RUNNER_JOB_FINISHED)
+                winner = yield context.task_any([finished, timer])
+                if winner == finished:
+                    timer.cancel()
+                wait *= 2
+            answer: StepAnswer = yield context.call_activity_with_retry(step, RETRY, step_input)
             if Outcome(answer["outcome"]) is not Outcome.WAITING:
                 return answer
             if answer.get("job_state") == "dead":
@@ -222,7 +230,7 @@ def provisioning_claim_environment(run: dict) -> str:
 
 @bp.activity_trigger(input_name="run", activity="provisioning_plan")
 def provisioning_plan(run: dict) -> StepAnswer:
-    return steps().plan(_ref(run), run.get("job") or None)
+    return steps().plan(_ref(run), run.get("job") or None, float(run.get("job_wait_seconds") or 0))
 
 
 @bp.activity_trigger(input_name="request", activity="provisioning_start_job")
@@ -242,7 +250,7 @@ def provisioning_decision(run: dict) -> str | None:
 
 @bp.activity_trigger(input_name="run", activity="provisioning_apply")
 def provisioning_apply(run: dict) -> StepAnswer:
-    return steps().apply(_ref(run), run.get("job") or None)
+    return steps().apply(_ref(run), run.get("job") or None, float(run.get("job_wait_seconds") or 0))
 
 
 @bp.activity_trigger(input_name="request", activity="provisioning_finish")

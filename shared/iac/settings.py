@@ -7,7 +7,8 @@ scaled by that queue (KEDA ``azure-queue``), runs it as the runner identity;
 locally the local host's job scaler forks a process per request. The job
 writes a heartbeat every ``JobHeartbeatSeconds``; the run's orchestration
 checks it every ``JobCheckSeconds`` (and when the job's completion message
-wakes it). A job with no heartbeat for ``JobStaleSeconds`` (or none at all
+wakes it); the first check, right after the launch, waits up to ``JobWaitSeconds``
+for a short job to finish. A job with no heartbeat for ``JobStaleSeconds`` (or none at all
 within ``JobStartSeconds`` of its launch) is dead: it is launched again (a new
 attempt; the step journal makes the apply go on where the dead one stopped)
 up to ``JobMaxAttempts`` in all, then the run fails with a receipt.
@@ -60,6 +61,10 @@ class IaCSettings(Section):
     job_start_seconds: float = Field(default=600.0, gt=0, le=7200, alias="JobStartSeconds")
     job_check_seconds: float = Field(default=30.0, gt=0, le=600, alias="JobCheckSeconds")
     job_max_attempts: int = Field(default=2, ge=1, le=5, alias="JobMaxAttempts")
+    # How long the step called right after a launch waits, inside its activity, for a short job to finish
+    # (reading the job's row with a short backoff) before the run waits on the notice and the check timer:
+    # a job of a second is found within tens of milliseconds instead of at the next queue poll. 0: never.
+    job_wait_seconds: float = Field(default=2.0, ge=0, le=30, alias="JobWaitSeconds")
 
     @field_validator("pulumi_adopted_stacks", mode="before")
     @classmethod

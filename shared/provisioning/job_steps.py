@@ -83,11 +83,14 @@ class JobSteps:
         ticket = self._launch_apply(ref, 1)
         return {**answer, "apply_job": dict(ticket)} if ticket else answer
 
-    def pending(self, ref: RunRef, job: JobTicket) -> StepAnswer | None:
-        """``waiting`` while the step's job has not finished (None: it did, or it was declared dead)."""
+    def pending(self, ref: RunRef, job: JobTicket, wait_seconds: float = 0.0) -> StepAnswer | None:
+        """``waiting`` while the step's job has not finished (None: it did, or it was declared dead).
+
+        ``wait_seconds`` (the call right after the launch): a job still running is read again until it
+        finishes or the wait is over, so a short job needs no notice and no timer to be found."""
         if job.get("dead"):
             return None
-        check = self._jobs.check(ref.run_id, job["job_id"])
+        check = self._jobs.check(ref.run_id, job["job_id"], wait_seconds)
         if check["state"] == "finished":
             return None
         return {"outcome": Outcome.WAITING, "job_state": check["state"], "detail": check["detail"]}

@@ -148,12 +148,13 @@ class RunSteps:
 
     # -- plan ---------------------------------------------------------------------------------
 
-    def plan(self, ref: RunRef, job: JobTicket | None = None) -> StepAnswer:
+    def plan(self, ref: RunRef, job: JobTicket | None = None, wait_seconds: float = 0.0) -> StepAnswer:
         """Plan (or take the plan a runner job made: ``job``), write the plan receipt, say whether to wait.
 
-        With a ``job`` that has not finished, answers ``waiting`` (and whether the job lives) at once. A run
-        that goes on without approval gets its apply job launched here (``apply_job`` in the answer)."""
-        if job and (pending := self._job_steps.pending(ref, job)):
+        With a ``job`` that has not finished (within ``wait_seconds``), answers ``waiting`` (and whether the
+        job lives). A run that goes on without approval gets its apply job launched here (``apply_job`` in
+        the answer)."""
+        if job and (pending := self._job_steps.pending(ref, job, wait_seconds)):
             return pending
         return self._job_steps.launch_apply(ref, self._plan(ref, job))
 
@@ -234,21 +235,21 @@ class RunSteps:
 
     # -- apply --------------------------------------------------------------------------------
 
-    def apply(self, ref: RunRef, job: JobTicket | None = None) -> StepAnswer:
+    def apply(self, ref: RunRef, job: JobTicket | None = None, wait_seconds: float = 0.0) -> StepAnswer:
         """Apply the reviewed plan, or one slice of it: ``{"outcome": "continue"}`` asks to be called
         again (the journal makes the next call go on from the next step); any other outcome is final,
         with the apply receipt written and the run finished (``finished``, ``waiting_runs``: the
         orchestration needs no finish step of its own). With ``job``, the runner job applied it: its
         result (or, for a job that died, what the journal holds) goes into the receipt; one still
-        running: ``waiting``."""
-        answer = self._apply(ref, job)
+        running (after ``wait_seconds``): ``waiting``."""
+        answer = self._apply(ref, job, wait_seconds)
         if Outcome(answer["outcome"]) in (Outcome.CONTINUE, Outcome.WAITING):
             return answer
         waiting = self.finish(ref, Outcome(answer["outcome"]), answer.get("reason"), answer.get("detail", ""))
         return {**answer, "finished": True, "waiting_runs": waiting}
 
-    def _apply(self, ref: RunRef, job: JobTicket | None) -> StepAnswer:
-        if job and (pending := self._job_steps.pending(ref, job)):
+    def _apply(self, ref: RunRef, job: JobTicket | None, wait_seconds: float) -> StepAnswer:
+        if job and (pending := self._job_steps.pending(ref, job, wait_seconds)):
             return pending  # first: nothing may end the run while its job still applies
         waiting, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
         if waiting.cancel_requested and waiting.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):

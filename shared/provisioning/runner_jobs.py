@@ -23,6 +23,7 @@ listing the steps the journal holds, so what did get applied is on record.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypedDict
@@ -48,6 +49,10 @@ from shared.storage.clients import StorageClients
 from shared.targets import ProvisioningTarget
 from shared.telemetry.tracing import current_trace_context
 
+# A waiting check's pauses between two reads of the job's row: short at first (a job of a few hundred
+# milliseconds is found within tens of them), growing slowly so a longer wait costs few reads.
+FIRST_RECHECK_SECONDS, RECHECK_GROWTH, LAST_RECHECK_SECONDS = 0.025, 1.2, 0.25
+
 
 class JobTicket(TypedDict, total=False):
     """What the orchestration keeps of a launched job (small: it lives in the history)."""
@@ -57,6 +62,7 @@ class JobTicket(TypedDict, total=False):
     attempt: int
     check_seconds: float
     max_attempts: int
+    wait_seconds: float  # JobWaitSeconds when launched (a ticket from before it has none)
     dead: str  # set by the orchestration when the last attempt died: why
 
 
@@ -115,16 +121,25 @@ class RunnerJobs:
             attempt=attempt,
             check_seconds=self._iac.job_check_seconds,
             max_attempts=self._iac.job_max_attempts,
+            wait_seconds=self._iac.job_wait_seconds,
         )
 
-    def check(self, run_id: str, job_id: str) -> JobCheck:
-        found = liveness(
-            self._store.record(run_id, job_id),
-            datetime.now(UTC),
-            stale_seconds=self._iac.job_stale_seconds,
-            start_seconds=self._iac.job_start_seconds,
-        )
-        return JobCheck(state=found.state, detail=found.detail)
+    def check(self, run_id: str, job_id: str, wait_seconds: float = 0.0) -> JobCheck:
+        """Whether the job finished, runs or died; with ``wait_seconds``, a running job is read again
+        (after 25 ms, growing to a quarter second) until it is not running or the wait is over."""
+        give_up = time.monotonic() + wait_seconds
+        pause = FIRST_RECHECK_SECONDS
+        while True:
+            found = liveness(
+                self._store.record(run_id, job_id),
+                datetime.now(UTC),
+                stale_seconds=self._iac.job_stale_seconds,
+                start_seconds=self._iac.job_start_seconds,
+            )
+            if found.state != "running" or time.monotonic() + pause > give_up:
+                return JobCheck(state=found.state, detail=found.detail)
+            time.sleep(pause)
+            pause = min(pause * RECHECK_GROWTH, LAST_RECHECK_SECONDS)
 
     def configuration_of(self, run: Run, ticket: JobTicket) -> ResolvedConfiguration:
         """What the receipt records about the configuration the job was given (names only)."""

@@ -89,6 +89,37 @@ def test_a_run_is_planned_and_applied_by_runner_jobs_in_processes_of_their_own(j
     assert any("apply by embedded" in line.get("log", "") for line in lines)
 
 
+def test_a_short_job_is_found_by_the_step_called_at_its_launch_with_no_check_timer(azurite, key_dir, mint, tmp_path):
+    # The check timer is ten minutes away: only the step's own wait (JobWaitSeconds) can end this run in time.
+    overrides = {"RuntimeCloud__IaC__JobCheckSeconds": "600", "RuntimeCloud__IaC__JobWaitSeconds": "30"}
+    settings = provisioning_settings(azurite, key_dir, **job_settings(unique("short"), **overrides))
+    host = HostProcess(REPO, settings, tmp_path / "host.log").start()
+    token = mint("tenant-a", scopes=WRITE)
+    try:
+        run_id = declare(host, token, specification(unique("short"))).json()["run_id"]
+
+        run = wait_for_run_state(host, token, run_id, {"applied", "failed"}, timeout=120)
+
+        assert run["state"] == "applied", run
+        events = orchestration_history(host, run_id)
+        assert not [event for event in events if event["EventType"] == "TimerCreated"]
+        steps = [event.get("FunctionName") for event in events if event["EventType"] == "TaskCompleted"]
+        assert steps.count("provisioning_plan") == 1 and steps.count("provisioning_apply") == 1, steps
+    finally:
+        host.stop()
+
+
+def orchestration_history(host: HostProcess, instance_id: str) -> list[dict[str, Any]]:
+    """The run's finished orchestration's history events (the run is applied a moment before it ends)."""
+
+    def finished() -> list[dict[str, Any]] | None:
+        answer = host.request("GET", f"runtime/webhooks/durabletask/instances/{instance_id}?showHistory=true")
+        assert answer.status_code in (200, 202), answer.text
+        return answer.json()["historyEvents"] if answer.status_code == 200 else None
+
+    return wait_until(finished, message=f"the orchestration of {instance_id} to finish")
+
+
 def test_a_job_killed_mid_apply_runs_again_and_applies_nothing_twice(azurite, key_dir, mint, tmp_path):
     # A pause between changes makes the apply last long enough to kill its job half-way.
     settings = provisioning_settings(
