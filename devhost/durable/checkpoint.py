@@ -154,9 +154,11 @@ class Episodes:
         # Messages first, then the checkpoint, as the Azure Storage provider does: once the row says
         # the episode happened, everything it implied is on a queue, so nothing is ever sent twice
         # because of where a crash fell after the commit. A crash before the commit replays the
-        # episode, which sends the same tasks (same ids) again: at least once.
+        # episode, which sends the same tasks (same ids) again: at least once. The sends are started
+        # ahead of the history write (one gather, in that order): a work item is what the next step
+        # waits for, while the history only has to be written before the row below.
         await asyncio.gather(
-            self._outbox.send(updated, outcome.records, committed),
+            *self._outbox.sends(updated, outcome.records, committed),
             self._store.write_history(state.instance_id, state.execution_id, committed, outcome.records[committed:]),
         )
         try:

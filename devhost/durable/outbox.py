@@ -11,7 +11,6 @@ harmless (an activity may run again: at least once, as in Azure).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable
 
@@ -27,7 +26,9 @@ class Outbox:
     def __init__(self, queues: TaskHubQueues) -> None:
         self._queues = queues
 
-    async def send(self, state: InstanceState, records: list[Record], start: int) -> None:
+    def sends(self, state: InstanceState, records: list[Record], start: int) -> list[Awaitable[None]]:
+        """The sends the records from ``start`` on imply, not yet started (the caller starts them
+        first, so that the store receives them ahead of the episode's other writes)."""
         completed = {c for r in records if (c := r.completes()) is not None}
         sends: list[Awaitable[None]] = []
         for record in records[start:]:
@@ -52,7 +53,7 @@ class Outbox:
                 sends.append(self._start_child(state, record))
             elif record.type == EventType.EXECUTION_COMPLETED and state.parent is not None:
                 sends.append(self._notify_parent(state, state.parent))
-        await asyncio.gather(*sends)
+        return sends
 
     async def refuse_child(self, parent: ParentRef, child_id: str) -> None:
         reason = f"an orchestration instance with ID '{child_id}' is already running"

@@ -34,6 +34,7 @@ from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsE
 from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient
 
+from devhost.durable.clients import client_options
 from devhost.durable.payloads import INLINE_LIMIT, PayloadStore
 
 log = logging.getLogger("devhost.durable")
@@ -124,11 +125,12 @@ class TaskHubQueues:
     def __init__(self, connection_string: str, prefix: str, partitions: int, payloads: PayloadStore) -> None:
         self.partitions = partitions
         self._payloads = payloads
+        self._options = client_options()
         self.control = [
-            QueueClient.from_connection_string(connection_string, f"{prefix}-control-{p:02d}")
+            QueueClient.from_connection_string(connection_string, f"{prefix}-control-{p:02d}", **self._options)
             for p in range(partitions)
         ]
-        self.workitems = QueueClient.from_connection_string(connection_string, f"{prefix}-workitems")
+        self.workitems = QueueClient.from_connection_string(connection_string, f"{prefix}-workitems", **self._options)
         self._connection_string = connection_string
         self.control_wake = [asyncio.Event() for _ in range(partitions)]
         self.work_wake = asyncio.Event()
@@ -195,7 +197,7 @@ class TaskHubQueues:
         """Keep a message the engine cannot read, with the reason, in ``<queue>-poison``."""
         name = f"{queue.queue_name}-poison"
         if name not in self._poison:
-            self._poison[name] = QueueClient.from_connection_string(self._connection_string, name)
+            self._poison[name] = QueueClient.from_connection_string(self._connection_string, name, **self._options)
             await _ensure(self._poison[name])
         log.error("message %s on %s cannot be handled (%s); moved to %s", message.id, queue.queue_name, reason, name)
         await self._poison[name].send_message(message.content, time_to_live=-1)

@@ -13,6 +13,7 @@ import asyncio
 from azure.data.tables.aio import TableServiceClient
 from azure.storage.blob.aio import BlobServiceClient, ContainerClient
 
+from devhost.durable.clients import client_options
 from devhost.durable.instance_cache import InstanceCache
 from devhost.durable.payloads import PayloadStore
 from devhost.durable.queues import TaskHubQueues
@@ -25,8 +26,9 @@ class TaskHub:
         connection = settings.connection_string()
         prefix = settings.queue_prefix
         self.settings = settings
-        self._blobs = BlobServiceClient.from_connection_string(connection)
-        self._tables = TableServiceClient.from_connection_string(connection)
+        options = client_options()
+        self._blobs = BlobServiceClient.from_connection_string(connection, **options)
+        self._tables = TableServiceClient.from_connection_string(connection, **options)
         self.payloads = PayloadStore(self._blobs.get_container_client(f"{prefix}-largemessages"))
         self.store = InstanceStore(
             self._tables.get_table_client(f"{settings.hub_name}Instances"),
