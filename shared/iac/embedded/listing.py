@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import parsedate_to_datetime
+from sys import intern
 from typing import Any
 from xml.etree import ElementTree
 
@@ -116,8 +117,11 @@ def _parse(response: Any) -> Any:
 
 
 def _metadata(element: Any) -> dict[str, str]:
+    """The item's metadata. Keys and values are interned: an account's items repeat the same few (the
+    management tags, a tenant's names), so thousands of items share one string each instead of a copy
+    apiece, and comparing two states meets the same objects (equal at once, by identity)."""
     found = element.find("Metadata")
-    return {entry.tag: entry.text or "" for entry in found} if found is not None else {}
+    return {intern(entry.tag): intern(entry.text or "") for entry in found} if found is not None else {}
 
 
 def _http_date(text: str | None) -> datetime | None:
