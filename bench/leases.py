@@ -28,7 +28,9 @@ Recorded in ``.data/bench/latest.json`` (see ``bench/_results.py``):
   request's own thread during one in-process acquire + release (counted by a
   transport wrapper under the SDK clients; a ``$batch`` is one call), and
   ``lease_background_calls_per_cycle`` those made by the event sender after
-  the answer.
+  the answer. The count waits until the sender's backlog from the series
+  before has drained (no call for 2.5 s), so it counts this count's own
+  cycles, not the events the 32-client series left queued.
 
 Run: ``.venv/bin/python bench/leases.py [seconds per series]`` (default 6;
 the whole run takes about three minutes).
@@ -303,8 +305,9 @@ def count_storage_calls(
     """Storage calls of one acquire + release, one client, in its steady state: on the caller's thread,
     and in the background (the event sender), the latter once the backlog has drained."""
     cycle = in_process_cycle_factory(store, tenants[:1], "bench-count")(0)
+    _wait_until_quiet(counting)  # the series before may leave its events queued: not this count's calls
     for _ in range(5):
-        cycle()  # warm-up: pool and edition caches, slot rows
+        cycle()  # warm-up: pool and edition caches (5 s), slot rows
     time.sleep(1.0)
     me = threading.get_ident()
     mine, everything = counting.of(me), counting.total()
@@ -314,6 +317,18 @@ def count_storage_calls(
     on_path = counting.of(me) - mine
     background = counting.total() - everything - on_path
     return on_path / cycles, background / cycles
+
+
+def _wait_until_quiet(counting: CountingTransport, quiet_seconds: float = 2.5, at_most: float = 60.0) -> None:
+    """Until no storage call was made for ``quiet_seconds`` (the event sender's backlog sent, a quiet shard's
+    marks written, which takes 2 s), or ``at_most`` seconds."""
+    deadline = time.monotonic() + at_most
+    last, since = counting.total(), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < quiet_seconds:
+        time.sleep(0.25)
+        now = counting.total()
+        if now != last:
+            last, since = now, time.monotonic()
 
 
 def http_cycle_factory(

@@ -92,10 +92,9 @@ class Invoker:
             if binding is not function.trigger and kind in self._providers:
                 kwargs[binding["name"]] = self._providers[kind](binding, function)
         user_function = function.user_function
-        binding_names = {binding.get("name") for binding in function.bindings}
-        if "context" in inspect.signature(user_function).parameters and "context" not in binding_names:
+        if _wants_context(user_function) and "context" not in {binding.get("name") for binding in function.bindings}:
             kwargs["context"] = InvocationContext(function.name)
-        if inspect.iscoroutinefunction(user_function):
+        if _is_async(user_function):
             return await user_function(**kwargs)
         loop = asyncio.get_running_loop()
         # The worker's thread runs in the invocation's context (its span is the parent of the function's spans).
@@ -104,3 +103,14 @@ class Invoker:
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+# A function's signature does not change while the host runs: read it once, not per invocation.
+@functools.lru_cache(maxsize=1024)
+def _wants_context(user_function: Callable[..., Any]) -> bool:
+    return "context" in inspect.signature(user_function).parameters
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_async(user_function: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(user_function)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from typing import Any
 
@@ -11,7 +12,7 @@ import azure.functions as func
 import shared
 from functions import blueprints_for
 from shared.auth import Caller, Scope
-from shared.health import health_answer
+from shared.health import finished_answer, health_answer
 from shared.http.endpoint import endpoint
 from shared.http.openapi import build_document
 from shared.http.views.host import OPENAPI_DOCUMENT, HealthView, TargetsView
@@ -31,9 +32,14 @@ API_DESCRIPTION = (
 @endpoint(
     scopes=[Scope.HEALTH_READ], responses={200: HealthView, 503: HealthView}, response_headers={503: ("Retry-After",)}
 )
-def runtime_cloud_health(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
+async def runtime_cloud_health(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     """RuntimeCloudHealth: liveness, readiness and each dependency's status."""
-    answer = health_answer(health.sections())  # the round's JSON, encoded once for every caller it answers
+    sections = health.sections()
+    # The round's JSON, encoded once for every caller it answers. A finished round answers at once, here;
+    # only a call that probes, or waits for a running round, takes a worker thread (probes block).
+    answer = finished_answer(sections)
+    if answer is None:
+        answer = await asyncio.to_thread(health_answer, sections)
     return func.HttpResponse(
         body=answer.body,
         status_code=200 if answer.ready else 503,

@@ -25,6 +25,7 @@ Timestamps are stored as fixed-width ISO-8601 UTC strings
 
 from __future__ import annotations
 
+import re
 import zlib
 from datetime import UTC, datetime
 from urllib.parse import quote
@@ -102,9 +103,26 @@ def utcnow() -> datetime:
     return clock.now()
 
 
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z", re.ASCII)  # what stamp() writes
+
+
 def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_stamp(text: str) -> datetime:
+    # What stamp() writes is read field by field, about 20 times cheaper than strptime (which was ~2% of
+    # the host's time under the lease benchmark); anything else goes to strptime, which accepts or refuses
+    # it exactly as before. datetime() refuses out-of-range fields with ValueError, as strptime does.
+    if _STAMP.fullmatch(text):
+        return datetime(
+            int(text[0:4]),
+            int(text[5:7]),
+            int(text[8:10]),
+            int(text[11:13]),
+            int(text[14:16]),
+            int(text[17:19]),
+            int(text[20:26]),
+            tzinfo=UTC,
+        )
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

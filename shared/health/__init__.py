@@ -286,6 +286,22 @@ def check_health(sections: HealthSections) -> HealthReport:
     return replace(health_answer(sections).report)
 
 
+def finished_answer(sections: HealthSections) -> HealthAnswer | None:
+    """The answer :func:`health_answer` would give now if a finished round still serves it, else None.
+
+    Never waits and never probes, so an async caller can answer from it on its own thread and hand
+    only the calls that must probe (or wait for a running round) to a worker thread.
+    """
+    with _rounds_lock:
+        current = _round
+        serves = current is not None and current.serves(sections, time.monotonic(), sections.health.cache_seconds)
+    if current is None or not serves or current.finished_at is None or not current.future.done():
+        return None
+    if current.future.exception() is not None:
+        return None  # a failed round is not kept: the next call probes (through health_answer)
+    return current.future.result()
+
+
 def health_answer(sections: HealthSections) -> HealthAnswer:
     """:func:`check_health` with the report's JSON, encoded once per round (what the endpoint sends)."""
     global _round

@@ -12,6 +12,13 @@ document. Handlers may be sync (run in a worker thread, as the Functions worker
 does) or async. The wrapper exposes the handler's signature without ``caller``
 so the Functions indexer sees only real bindings.
 
+A token that verified is remembered, by its exact text, until the earlier of
+its own ``exp`` and five minutes (:class:`VerifiedTokens`): repeating the
+signature, issuer, audience and claim checks on the same bytes can only give
+the same answer until then. Nothing is remembered for a refused token, and a
+remembered one is never accepted past its expiry (stricter than the check
+itself, which allows the configured clock skew).
+
 Tokens are checked against the ``RuntimeCloud:Auth`` section, which
 ``function_app.py`` hands over once at start (:func:`configure_authentication`):
 the request pipeline sits below the composition root and never reads the
@@ -22,8 +29,11 @@ call answers 500 (logged with its reference), never an unauthenticated 200.
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import inspect
+import json
+import time
 import typing
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -53,6 +63,7 @@ from shared.http.contract import CONTRACT_ATTRIBUTE, Contract, names
 from shared.http.responses import to_http_response
 from shared.http.validation import validation_problem
 from shared.logs import app_logger
+from shared.lru_cache import LruCache
 
 log = app_logger("http")
 
@@ -67,6 +78,7 @@ def configure_authentication(auth: AuthSettings) -> None:
     global _auth
     _auth = auth
     token_validator.cache_clear()  # the validator holds the section it was made with
+    verified_tokens.clear()  # and what it accepted was accepted under the previous section
 
 
 @functools.lru_cache(maxsize=1)
@@ -77,6 +89,49 @@ def token_validator() -> TokenValidator:
     return TokenValidator(_auth, key_source_for(_auth))
 
 
+class VerifiedTokens:
+    """Callers of tokens that verified, by the token's exact text, each until the token's ``exp`` (at most
+    ``MAX_SECONDS``). Bounded; thread-safe."""
+
+    MAX_SECONDS = 300.0
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._capacity = capacity
+        self._entries: LruCache[str, tuple[float, Caller]] = LruCache(capacity)
+
+    def get(self, token: str) -> Caller | None:
+        entry = self._entries.get(token)
+        if entry is None:
+            return None
+        until, caller = entry
+        if time.time() >= until:
+            self._entries.forget(token)
+            return None
+        return caller
+
+    def remember(self, token: str, caller: Caller) -> None:
+        expires = _expiry_of(token)
+        if expires is not None:
+            self._entries.put(token, (min(expires, time.time() + self.MAX_SECONDS), caller))
+
+    def clear(self) -> None:
+        self._entries = LruCache(self._capacity)
+
+
+verified_tokens = VerifiedTokens()
+
+
+def _expiry_of(token: str) -> float | None:
+    """The ``exp`` of a token that has just verified (so its payload is well-formed JSON), or None."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        expires = claims.get("exp")
+    except (IndexError, ValueError, AttributeError):
+        return None
+    return float(expires) if isinstance(expires, (int, float)) and not isinstance(expires, bool) else None
+
+
 def authenticate(req: func.HttpRequest) -> Caller:
     header = req.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
@@ -84,10 +139,16 @@ def authenticate(req: func.HttpRequest) -> Caller:
         raise problems.missing_token()
     if scheme.lower() != "bearer" or not token.strip():
         raise problems.unauthorized("expected 'Authorization: Bearer <token>'")
+    token = token.strip()
+    known = verified_tokens.get(token)
+    if known is not None:
+        return known
     try:
-        return token_validator().validate(token.strip())
+        caller = token_validator().validate(token)
     except AuthenticationFailed as error:
         raise problems.unauthorized(str(error)) from None
+    verified_tokens.remember(token, caller)
+    return caller
 
 
 def authorize(

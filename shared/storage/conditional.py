@@ -27,10 +27,11 @@ from azure.core.exceptions import (
     ServiceRequestError,
     ServiceResponseError,
 )
-from azure.data.tables import TableClient, TableTransactionError, UpdateMode
+from azure.data.tables import TableClient, TableTransactionError
 
 from shared.errors import AlreadyExists, ConcurrencyConflict, StoreUnavailable
 from shared.storage.batch import send_batch
+from shared.storage.rows import insert_row, replace_row
 
 
 @contextmanager
@@ -70,22 +71,29 @@ def query_rows(
 
 
 def insert_if_absent(table: TableClient, entity: Mapping[str, Any]) -> str:
-    """Insert the row; :class:`AlreadyExists` if its key is taken. Returns the new ETag."""
+    """Insert the row; :class:`AlreadyExists` if its key is taken. Returns the new ETag.
+
+    Written by :func:`shared.storage.rows.insert_row` (``create_entity``'s request, without its generated layer).
+    """
     try:
-        metadata = table.create_entity(entity=entity)
+        return insert_row(table, entity)
     except ResourceExistsError as error:
         raise AlreadyExists(_describe(table, entity)) from error
+    except HttpResponseError as error:
+        if error.status_code == 409:
+            raise AlreadyExists(_describe(table, entity)) from error
+        raise
     except (ServiceRequestError, ServiceResponseError) as error:
         raise StoreUnavailable(str(error)) from error
-    return str(metadata["etag"])
 
 
 def replace_if_unchanged(table: TableClient, entity: Mapping[str, Any], etag: str) -> str:
-    """Replace the row only if nobody wrote it since ``etag`` was read. Returns the new ETag."""
+    """Replace the row only if nobody wrote it since ``etag`` was read. Returns the new ETag.
+
+    Written by :func:`shared.storage.rows.replace_row` (``update_entity``'s request, without its generated layer).
+    """
     try:
-        metadata = table.update_entity(
-            entity=entity, mode=UpdateMode.REPLACE, etag=etag, match_condition=MatchConditions.IfNotModified
-        )
+        return replace_row(table, entity, etag)
     except (ResourceModifiedError, ResourceNotFoundError) as error:  # changed or deleted since read
         raise ConcurrencyConflict(_describe(table, entity)) from error
     except HttpResponseError as error:
@@ -94,7 +102,6 @@ def replace_if_unchanged(table: TableClient, entity: Mapping[str, Any], etag: st
         raise
     except (ServiceRequestError, ServiceResponseError) as error:
         raise StoreUnavailable(str(error)) from error
-    return str(metadata["etag"])
 
 
 def delete_if_unchanged(table: TableClient, partition_key: str, row_key: str, etag: str) -> None:
