@@ -15,12 +15,14 @@ ticket's ``max_attempts``; after that the step is called with the ticket
 marked ``dead`` and fails the run with a receipt. No
 activity holds a long apply: each one is a few storage calls.
 
-Activity rounds are the run's overhead, so two are folded into the steps: a
-plan step whose run needs no approval launches the apply job itself (after
-the policy verdict and the plan receipt; its answer carries ``apply_job``),
-and an apply step that ends the run finishes it (``finished``, with the runs
-to wake). A history written before either still replays: the orchestration
-calls the separate steps when the answers do not carry them. With jobs off
+Activity rounds are the run's overhead, so three are folded into the steps:
+the claim of the environment starts the plan job once the run holds it (its
+answer carries ``plan_job``), a plan step whose run needs no approval
+launches the apply job itself (after the policy verdict and the plan
+receipt; its answer carries ``apply_job``), and an apply step that ends the
+run finishes it (``finished``, with the runs to wake). A history written
+before any of them still replays: the orchestration calls the separate steps
+when the answers do not carry them (a claim answered as a bare string). With jobs off
 (``RuntimeCloud:IaC:JobLauncher=in-process``) the ticket is empty and the
 steps run the runner in the activity, the apply in slices.
 """
@@ -69,9 +71,10 @@ Steps = Generator[Any, Any, Any]
 @bp.orchestration_trigger(context_name="context", orchestration=ORCHESTRATOR)
 def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
     run: dict[str, Any] = context.get_input()
-    claim = yield from _wait_for_environment(context, run)
-    if claim is None:  # continued as new
+    claimed = yield from _wait_for_environment(context, run)
+    if claimed is None:  # continued as new
         return None
+    claim, plan_job = claimed
     if claim is Claim.FINISHED:
         return {"outcome": Outcome.FINISHED}
     if claim is Claim.SUPERSEDED:
@@ -82,7 +85,7 @@ def provisioning_run(context: df.DurableOrchestrationContext) -> Steps:
         return (yield from _finish(context, run, Outcome.CANCELLED, None, "an operator cancelled the run"))
 
     context.set_custom_status("planning")
-    plan: StepAnswer = yield from _job_step(context, run, JobKind.PLAN, "provisioning_plan", None)
+    plan: StepAnswer = yield from _job_step(context, run, JobKind.PLAN, "provisioning_plan", plan_job)
     planned = Outcome(plan["outcome"])
     if planned in (Outcome.FAILED, Outcome.CANCELLED):
         return (yield from _finish(context, run, planned, plan.get("reason"), plan.get("detail", "")))
@@ -123,9 +126,13 @@ def _job_step(
     marked ``dead`` and fails the run with a receipt."""
     attempt = 1
     while True:
-        job = launched or (
-            yield context.call_activity_with_retry(
-                "provisioning_start_job", RETRY, {**run, "kind": kind.value, "attempt": attempt}
+        job = (
+            launched
+            if launched is not None
+            else (
+                yield context.call_activity_with_retry(
+                    "provisioning_start_job", RETRY, {**run, "kind": kind.value, "attempt": attempt}
+                )
             )
         )
         launched = None
@@ -161,11 +168,16 @@ def _job_step(
 
 
 def _wait_for_environment(context: df.DurableOrchestrationContext, run: dict[str, Any]) -> Steps:
+    """The claim, with the plan's start when the claim started it (None: a history from before, whose claim
+    answered the claim alone; the plan is then started by its own activity). None: continued as new."""
     rounds = int(run.get("wait_rounds", 0))
     while True:
-        claim = Claim((yield context.call_activity_with_retry("provisioning_claim_environment", RETRY, run)))
+        answer = yield context.call_activity_with_retry(
+            "provisioning_claim_environment", RETRY, {**run, "start_plan": True}
+        )
+        claim, plan_job = (Claim(answer), None) if isinstance(answer, str) else _claim_of(answer)
         if claim is not Claim.WAIT:
-            return claim
+            return claim, plan_job
         context.set_custom_status("queued")
         rounds += 1
         if rounds >= WAIT_ROUNDS_BEFORE_CONTINUE_AS_NEW:
@@ -198,6 +210,10 @@ def _wait_for_approval(context: df.DurableOrchestrationContext, run: dict[str, A
             return Outcome.EXPIRED.value
 
 
+def _claim_of(answer: dict[str, Any]) -> tuple[Claim, dict[str, Any] | None]:
+    return Claim(answer["claim"]), answer.get("plan_job")
+
+
 def _finish(
     context: df.DurableOrchestrationContext, run: dict[str, Any], outcome: Outcome, reason: str | None, detail: str
 ) -> Steps:
@@ -224,7 +240,11 @@ def _ref(run: dict[str, Any]) -> RunRef:
 
 
 @bp.activity_trigger(input_name="run", activity="provisioning_claim_environment")
-def provisioning_claim_environment(run: dict) -> str:
+def provisioning_claim_environment(run: dict) -> str | dict:
+    """The claim; asked with ``start_plan``, the claim and, once the run holds its environment, the plan's
+    start in the same call (one activity round less). Without it (an orchestration from before), the claim."""
+    if run.get("start_plan"):
+        return dict(steps().claim_and_start_plan(_ref(run)))
     return steps().claim_environment(_ref(run))
 
 

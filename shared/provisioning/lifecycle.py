@@ -134,6 +134,15 @@ class RunSteps:
         self._store.save_run(run.moved_to(RunState.PLANNING), etag, env_changes={"ActiveRunId": run.id}, env=env)
         return Claim.PROCEED
 
+    def claim_and_start_plan(self, ref: RunRef) -> dict[str, Any]:
+        """:meth:`claim_environment`, and when the run may plan, the plan's start (:meth:`start_job`, first
+        attempt) in the same step: ``{"claim": ..., "plan_job": ...}``. Retried, both parts are idempotent:
+        the claim answers ``proceed`` for a run it already moved, and the job's launch is one per attempt."""
+        claim = self.claim_environment(ref)
+        if claim is not Claim.PROCEED:
+            return {"claim": claim.value}
+        return {"claim": claim.value, "plan_job": dict(self.start_job(ref, JobKind.PLAN, 1))}
+
     def _is_finished(self, ref: RunRef, run_id: str) -> bool:
         # A lock held by a run that already ended is orphaned (a crash between steps): take it over.
         active = self._store.find_run(ref.tenant, ref.environment, run_id)

@@ -32,8 +32,13 @@ def ticket(kind: str = "plan", attempt: int = 1, check_seconds: float = 30) -> d
     }
 
 
-def claimed(replay: OrchestratorReplay, answer: str = "proceed") -> None:
-    assert replay.decide().new == [Call("provisioning_claim_environment", replay.input)]
+CLAIM = {**RUN, "start_plan": True}
+
+
+def claimed(replay: OrchestratorReplay, answer: str | dict = "proceed") -> None:
+    """The claim step, answered with ``answer``. A bare string is how the claim answered before it started
+    the plan too (a history written by the previous version): the plan's start is then its own step."""
+    assert replay.decide().new == [Call("provisioning_claim_environment", {**replay.input, "start_plan": True})]
     replay.complete("provisioning_claim_environment", answer)
 
 
@@ -76,8 +81,8 @@ def test_a_queued_run_rechecks_its_environment_on_a_timer_or_when_woken(orchestr
     assert first.custom_status == "queued"
 
     replay.raise_event(ENVIRONMENT_CHANGED, {})  # woken before the recheck: claims again at once
-    assert replay.decide().new == [Call("provisioning_claim_environment", RUN)]
-    assert replay.pending == [Call("provisioning_claim_environment", RUN)]  # the recheck timer was cancelled
+    assert replay.decide().new == [Call("provisioning_claim_environment", CLAIM)]
+    assert replay.pending == [Call("provisioning_claim_environment", CLAIM)]  # the recheck timer was cancelled
 
 
 def test_a_run_still_queued_after_the_wait_limit_continues_as_new_with_its_rounds_reset(orchestrators):
@@ -319,3 +324,45 @@ def test_a_plan_job_that_cannot_start_because_the_policy_is_unreadable_fails_the
 
     finishing = replay.decide()
     assert finishing.new == [Call("provisioning_finish", {**RUN, **unavailable})]
+
+
+# -- the claim starts the plan ----------------------------------------------------------------------
+
+
+def test_a_claim_that_started_the_plan_job_is_followed_by_the_plan_step_waiting_for_it_with_no_launch_step(
+    orchestrators,
+):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    plan_ticket = {**ticket(), "wait_seconds": 2.0}
+    claimed(replay, {"claim": "proceed", "plan_job": plan_ticket})
+
+    planning = replay.decide()
+    assert planning.new == [Call("provisioning_plan", {**RUN, "job": plan_ticket, "job_wait_seconds": 2.0})]
+    assert planning.custom_status == "planning"
+    replay.complete("provisioning_plan", PLANNED_FOR_REVIEW)
+
+    assert replay.decide().new == [Call("provisioning_await_approval", RUN)]
+
+
+def test_a_claim_whose_plan_could_not_start_fails_the_run_without_a_job(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    unavailable = {"outcome": "failed", "reason": "policy-unavailable", "detail": "GovernanceHost did not answer"}
+    claimed(replay, {"claim": "proceed", "plan_job": unavailable})
+
+    finishing = replay.decide()
+    assert finishing.new == [Call("provisioning_finish", {**RUN, **unavailable})]
+
+
+def test_a_claim_that_started_no_job_runs_the_plan_step_by_itself(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    claimed(replay, {"claim": "proceed", "plan_job": {}})  # jobs off, or nothing left to plan
+
+    assert replay.decide().new == [Call("provisioning_plan", RUN)]
+
+
+def test_a_claim_that_must_wait_starts_nothing_and_waits_for_its_environment(orchestrators):
+    replay = OrchestratorReplay(orchestrators.provisioning_run, RUN)
+    claimed(replay, {"claim": "wait"})
+
+    waiting = replay.decide()
+    assert waiting.new == [WaitFor(ENVIRONMENT_CHANGED), Timer(T0 + timedelta(seconds=2))]

@@ -105,6 +105,8 @@ def test_a_short_job_is_found_by_the_step_called_at_its_launch_with_no_check_tim
         assert not [event for event in events if event["EventType"] == "TimerCreated"]
         steps = [event.get("FunctionName") for event in events if event["EventType"] == "TaskCompleted"]
         assert steps.count("provisioning_plan") == 1 and steps.count("provisioning_apply") == 1, steps
+        # The claim launched the plan job and the plan step the apply job: no launch step of its own.
+        assert "provisioning_start_job" not in steps, steps
     finally:
         host.stop()
 
