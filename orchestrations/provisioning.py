@@ -175,7 +175,7 @@ def _wait_for_environment(context: df.DurableOrchestrationContext, run: dict[str
         answer = yield context.call_activity_with_retry(
             "provisioning_claim_environment", RETRY, {**run, "start_plan": True}
         )
-        claim, plan_job = (Claim(answer), None) if isinstance(answer, str) else _claim_of(answer)
+        claim, plan_job = _claim_of(answer)
         if claim is not Claim.WAIT:
             return claim, plan_job
         context.set_custom_status("queued")
@@ -210,7 +210,10 @@ def _wait_for_approval(context: df.DurableOrchestrationContext, run: dict[str, A
             return Outcome.EXPIRED.value
 
 
-def _claim_of(answer: dict[str, Any]) -> tuple[Claim, dict[str, Any] | None]:
+def _claim_of(answer: str | dict[str, Any]) -> tuple[Claim, dict[str, Any] | None]:
+    """The claim and the plan's start it made; a bare string is a claim answered by the previous version."""
+    if isinstance(answer, str):
+        return Claim(answer), None
     return Claim(answer["claim"]), answer.get("plan_job")
 
 
