@@ -80,6 +80,43 @@ def test_events_a_crash_left_behind_are_sent_by_the_dispatcher(outbox_parts):
     ]
 
 
+def test_the_timer_of_the_sending_process_does_not_send_an_event_again_between_its_send_and_its_mark(
+    outbox_parts,
+):
+    table, queue, outbox = outbox_parts
+    timer_sent: list[int] = []
+
+    class TimerFiresMidSend:
+        """The public queue; the dispatcher timer fires right after each send, before the mark."""
+
+        def send_message(self, content: str) -> None:
+            queue.send_message(content)
+            timer_sent.append(Outbox(table, queue, "/runtime-cloud", markers=outbox._markers).dispatch_pending())
+
+    sender = Outbox(table, TimerFiresMidSend(), "/runtime-cloud", markers=outbox._markers)  # type: ignore[arg-type]
+    events = sender.commit("s", [], [NewEvent("ProvisioningApplied", "runs/1", "t"), NewEvent("X", "runs/1", "t")])
+    sender.dispatch(events)
+
+    assert timer_sent == [0, 0]
+    assert [json.loads(m.content)["sequence"] for m in queue.peek_messages(max_messages=10)] == [1, 2]
+    assert outbox.dispatch_pending() == 0  # both marked; the holds are gone with the dispatch
+
+
+def test_an_event_whose_send_failed_is_left_to_the_timer_of_the_same_process(outbox_parts):
+    table, queue, outbox = outbox_parts
+
+    class Down:
+        def send_message(self, content: str) -> None:
+            raise ConnectionError("queue unreachable")
+
+    sender = Outbox(table, Down(), "/runtime-cloud", markers=outbox._markers)  # type: ignore[arg-type]
+    sender.dispatch(sender.commit("s", [], [NewEvent("ProvisioningApplied", "runs/1", "t")]))
+
+    assert queue.peek_messages() == []
+    assert outbox.dispatch_pending() == 1  # no hold outlives the failed dispatch
+    assert json.loads(queue.peek_messages()[0].content)["sequence"] == 1
+
+
 def test_racing_writers_of_one_stream_get_gap_free_sequences(outbox_parts):
     table, _, outbox = outbox_parts
 

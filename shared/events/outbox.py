@@ -177,13 +177,23 @@ class Outbox:
             return cloud_events, list(results[: len(operations)])
 
     def dispatch(self, events: Iterable[CloudEvent]) -> None:
-        """Send events now; failures are left for the dispatcher timer, never raised."""
-        for event in events:
-            try:
-                self._send(event.stream, outbox_row_key(event.sequence), event.to_json())
-            except Exception as error:  # noqa: BLE001 - the timer retries; the state change already committed
-                log.warning("event %s left pending: %s", event.id, error)
-                return
+        """Send events now; failures are left for the dispatcher timer, never raised.
+
+        While they are sent and marked, this process's dispatcher timer leaves
+        them alone, so it does not send them a second time between the send and
+        the mark. (Another instance's timer still may: delivery is at-least-once.)
+        """
+        sending = list(events)
+        self.hold(sending)
+        try:
+            for event in sending:
+                try:
+                    self._send(event.stream, outbox_row_key(event.sequence), event.to_json())
+                except Exception as error:  # noqa: BLE001 - the timer retries; the state change committed
+                    log.warning("event %s left pending: %s", event.id, error)
+                    return
+        finally:
+            self.unhold(sending)
 
     def hold(self, events: Iterable[CloudEvent]) -> None:
         """These committed events will be sent by :meth:`dispatch_marking_later`: the timer leaves them be."""
