@@ -116,3 +116,21 @@ def test_another_process_without_the_marks_would_send_them_again_at_least_once(p
 
     assert outbox.dispatch_pending() == 1
     assert sent_ids(queue) == [events[0].id, events[0].id]  # the same id twice: consumers dedupe by id
+
+
+def test_two_tables_of_one_account_keep_their_marks_and_sequences_apart(parts, azurite):
+    """``TableClient.url`` names the account, not the table: marks of one table never land in another."""
+    leases, queue, background = parts
+    service = TableServiceClient.from_connection_string(azurite.connection_string())
+    runs = service.create_table(f"runs{uuid.uuid4().hex[:8]}")
+    direct = Outbox(runs, queue, "/runtime-cloud")
+    sent = background.commit("shared-stream", [], [event("leases/1")])
+    background.dispatch_marking_later(sent)
+    direct.dispatch(direct.commit("other-stream", [], [event("runs/1")]))  # holds its own events meanwhile
+
+    assert outbox_module._marks.flush(older_than=0.0) >= 1
+
+    assert dispatched(leases, "shared-stream", 1)
+    assert [row["RowKey"] for row in runs.query_entities("PartitionKey eq 'shared-stream'")] == []
+    # The same stream name in the other table starts its own sequence (nothing remembered from the first).
+    assert [e.sequence for e in direct.commit("shared-stream", [], [event("runs/2")])] == [1]

@@ -64,7 +64,7 @@ from azure.storage.queue import QueueClient
 
 from shared.errors import ConcurrencyConflict, RuntimeCloudError
 from shared.events.cloudevents import CloudEvent, NewEvent
-from shared.events.sent_marks import MAX_MARKS_PER_BATCH, SentMarks
+from shared.events.sent_marks import MAX_MARKS_PER_BATCH, SentMarks, table_identity
 from shared.events.sequence_floor import sequence_floor
 from shared.logs import app_logger
 from shared.lru_cache import LruCache
@@ -135,7 +135,7 @@ class Outbox:
         pending = list(events)
         if not pending:
             return [], (self._submit(list(operations)) if operations else [])
-        key = (self._table.url, stream)
+        key = (table_identity(self._table), stream)
         remembered = _sequences.get(key)
         while True:
             if remembered is None:

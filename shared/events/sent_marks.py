@@ -50,8 +50,13 @@ MARK_DELAY_SECONDS = 2.0  # a stream quiet this long gets its sent events marked
 HOLD_SECONDS = 60.0  # the timer stops deferring to this process after this long, whatever happened
 MAX_MARKS_PER_BATCH = 50  # a table batch holds at most 100 operations; leave room for the commit's own
 
-Stream = tuple[str, str]  # (table url, partition)
+Stream = tuple[str, str]  # (table identity, partition)
 MarkOperations = Callable[[str, list[int]], list[tuple[Any, ...]]]  # (stream, sequences) -> batch operations
+
+
+def table_identity(table: TableClient) -> str:
+    """The table's own address. ``TableClient.url`` is the account's, shared by every table in it."""
+    return f"{table.url.rstrip('/')}/{table.table_name}"
 
 
 class SentMarks:
@@ -72,22 +77,22 @@ class SentMarks:
         """These events will be sent by this process: the timer leaves them alone meanwhile."""
         now = time.monotonic()
         with self._lock:
-            self._tables[table.url] = table
-            held = self._streams.setdefault((table.url, stream), {})
+            self._tables[table_identity(table)] = table
+            held = self._streams.setdefault((table_identity(table), stream), {})
             for sequence in sequences:
                 held.setdefault(sequence, (now, False))
 
     def sent(self, table: TableClient, stream: str, sequence: int) -> None:
         """Every queue took the event: it may be marked (the next commit, or the flusher)."""
         with self._lock:
-            self._tables[table.url] = table
-            self._streams.setdefault((table.url, stream), {})[sequence] = (time.monotonic(), True)
+            self._tables[table_identity(table)] = table
+            self._streams.setdefault((table_identity(table), stream), {})[sequence] = (time.monotonic(), True)
         self._start_flusher()
 
     def drop(self, table: TableClient, stream: str, sequences: Iterable[int]) -> None:
         """Not sent after all: the dispatcher timer sends them."""
         with self._lock:
-            held = self._streams.get((table.url, stream))
+            held = self._streams.get((table_identity(table), stream))
             for sequence in sequences:
                 if held is not None:
                     held.pop(sequence, None)
@@ -95,21 +100,21 @@ class SentMarks:
     def holds(self, table: TableClient, stream: str, sequence: int) -> bool:
         """Is this process sending (or has it sent) the event, recently enough to be trusted?"""
         with self._lock:
-            entry = self._streams.get((table.url, stream), {}).get(sequence)
+            entry = self._streams.get((table_identity(table), stream), {}).get(sequence)
         return entry is not None and time.monotonic() - entry[0] < HOLD_SECONDS
 
     def take(self, table: TableClient, stream: str, room: int, older_than: float = 0.0) -> list[int]:
         """Up to ``room`` sent events of the stream, removed from here (give them back if the write fails)."""
         cutoff = time.monotonic() - older_than
         with self._lock:
-            held = self._streams.get((table.url, stream))
+            held = self._streams.get((table_identity(table), stream))
             if not held:
                 return []
             taken = sorted(s for s, (since, sent) in held.items() if sent and since <= cutoff)[: max(0, room)]
             for sequence in taken:
                 del held[sequence]
             if not held:
-                del self._streams[(table.url, stream)]
+                del self._streams[(table_identity(table), stream)]
             return taken
 
     def give_back(self, table: TableClient, stream: str, sequences: list[int]) -> None:
@@ -117,7 +122,7 @@ class SentMarks:
         if sequences:
             now = time.monotonic()
             with self._lock:
-                held = self._streams.setdefault((table.url, stream), {})
+                held = self._streams.setdefault((table_identity(table), stream), {})
                 for sequence in sequences:
                     held.setdefault(sequence, (now, True))
 
@@ -131,15 +136,15 @@ class SentMarks:
                 if any(sent and time.monotonic() - since >= older_than for since, sent in held.values())
             ]
         marked = 0
-        for url, stream in due:
-            table = self._tables[url]
+        for identity, stream in due:
+            table = self._tables[identity]
             while sequences := self.take(table, stream, MAX_MARKS_PER_BATCH * 2, older_than):
                 try:
                     submit_batch(table, self._operations(stream, sequences))
                     marked += len(sequences)
                 except Exception as error:  # noqa: BLE001 - kept and tried again; the timer covers a lost process
                     self.give_back(table, stream, sequences)
-                    log.warning("outbox %s/%s: %d mark(s) not written: %s", url, stream, len(sequences), error)
+                    log.warning("outbox %s/%s: %d mark(s) not written: %s", identity, stream, len(sequences), error)
                     break
         return marked
 
