@@ -23,11 +23,11 @@ from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableClient, TableTransactionError
 
 from shared.errors import AlreadyExists
+from shared.iac.jobs.access import STEPS_TABLE
 from shared.iac.model import StepResult
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import submit_batch
 
-STEPS_TABLE = "ProvisioningSteps"
 BATCH = 50  # rows per transaction: well under Azure's 100 operations and 4 MiB, with long messages
 
 
