@@ -9,12 +9,16 @@ Idempotency: Pulumi's own state makes a repeated ``up`` converge, but an
 ``up`` bound to a plan that already went through would be refused as a
 deviation, so when the journal already holds every changing step of the plan,
 ``apply`` answers from the journal without running the CLI again.
+
+Each preview and update runs in the run's own copy of the program
+(:mod:`.program_copy`): the program's folder is never written.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from shared.desired_state import EnvironmentSpecification, RunnerName
@@ -31,6 +35,7 @@ from shared.iac.model import (
 from shared.iac.pulumi.errors import CLI_MISSING, RunnerUnavailable, StackBusy
 from shared.iac.pulumi.events import apply_from_events, plain_message, plan_from_events
 from shared.iac.pulumi.locks import LockOwners, LockStore, clear_stale_locks, lock_store_for
+from shared.iac.pulumi.program_copy import program_copy
 from shared.iac.pulumi.recovery import CancelOnStop, clear_pending_operations
 from shared.iac.pulumi.saved_plans import BINDING_KEY, STACK_KEY, SavedPlans
 from shared.iac.pulumi.workspace import ProgramLocation, locate_program, open_stack, stack_configuration
@@ -119,14 +124,15 @@ class PulumiRunner:
         self._require_cli(specification)
         location = locate_program(specification, self.work_root, self.adopted_stacks)
         saved = self._saved_plans()
-        stack = self._stack(location, specification, target, resolved_configuration)
         events = EventCollector(self.event_sink)
         scratch = saved.scratch_path()
-        try:
-            stack.preview(on_event=events, plan=str(scratch), color="never")
-        except Exception as error:  # the CLI's failures, classified below
-            scratch.unlink(missing_ok=True)
-            raise _failure("preview", location, error, events) from error
+        with program_copy(location) as copy:
+            stack = self._stack(copy, specification, target, resolved_configuration)
+            try:
+                stack.preview(on_event=events, plan=str(scratch), color="never")
+            except Exception as error:  # the CLI's failures, classified below
+                scratch.unlink(missing_ok=True)
+                raise _failure("preview", location, error, events) from error
         digest = saved.seal(specification, scratch)
         result = plan_from_events(events.events, self.name, self.version)
         return result.model_copy(update={"binding": {BINDING_KEY: digest, STACK_KEY: location.stack_reference}})
@@ -157,6 +163,24 @@ class PulumiRunner:
         if finished is not None:
             return finished
         plan_file = self._saved_plans().bound(specification, digest)
+        try:
+            with program_copy(location) as copy:
+                return self._update(copy, specification, target, resolved_configuration, plan_file, journal, logs, stop)
+        finally:
+            plan_file.unlink(missing_ok=True)
+
+    def _update(
+        self,
+        location: ProgramLocation,
+        specification: EnvironmentSpecification,
+        target: ProvisioningTarget,
+        resolved_configuration: dict[str, str],
+        plan_file: Path,
+        journal: StepJournal,
+        logs: list[str],
+        stop: Callable[[], bool] | None,
+    ) -> ApplyResult:
+        """``pulumi up`` bound to the saved plan, in the run's copy of the program."""
         stack = self._stack(location, specification, target, resolved_configuration)
         events = EventCollector(self.event_sink)
         watch = CancelOnStop(stack, stop)
@@ -174,8 +198,6 @@ class PulumiRunner:
             if watch.cancelled:
                 raise ApplySliceEnded("the update was cancelled by an operator", partial) from error
             raise ApplyFailed(str(failure), partial) from error
-        finally:
-            plan_file.unlink(missing_ok=True)
         return self._record(events, journal, logs)
 
     def _clear_stale_locks(self, location: ProgramLocation) -> list[str]:
