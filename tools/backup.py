@@ -18,7 +18,7 @@ the scans it ran. Stop the host before a restore and start it after (its
 in-memory caches describe the lost store): the restore refuses while a host
 holds leases on the store (the Durable task hub's, the Functions host's
 locks). Exit status: 0 done, 2 refused (no backup, a host running, a store
-that is not empty, settings missing).
+that is not empty, a chain that crosses a restore, settings missing).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from shared.backup.epochs import MixedChain
 from shared.backup.liveness import HostActive
 from shared.backup.manifest import latest_manifest
 from shared.backup.restore import NoBackup, StoreNotEmpty, restore_store
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         report = restore_store(shared_host_storage(), location, wiring.settings(), force=args.force)
-    except (NoBackup, HostActive, StoreNotEmpty) as error:
+    except (NoBackup, HostActive, StoreNotEmpty, MixedChain) as error:
         print(f"refused: {error}", file=sys.stderr)
         return 2
     if not args.no_reconcile:

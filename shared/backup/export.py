@@ -26,6 +26,14 @@ finished part is noted in ``progress.json``, and a retry of ``n`` (within the
 RPO) skips those. The manifest is written last, create-only; of two exporters
 racing for ``n`` the first manifest wins and the other answers it.
 
+Epochs (:mod:`shared.backup.epochs`): an export runs in the store's backup
+epoch and stamps it on its manifest. It resumes only an attempt of that same
+epoch that started after the restore which began it: the parts of an attempt
+killed before a restore describe rows the restore discarded, and its start
+time would stamp ``as_of`` before the data the export now reads. The first
+export of an epoch is full (a restore rewrites every row, so an incremental
+one would read them all anyway), so a chain never joins two histories.
+
 Durable Functions' task hub tables are *not* exported: an orchestration's
 history restored without its queues would replay into a world that moved on.
 Runs are reconciled from their own rows after a restore instead.
@@ -34,6 +42,7 @@ Runs are reconciled from their own rows after a restore instead.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -44,6 +53,7 @@ from azure.data.tables import TableClient
 
 from shared import clock
 from shared.backup.codec import encode_line
+from shared.backup.epochs import BackupEpoch, current_epoch
 from shared.backup.location import BackupLocation, PartRef, export_prefix
 from shared.backup.manifest import ContainerPart, Manifest, TableParts, latest_manifest, point_latest, read_manifest
 from shared.backup.settings import BackupSettings
@@ -64,6 +74,7 @@ class ExportPlan:
     since: datetime | None
     chain: list[int]
     previous: Manifest | None
+    epoch: BackupEpoch
 
 
 def export_store(
@@ -77,8 +88,9 @@ def export_store(
 ) -> Manifest:
     """Run one export (or finish an interrupted one) and answer its manifest."""
     location.ensure()
+    epoch = current_epoch(store, location)
     previous = latest_manifest(location)
-    plan = _plan(previous, settings, now())
+    plan = _plan(previous, settings, now(), epoch)
     progress = _resumed(location, plan, settings, now())
     plan = _with_start(plan, progress)
     prefix = export_prefix(plan.sequence)
@@ -87,12 +99,12 @@ def export_store(
         if unit not in progress["units"]:
             keys, changes = _export_table(store.tables.get_table_client(table), location, prefix, table, plan)
             progress["units"][unit] = {"keys": keys.as_dict(), "changes": changes.as_dict()}
-            location.write_json(prefix + PROGRESS, progress)
+            _noted(location, prefix, progress, settings)
     for container in containers:
         unit = f"container:{container}"
         if unit not in progress["units"]:
             progress["units"][unit] = _export_container(store, location, prefix, container, plan)
-            location.write_json(prefix + PROGRESS, progress)
+            _noted(location, prefix, progress, settings)
     manifest = Manifest(
         sequence=plan.sequence,
         as_of=plan.as_of,
@@ -104,6 +116,8 @@ def export_store(
         tables={u[6:]: TableParts(**v) for u, v in progress["units"].items() if u.startswith("table:")},
         containers={u[10:]: ContainerPart(**v) for u, v in progress["units"].items() if u.startswith("container:")},
         source_account=store.account_name,
+        epoch=plan.epoch.number,
+        follows=plan.previous.sequence if plan.previous else None,
     )
     if not location.write_json(manifest.name, manifest.model_dump(mode="json"), overwrite=False):
         committed = read_manifest(location, plan.sequence)  # another exporter finished this one first
@@ -113,29 +127,51 @@ def export_store(
     return manifest
 
 
-def _plan(previous: Manifest | None, settings: BackupSettings, now: datetime) -> ExportPlan:
-    full = previous is None or now - previous.base_as_of >= timedelta(hours=settings.full_every_hours)
+def _plan(previous: Manifest | None, settings: BackupSettings, now: datetime, epoch: BackupEpoch) -> ExportPlan:
+    full = (
+        previous is None
+        or previous.epoch != epoch.number  # a new history starts a new chain
+        or now - previous.base_as_of >= timedelta(hours=settings.full_every_hours)
+    )
     sequence = previous.sequence + 1 if previous else 1
     since = None if full or previous is None else previous.as_of - timedelta(seconds=settings.overlap_seconds)
     chain = [sequence] if full or previous is None else [*previous.chain, sequence]
-    return ExportPlan(sequence, now, full, since, chain, previous)
+    return ExportPlan(sequence, now, full, since, chain, previous, epoch)
 
 
 def _resumed(location: BackupLocation, plan: ExportPlan, settings: BackupSettings, now: datetime) -> dict[str, Any]:
-    """The progress of an interrupted attempt at this export, if recent and of the same kind; else a fresh one."""
+    """The progress of an interrupted attempt at this export, if recent, of the same kind and of this epoch
+    (started after its restore); else a fresh one."""
     found = location.read_json(export_prefix(plan.sequence) + PROGRESS)
-    if found is not None:
-        started = datetime.fromisoformat(found["as_of"])
-        recent = now - started < timedelta(minutes=settings.rpo_minutes)
-        if recent and found["full"] == plan.full and found["since"] == _text(plan.since):
-            return found
-    return {"as_of": plan.as_of.isoformat(), "full": plan.full, "since": _text(plan.since), "units": {}}
+    fresh = {
+        "as_of": plan.as_of.isoformat(),
+        "full": plan.full,
+        "since": _text(plan.since),
+        "epoch": plan.epoch.number,
+        "units": {},
+    }
+    if found is None or found.get("epoch", 0) != plan.epoch.number:
+        return fresh
+    started = datetime.fromisoformat(found["as_of"])
+    recent = now - started < timedelta(minutes=settings.rpo_minutes)
+    after_restore = plan.epoch.restored_at is None or started >= plan.epoch.restored_at
+    if recent and after_restore and found["full"] == plan.full and found["since"] == _text(plan.since):
+        return found
+    return fresh
 
 
 def _with_start(plan: ExportPlan, progress: dict[str, Any]) -> ExportPlan:
-    """A resumed export is as old as its first attempt: its first parts were read then."""
+    """A resumed export is as old as its first attempt: its first parts were read then (never before
+    the restore that began its epoch: :func:`_resumed` keeps only attempts started after it)."""
     started = datetime.fromisoformat(progress["as_of"])
-    return ExportPlan(plan.sequence, started, plan.full, plan.since, plan.chain, plan.previous)
+    return ExportPlan(plan.sequence, started, plan.full, plan.since, plan.chain, plan.previous, plan.epoch)
+
+
+def _noted(location: BackupLocation, prefix: str, progress: dict[str, Any], settings: BackupSettings) -> None:
+    """Note a finished part, then pause ``PauseBetweenPartsSeconds`` (sparing the store's throughput)."""
+    location.write_json(prefix + PROGRESS, progress)
+    if settings.pause_between_parts_seconds:
+        time.sleep(settings.pause_between_parts_seconds)
 
 
 def _text(moment: datetime | None) -> str | None:

@@ -7,7 +7,11 @@ committed before it is in this export or an earlier one of its chain, so the
 data a restore can lose is what changed after ``as_of``.
 
 ``chain`` lists the exports a restore replays, oldest first: the last full
-export, then every incremental one after it up to this one.
+export, then every incremental one after it up to this one. ``epoch`` is the
+backup epoch the export read under (:mod:`shared.backup.epochs`: every
+restore starts one) and ``follows`` the export it came after; a chain never
+crosses an epoch (the first export of an epoch is full), and a restore
+refuses one that does.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from shared.backup.location import BackupLocation, PartRef, export_prefix
 
-FORMAT = 1
+FORMAT = 2  # 2: epoch and follows (a manifest of format 1 reads as epoch 0, following nothing known)
 LATEST = "latest.json"
 STATUS = "status.json"
 
@@ -54,6 +58,8 @@ class Manifest(BaseModel):
     tables: dict[str, TableParts] = Field(default_factory=dict)
     containers: dict[str, ContainerPart] = Field(default_factory=dict)
     source_account: str = ""
+    epoch: int = 0  # the backup epoch whose store this export read
+    follows: int | None = None  # the sequence of the latest complete export when this one started
 
     @property
     def name(self) -> str:

@@ -25,6 +25,12 @@ What a restore writes, and why:
   ones again with their original ids, so consumers deduplicate) and the
   Durable task hub (runs are reconciled from their own rows instead).
 
+- **The backup epoch**: the restore starts the next one, in the store and in
+  the backup location (:mod:`shared.backup.epochs`), so that no later export
+  resumes an attempt from before it. A chain that crosses a restore (two
+  epochs) and a latest export that a history discarded at a restore wrote
+  late are refused, naming the exports.
+
 A store that already holds rows or blobs is refused unless ``force`` is
 given: a restore over live data would mix two histories. So is a store a host
 is running on (:mod:`shared.backup.liveness`): it would write under the restore.
@@ -44,6 +50,7 @@ from azure.storage.blob import ContentSettings
 
 from shared import clock
 from shared.backup.codec import decode_entity
+from shared.backup.epochs import check_chain, check_latest, start_epoch
 from shared.backup.liveness import refuse_live_host
 from shared.backup.location import BackupLocation, PartRef
 from shared.backup.manifest import Manifest, latest_manifest, read_manifest
@@ -76,6 +83,7 @@ class RestoreReport:
     source_account: str
     restored_at: str
     chain: list[int]
+    epoch: dict[str, Any] = field(default_factory=dict)  # the backup epoch this restore started
     rows: dict[str, int] = field(default_factory=dict)
     skipped_keys: dict[str, int] = field(default_factory=dict)
     blobs: dict[str, int] = field(default_factory=dict)
@@ -120,11 +128,13 @@ def restore_store(
     manifest = latest_manifest(location)
     if manifest is None:
         raise NoBackup(f"{location.description} holds no complete export")
+    check_latest(location, manifest)
+    chain = [_manifest(location, sequence) for sequence in manifest.chain]
+    check_chain(chain)
     if not force:
         refuse_live_host(store)
     if (taken := occupied(store, tables, containers)) and not force:
         raise StoreNotEmpty("the store is not empty (" + ", ".join(taken) + "); restore into an empty one")
-    chain = [_manifest(location, sequence) for sequence in manifest.chain]
     restored_at = now()
     jump = epoch.fencing_jump(manifest.as_of, restored_at, settings.fencing_jump_per_second)
     event_jump = sequence_floor.sequence_jump(manifest.as_of, restored_at, settings.event_jump_per_second)
@@ -157,6 +167,7 @@ def restore_store(
     for container in containers:
         report.blobs[container], size = _restore_container(store, location, manifest, container)
         report.blob_bytes += size
+    report.epoch = start_epoch(store, location, manifest, restored_at).as_dict()
     return report
 
 

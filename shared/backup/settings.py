@@ -33,6 +33,10 @@ Defaults:
   depends on); older chains are pruned after each successful export. The
   chain of the latest export is never pruned, whatever the value (``0``
   keeps only it).
+- ``PauseBetweenPartsSeconds``: ``0``: an export pauses this long after each
+  part (a table or a container) it finishes, to spare the store's throughput
+  for the host on a large store; the restore drill uses it to stop an export
+  between two parts.
 - ``ReceiptsContainer``: empty, receipt copies go to ``Container`` with the
   rest. In Azure ``infra/`` sets it to a container with a time-based
   immutability policy: receipt copies are write-once there, and pruning
@@ -59,6 +63,7 @@ class BackupSettings(Section):
     fencing_jump_per_second: int = Field(default=1000, ge=1, le=100_000, alias="FencingJumpPerSecond")
     event_jump_per_second: int = Field(default=2000, ge=1, le=100_000, alias="EventJumpPerSecond")
     retention_days: float = Field(default=7, ge=0, le=3660, alias="RetentionDays")
+    pause_between_parts_seconds: float = Field(default=0, ge=0, le=60, alias="PauseBetweenPartsSeconds")
     receipts_container: str = Field(default="", alias="ReceiptsContainer", pattern=r"^$|^[a-z0-9](-?[a-z0-9]){2,62}$")
 
     @property
