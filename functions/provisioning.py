@@ -30,6 +30,7 @@ from shared.http.views.provisioning import (
     RunsQuery,
     RunView,
 )
+from shared.iac.jobs.store import JobStore
 from shared.identifiers import IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN, is_idempotency_key
 from shared.logs import app_logger, ids
 from shared.provisioning.decisions import cancel, decide
@@ -249,6 +250,7 @@ async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClien
     run = await to_thread(
         cancel,
         wiring.store(),
+        jobs=JobStore(shared_host_storage()),
         tenant=caller.tenant,
         run_id=req.route_params["id"],
         cancelled_by=caller.principal,

@@ -32,15 +32,12 @@ from shared.iac.jobs.store import JobInputTampered, JobStore, folder_of
 from shared.iac.pulumi.saved_plans import PLANS_CONTAINER, SavedPlans
 from shared.iac.settings import IaCSettings
 from shared.logs import app_logger, ids
-from shared.provisioning.cancellation import CancelWatch
+from shared.provisioning.cancellation import JobCancelWatch
 from shared.provisioning.journal import TableStepJournal
-from shared.provisioning.store import ProvisioningStore
 from shared.storage.clients import StorageClients
 from shared.telemetry.tracing import span
 
 log = app_logger("runner_job")
-
-EVENT_SOURCE = "/runtime-cloud/runner-job"
 
 
 class BadRequest(ValueError):
@@ -88,7 +85,7 @@ def _run_request(request: JobRequest, storage: StorageClients) -> JobResult | No
             result = execute(
                 document,
                 journal=TableStepJournal(storage, request.run_id),
-                stop=CancelWatch(ProvisioningStore(storage, EVENT_SOURCE), *_run_of(request)),
+                stop=JobCancelWatch(jobs, request),  # its own row: the job reads no run
                 saved_plans=SavedPlans(storage.blobs.get_container_client(PLANS_CONTAINER), Path(scratch)),
                 events=events,
                 lock_owners=JobLockOwners(
@@ -128,10 +125,6 @@ def notify(storage: StorageClients, request: JobRequest) -> None:
         storage.queue(request.results_queue).send_message(notice.model_dump_json())
     except Exception as error:  # noqa: BLE001 - the row says finished; the run's timer finds it
         log.warning("completion notice of job %s not sent: %s", request.job_id, type(error).__name__)
-
-
-def _run_of(request: JobRequest) -> tuple[str, str, str]:
-    return request.tenant, request.environment, request.run_id
 
 
 def _job_error(request: JobRequest, started: str, events: EventLog, message: str) -> JobResult:

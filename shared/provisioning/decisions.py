@@ -17,6 +17,7 @@ from typing import Literal
 
 from shared.clock import now_iso
 from shared.errors import Conflict, NotFound, PermissionDenied
+from shared.iac.jobs.store import JobStore
 from shared.provisioning.runs import Decision, Run, RunState
 from shared.provisioning.store import ProvisioningStore
 from shared.storage.optimistic import on_conflict
@@ -59,13 +60,25 @@ def decide(
 
 
 def cancel(
-    store: ProvisioningStore, *, tenant: str, run_id: str, cancelled_by: str, reason: str, client: str | None = None
+    store: ProvisioningStore,
+    *,
+    jobs: JobStore,
+    tenant: str,
+    run_id: str,
+    cancelled_by: str,
+    reason: str,
+    client: str | None = None,
 ) -> Run:
     """Ask a run that has not ended to end ``cancelled``; its orchestration ends it.
 
     Before it is approved, the cancel is the run's decision. Once approved or applying, it is
     recorded beside the approval (``cancellation``): the apply stops before its next step, and
     what it applied so far stays, listed in its apply receipt.
+
+    A runner job never reads the run, so the cancel is then set on the run's job rows
+    (``CancelRequested``, which the job's watch reads). The order closes the race with a launch:
+    the run is written before its job rows are read, and a launch inserts its row before it reads
+    the run (:meth:`shared.provisioning.runner_jobs.RunnerJobs.launch`), so one of the two sees the other.
     """
 
     def check(run: Run) -> None:
@@ -89,7 +102,9 @@ def cancel(
         approved = run.decision is not None or run.state is RunState.APPLYING
         return {"cancellation": cancelled} if approved else {"decision": cancelled}
 
-    return _record(store, tenant, run_id, check, record)
+    cancelled = _record(store, tenant, run_id, check, record)
+    jobs.request_cancel(cancelled.id)
+    return cancelled
 
 
 def _record(

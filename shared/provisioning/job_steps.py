@@ -36,7 +36,7 @@ from shared.provisioning.runner_jobs import JobTicket, RunnerJobs
 from shared.provisioning.runs import FailureReason, Run, RunState
 from shared.provisioning.step_answers import RunRef, failed
 from shared.provisioning.store import ProvisioningStore
-from shared.targets import ProvisioningTarget, find_target
+from shared.targets import ProvisioningTarget, target_for
 
 
 class JobSteps:
@@ -93,6 +93,9 @@ class JobSteps:
         check = self._jobs.check(ref.run_id, job["job_id"], wait_seconds)
         if check["state"] == "finished":
             return None
+        if check["state"] == "running" and self._cancel_requested(ref):
+            # Set by the cancel itself; again at each check, in case the store failed it just after the run's.
+            self._jobs.request_cancel(ref.run_id)
         return {"outcome": Outcome.WAITING, "job_state": check["state"], "detail": check["detail"]}
 
     def _launch_apply(self, ref: RunRef, attempt: int) -> JobTicket:
@@ -108,12 +111,19 @@ class JobSteps:
         return self._launch(run, JobKind.APPLY, attempt, plan)
 
     def _launch(self, run: Run, kind: JobKind, attempt: int, plan: PlanResult | None) -> JobTicket:
-        target = find_target(self._targets, run.target)
+        ref = RunRef(run.tenant, run.environment, run.id)
+        target = target_for(self._targets, run.target, run.tenant)
         if target is None:
             return JobTicket()  # the step itself fails the run, naming the missing target
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
         configuration = resolve_configuration(specification.configuration, run.environment, self._config_platform)
-        return self._jobs.launch(run, specification, target, kind, attempt, plan, configuration)
+        return self._jobs.launch(
+            run, specification, target, kind, attempt, plan, configuration, lambda: self._cancel_requested(ref)
+        )
+
+    def _cancel_requested(self, ref: RunRef) -> bool:
+        found = self._store.find_run(ref.tenant, ref.environment, ref.run_id)
+        return found is not None and found.cancel_requested
 
     def _policy_unavailable(self, run: Run) -> StepAnswer | None:
         """Fail fast: the policy is read before a job runs the preview (evaluated after, in the plan step)."""

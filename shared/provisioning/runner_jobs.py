@@ -90,8 +90,13 @@ class RunnerJobs:
         attempt: int,
         plan: PlanResult | None,
         configuration: ResolvedConfiguration,
+        cancelled: Callable[[], bool],
     ) -> JobTicket:
-        """Write the job's input, record the launch and queue the request (idempotent per attempt)."""
+        """Write the job's input, record the launch and queue the request (idempotent per attempt).
+
+        ``cancelled`` reads the run's cancel once the job's row exists, before the request is sent: a
+        cancel recorded meanwhile, whose own pass over the run's job rows missed this one, is set on it
+        here (see :func:`shared.provisioning.decisions.cancel`), so the job stops before its first step."""
         job_id = job_id_for(run.id, kind, attempt)
         document = JobInput(
             job_id=job_id,
@@ -113,6 +118,8 @@ class RunnerJobs:
         request = self._store.write_input(document, self._iac.job_results_queue)
         request = request.model_copy(update=current_trace_context())  # the job's spans continue this trace
         self._store.mark_launched(request, self._iac.job_queue)
+        if cancelled():
+            self._store.request_cancel(run.id)
         # Sent again by a retried activity: the second execution finds the job claimed and leaves.
         self._launcher.launch(request)
         return JobTicket(
@@ -123,6 +130,10 @@ class RunnerJobs:
             max_attempts=self._iac.job_max_attempts,
             wait_seconds=self._iac.job_wait_seconds,
         )
+
+    def request_cancel(self, run_id: str) -> None:
+        """Ask the run's unfinished jobs to stop (their rows' ``CancelRequested``; idempotent)."""
+        self._store.request_cancel(run_id)
 
     def check(self, run_id: str, job_id: str, wait_seconds: float = 0.0) -> JobCheck:
         """Whether the job finished, runs or died; with ``wait_seconds``, a running job is read again

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
+from azure.data.tables import UpdateMode
 from azure.storage.blob import ContainerClient
 
 from shared.clock import now_iso
@@ -38,6 +39,9 @@ JOBS_CONTAINER = "runner-jobs"
 JOBS_TABLE = "RunnerJobs"
 
 LAUNCHED, RUNNING, FINISHED = "launched", "running", "finished"
+# Set by the host when an operator cancels the run; the job's cancel watch reads it (never the run's row).
+CANCEL_REQUESTED = "CancelRequested"
+CLAIM_TRIES = 3  # a claim that lost its ETag to a cancel's merge reads the row again
 
 
 class JobInputTampered(Exception):
@@ -141,6 +145,27 @@ class JobStore:
         except AlreadyExists:
             pass
 
+    def request_cancel(self, run_id: str) -> list[str]:
+        """Set ``CancelRequested`` on every unfinished job of the run; the jobs newly marked.
+
+        Idempotent, and never creates a row: a merge of one property on a row read just before (a row
+        deleted since is skipped). A claim that races with it reads the row again (see :meth:`claim`)."""
+        rows = self._table.query_entities(
+            "PartitionKey eq @run", parameters={"run": run_id}, select=["RowKey", "State", CANCEL_REQUESTED]
+        )
+        marked = []
+        for row in rows:
+            if row.get("State") == FINISHED or row.get(CANCEL_REQUESTED):
+                continue
+            try:
+                self._table.update_entity(
+                    {"PartitionKey": run_id, "RowKey": row["RowKey"], CANCEL_REQUESTED: True}, mode=UpdateMode.MERGE
+                )
+            except ResourceNotFoundError:
+                continue
+            marked.append(str(row["RowKey"]))
+        return marked
+
     def record(self, run_id: str, job_id: str) -> JobRecord | None:
         row = read_row(self._table, run_id, job_id)
         return JobRecord.of(row) if row else None
@@ -207,18 +232,30 @@ class JobStore:
         return document
 
     def claim(self, request: JobRequest) -> bool:
-        """Take the job for this process; False when another execution has it or it is finished."""
+        """Take the job for this process; False when another execution has it or it is finished.
+
+        A conflict is read again: another execution's claim leaves the row ``running`` (this one then
+        leaves), while the host's cancel flag leaves it ``launched`` (this one claims it, and stops)."""
+        for _ in range(CLAIM_TRIES):
+            row = read_row(self._table, request.run_id, request.job_id)
+            if row is None or row.get("State", LAUNCHED) != LAUNCHED:
+                return False
+            etag = row.pop("etag")
+            claimed = now_iso()
+            row.update(
+                State=RUNNING, ClaimedAt=claimed, HeartbeatAt=claimed, Pid=os.getpid(), Host=socket.gethostname()
+            )
+            try:
+                replace_if_unchanged(self._table, row, etag)
+            except ConcurrencyConflict:
+                continue
+            return True
+        return False
+
+    def cancel_requested(self, request: JobRequest) -> bool:
+        """Has the host asked this job to stop? (The job's own row: the job reads no run.)"""
         row = read_row(self._table, request.run_id, request.job_id)
-        if row is None or row.get("State", LAUNCHED) != LAUNCHED:
-            return False
-        etag = row.pop("etag")
-        claimed = now_iso()
-        row.update(State=RUNNING, ClaimedAt=claimed, HeartbeatAt=claimed, Pid=os.getpid(), Host=socket.gethostname())
-        try:
-            replace_if_unchanged(self._table, row, etag)
-        except ConcurrencyConflict:
-            return False
-        return True
+        return bool(row and row.get(CANCEL_REQUESTED))
 
     def beat(self, request: JobRequest) -> None:
         """The heartbeat: a merge of one property (no ETag: only the executing job writes it while running)."""
