@@ -38,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._results import record
+from shared.auth.principal import PrincipalKind, Requester
 from shared.iac.model import Action, ResourceChange
 from shared.policy.bundle import EffectiveBundle, effective_bundle, layer_paths, parse_layer
 from shared.policy.evaluation import compile_bundle, evaluate_rules
@@ -108,8 +109,7 @@ def main(sizes: list[int]) -> None:
             environment="bench",
             environment_class="production",
             target=TARGET,
-            requested_by="bench",
-            requested_by_client=None,
+            requester=Requester("bench", PrincipalKind.SERVICE),
             specification={"environment": "bench"},
             changes=planned,
         )

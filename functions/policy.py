@@ -20,7 +20,7 @@ import azure.durable_functions as df
 import azure.functions as func
 from pydantic import ValidationError
 
-from shared.auth import Caller, Role, Scope
+from shared.auth import Caller, Requester, Role, Scope
 from shared.errors import InvalidInput, NotFound
 from shared.field_errors import field_errors
 from shared.http import problems
@@ -98,8 +98,7 @@ def policy_dry_run(req: func.HttpRequest, caller: Caller) -> dict:
         environment=specification.environment,
         environment_class=environment_class,
         target=target,
-        requested_by=caller.principal,
-        requested_by_client=caller.client_id,
+        requester=Requester.of_caller(caller),
         specification=specification.model_dump(mode="json", exclude_none=True),
         changes=plan.changes,
     )

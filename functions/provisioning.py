@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrations.provisioning_client import ensure_started, notify_decision, start_and_wake, status_path, wake
 from shared import safe_json
-from shared.auth import Caller, Role, Scope
+from shared.auth import Caller, Requester, Role, Scope
 from shared.desired_state import NAME_PATTERN
 from shared.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from shared.field_errors import field_errors
@@ -72,7 +72,7 @@ async def declare_specification(
     service = wiring.service()
     # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
     specification, source = await to_thread(service.specification_from, caller.tenant, declaration)
-    run, created = await to_thread(service.declare, specification, source, key, caller.principal, caller.client_id)
+    run, created = await to_thread(service.declare, specification, source, key, Requester.of_caller(caller))
     annotate(tenant=run.tenant, environment=run.environment, run=run.id)
     await start_and_wake(client, run, created=created)
     status_url = status_path(run.id)
@@ -171,7 +171,8 @@ def _declare_promotion(message_id: str | None, body: str) -> tuple[Run, bool] | 
         )
         return None
     try:
-        return service.declare(specification, source, promotion.promotion_id, promotion.requested_by)
+        requester = Requester.promoted_by(promotion.requested_by)  # delivery's word: never a system actor
+        return service.declare(specification, source, promotion.promotion_id, requester)
     except Conflict as error:
         record_rejection(shared_host_storage(), "promotions", message_id, body, str(error))
         return None

@@ -1,5 +1,6 @@
 """Bearer-token authentication and authorisation of callers."""
 
 from shared.auth.caller import Caller, Role, Scope
+from shared.auth.principal import PrincipalKind, Requester, SystemPrincipal
 
-__all__ = ["Caller", "Role", "Scope"]
+__all__ = ["Caller", "PrincipalKind", "Requester", "Role", "Scope", "SystemPrincipal"]

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from shared.auth.principal import PrincipalKind
+
+TOKEN_KINDS = frozenset({PrincipalKind.PERSON, PrincipalKind.SERVICE})
+
 
 class Scope(str, Enum):
     HEALTH_READ = "factory.health.read"
@@ -28,6 +32,8 @@ class Caller:
     service principal that four-eyes rules compare. ``client_id`` is the client
     application it acts through (``azp``, else ``appid``), recorded beside it;
     one person may use several client apps, so rules never compare client ids.
+    ``kind`` is what the token says the principal is: a ``person`` or a ``service``, never
+    ``system`` (only the host's own actors are; see :mod:`shared.auth.principal`).
     """
 
     client_id: str
@@ -35,10 +41,13 @@ class Caller:
     scopes: frozenset[str]
     roles: frozenset[str]
     principal: str = ""
+    kind: PrincipalKind = PrincipalKind.PERSON
 
     def __post_init__(self) -> None:
         if not self.principal:  # a caller built without one acts as its client
             object.__setattr__(self, "principal", self.client_id)
+        if self.kind not in TOKEN_KINDS:
+            raise ValueError(f"a caller is a person or a service, not {self.kind.value}")
 
     def has_scope(self, scope: Scope | str) -> bool:
         return _value(scope) in self.scopes

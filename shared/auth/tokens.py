@@ -9,6 +9,13 @@ from the claim named by ``RuntimeCloud:Auth:TenantClaim``, which must be a
 tenant id (it starts every table key); who acts from ``oid``, else ``sub``;
 the client application from ``azp``, else ``appid``.
 
+A token whose ``oid`` or ``sub`` is a system principal's name (``autoscaler``,
+``gitops``, ... or anything under ``system:``, in any case) is refused: those
+names belong to the host's own actors (:mod:`shared.auth.principal`). The
+principal's kind is ``service`` for an application's own token (``idtyp`` is
+``app``, or the token has no delegated scopes in ``scp``), else ``person``;
+never ``system``, whatever the token claims.
+
 Every token that cannot be accepted, however malformed (wrong claim types,
 headers PyJWT refuses), is :class:`AuthenticationFailed`, hence a 401.
 """
@@ -20,6 +27,7 @@ from typing import Any
 import jwt
 
 from shared.auth.caller import Caller, Role
+from shared.auth.principal import PrincipalKind, is_reserved_name
 from shared.auth.signing_keys import SigningKeySource
 from shared.errors import AuthenticationFailed
 from shared.host_settings import AuthSettings
@@ -50,9 +58,17 @@ class TokenValidator:
         principal = _identity(claims, "oid", "sub")
         if principal is None:
             raise AuthenticationFailed("token names no principal (oid or sub)")
+        _refuse_reserved(claims)
         client_id = _identity(claims, "azp", "appid") or principal
         scopes, roles = _scopes_and_roles(claims)
-        return Caller(client_id=client_id, tenant=tenant, scopes=scopes, roles=roles, principal=principal)
+        return Caller(
+            client_id=client_id,
+            tenant=tenant,
+            scopes=scopes,
+            roles=roles,
+            principal=principal,
+            kind=_kind(claims),
+        )
 
     def _verified_claims(self, token: str) -> dict[str, Any]:
         signing_key = self._keys.key_for(token)
@@ -101,6 +117,29 @@ def _identity(claims: dict[str, Any], *names: str) -> str | None:
             raise AuthenticationFailed(f"the '{name}' claim is not an identifier")
         return value
     return None
+
+
+def _refuse_reserved(claims: dict[str, Any]) -> None:
+    # Both claims, not only the one that names the principal: neither may pass for a system actor.
+    # The message says no more than that the principal is refused (not which names are reserved).
+    for name in ("oid", "sub"):
+        value = claims.get(name)
+        if isinstance(value, str) and is_reserved_name(value):
+            raise AuthenticationFailed("the token's principal is not accepted")
+
+
+def _kind(claims: dict[str, Any]) -> PrincipalKind:
+    """``service`` for an application's own token, else ``person`` (never ``system``).
+
+    Entra ID marks app-only tokens with ``idtyp: app`` when that optional claim is configured; a token
+    without delegated scopes (``scp``) is one an application obtained for itself either way.
+    """
+    idtyp = claims.get("idtyp")
+    if idtyp == "app":
+        return PrincipalKind.SERVICE
+    if idtyp == "user":
+        return PrincipalKind.PERSON
+    return PrincipalKind.PERSON if claims.get("scp") else PrincipalKind.SERVICE
 
 
 def _scopes_and_roles(claims: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from shared.auth.principal import Requester, SystemPrincipal
 from shared.autoscaling import store as rows
 from shared.autoscaling.decide import Decision, Direction, LastDecision, Sample, decide, summarize, trimmed
 from shared.autoscaling.infrastructure import environment_for, infrastructure_digest, owner_of, specification_for
@@ -59,7 +60,9 @@ from shared.provisioning.runs import Run, RunState, SourceInfo
 from shared.targets import ProvisioningTarget, TargetKind
 
 log = app_logger("autoscaling")
-REQUESTED_BY = "autoscaler"  # the runs' requester: an approver of a production pool's run is never it
+# The runs' requester: a system principal no token can carry (so no token can pass for it at the policy
+# gate), and an approver of a production pool's run is never it.
+REQUESTER = Requester.system(SystemPrincipal.AUTOSCALER)
 
 
 @dataclass
@@ -336,7 +339,7 @@ class PoolScaler:
             specification,
             source=source,
             idempotency_key=f"autoscaling.{pool.id}.{record.number}",
-            requested_by=REQUESTED_BY,
+            requester=REQUESTER,
         )
         run, created = created_or_found
         if not created:  # declared before (a retried evaluation): read where it is now

@@ -27,7 +27,6 @@ from shared.gitops.windows import MAX_WINDOWS, SyncWindow
 
 BRANCH_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,254}$"
 MAX_ERROR_CHARS = 2000  # a binding is one table property: an error is kept short
-REQUESTED_BY = "gitops"  # the requester of every run the reconciler declares: never a person, so any Operator approves
 
 
 class BindingRequest(BaseModel):

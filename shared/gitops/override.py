@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.gitops.bindings import REQUESTED_BY, Binding, key_prefix
+from shared.auth.principal import PrincipalKind, SystemPrincipal
+from shared.gitops.bindings import Binding, key_prefix
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.runs import Run
 
@@ -55,5 +56,13 @@ def overriding_run(provisioning: ProvisioningApi, binding: Binding, declared_run
 
 
 def _ours(binding: Binding, run: Run) -> bool:
-    """Declared by this binding (a caller may choose an idempotency key, but not be the reconciler)."""
-    return run.requested_by == REQUESTED_BY and run.idempotency_key.startswith(key_prefix(binding))
+    """Declared by this binding (a caller may choose an idempotency key, but not be the reconciler).
+
+    A row from before kinds were recorded (no kind) is matched by name, as it was then: reading the
+    binding's own run as an override would self-heal it for nothing.
+    """
+    by_reconciler = run.requested_by == SystemPrincipal.GITOPS.value and run.requested_by_kind in (
+        PrincipalKind.SYSTEM,
+        None,
+    )
+    return by_reconciler and run.idempotency_key.startswith(key_prefix(binding))

@@ -41,10 +41,11 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
+from shared.auth.principal import Requester, SystemPrincipal
 from shared.clock import now
 from shared.errors import Conflict, InvalidInput, NotFound
 from shared.gitops import history
-from shared.gitops.bindings import REQUESTED_BY, Binding, BindingStatus, SelfHeal, bounded_error, idempotency_key
+from shared.gitops.bindings import Binding, BindingStatus, SelfHeal, bounded_error, idempotency_key
 from shared.gitops.override import Override, overriding_run
 from shared.gitops.settings import GitOpsSettings
 from shared.gitops.store import BindingStore
@@ -152,8 +153,7 @@ class Reconciler:
             specification,
             source=source,
             idempotency_key=idempotency_key(binding, reservation.sequence, commit),
-            requested_by=REQUESTED_BY,
-            requested_by_client=f"gitops-{trigger.value}",
+            requester=Requester.system(SystemPrincipal.GITOPS, client=f"gitops-{trigger.value}"),
         )
         done = "declared" if created else "already-declared"
         outcome = SyncOutcome("self-healed" if heal_of and created else done, commit, run, created, None, heal_of)

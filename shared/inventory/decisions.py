@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shared.auth.principal import PrincipalKind, Requester
 from shared.desired_state import EnvironmentSpecification
 from shared.errors import AlreadyExists, ConcurrencyConflict, FieldError, InvalidInput, NotFound
 from shared.events.cloudevents import NewEvent
@@ -271,8 +272,8 @@ class ProposalDecisions:
             specification,
             source=source,
             idempotency_key=_key(proposal, decision),
-            requested_by=decision.by,
-            requested_by_client=decision.client,
+            # The operator who accepted it, from their token (a proposal's decision is a person's).
+            requester=Requester(decision.by, PrincipalKind.PERSON, decision.client),
         )
         return Accepted(proposal, run, created)
 

@@ -15,7 +15,9 @@ What a rule sees (its *variables*):
 
 - ``params``: its own layer's ``parameters``;
 - ``environment``: ``{name, class, tenant}``; ``target``: ``{id, kind, region}``;
-  ``requester``: ``{principal, client}`` (who declared the run);
+  ``requester``: ``{principal, kind, client}`` (who declared the run; ``kind`` is ``person`` or
+  ``service`` for a token's principal, ``delivery`` for a promotion's, ``system`` for the host's own
+  actors such as the ``autoscaler``, which no token can be);
 - a ``plan`` rule: ``plan`` = ``{changes, counts, total}`` (``total``: changes
   that are not ``no-change``) and ``specification`` (the declared document);
 - a ``change`` rule: ``change`` = ``{address, type, name, action, before, after,

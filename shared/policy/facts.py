@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shared.auth.principal import Requester
 from shared.iac.model import Action, ResourceChange
 from shared.targets import ProvisioningTarget
 
@@ -36,8 +37,7 @@ class PlanFacts:
         environment: str,
         environment_class: str,
         target: ProvisioningTarget,
-        requested_by: str,
-        requested_by_client: str | None,
+        requester: Requester,
         specification: dict[str, Any],
         changes: Sequence[ResourceChange],
     ) -> PlanFacts:
@@ -49,7 +49,13 @@ class PlanFacts:
             environment=environment,
             environment_class=environment_class,
             target={"id": target.id, "kind": target.kind.value, "region": target.region},
-            requester={"principal": requested_by, "client": requested_by_client or ""},
+            # ``kind`` comes from the code path that declared the run, never from a claim: a rule that
+            # trusts a system actor checks ``requester.kind == "system"`` as well as its name.
+            requester={
+                "principal": requester.principal,
+                "kind": requester.kind.value,
+                "client": requester.client or "",
+            },
             specification=specification,
             changes=[_change(change) for change in changes],
             counts=counts,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from shared.auth.principal import Requester
 from shared.desired_state import EnvironmentSpecification
 from shared.errors import NotFound
 from shared.provisioning.git_policy import AllowedSource, NotAllowed, locate, sources_for
@@ -141,11 +142,14 @@ class ProvisioningApi:
         *,
         source: SourceInfo,
         idempotency_key: str,
-        requested_by: str,
-        requested_by_client: str | None = None,
+        requester: Requester,
     ) -> tuple[Run, bool]:
-        """Create the run for this desired state (or find the one this key created before)."""
-        return self._service.declare(specification, source, idempotency_key, requested_by, requested_by_client)
+        """Create the run for this desired state (or find the one this key created before).
+
+        ``requester``: a system actor declares as ``Requester.system(SystemPrincipal...)``, a
+        request's trigger as ``Requester.of_caller(caller)``; never a kind read from a claim.
+        """
+        return self._service.declare(specification, source, idempotency_key, requester)
 
     def run(self, tenant: str, run_id: str) -> Run | None:
         """The tenant's run, or None (another tenant's run is None too)."""

@@ -37,6 +37,7 @@ def specification_declared(run: Run) -> NewEvent:
             "runner": run.runner,
             "source": run.source.model_dump(mode="json"),
             "requested_by": run.requested_by,
+            "requested_by_kind": run.requester.kind.value,
         },
     )
 

@@ -41,8 +41,7 @@ def check_plan(
         environment=run.environment,
         environment_class=run.environment_class,
         target=target,
-        requested_by=run.requested_by,
-        requested_by_client=run.requested_by_client,
+        requester=run.requester,
         specification=specification.model_dump(mode="json", exclude_none=True),
         changes=plan.changes,
     )

@@ -9,7 +9,10 @@ module only writes and reads them; :func:`shared.provisioning.verification.verif
 checks them (``GET .../environments/{environment}/receipts/verify``, or
 ``python -m shared.provisioning.verify_receipts``), finding an edited, missing
 or re-linked receipt. Receipts are kept for the environment's lifetime plus
-seven years; nothing in this service deletes them.
+seven years; nothing in this service deletes them. With
+``RuntimeCloud:Receipts:Immutability`` on, a receipt is written under a
+version-level immutability policy (:mod:`shared.provisioning.receipt_retention`),
+which the retention timer extends while the environment lives.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from typing import Any, Literal
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from pydantic import BaseModel, Field
 
+from shared import clock
 from shared.errors import NotFound
 from shared.iac.model import ResourceChange, StepResult
 from shared.policy.verdict import PolicyVerdict
+from shared.provisioning.receipt_immutability import upload_options
+from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.runs import Decision, SourceInfo
 from shared.storage.clients import StorageClients
 
@@ -89,8 +95,9 @@ def sha256(data: bytes) -> str:
 
 
 class ReceiptStore:
-    def __init__(self, storage: StorageClients) -> None:
+    def __init__(self, storage: StorageClients, immutability: ReceiptSettings | None = None) -> None:
         self._container = storage.blobs.get_container_client(RECEIPTS_CONTAINER)
+        self._immutability = immutability  # None: no policy of the host's (readers, tools)
 
     @staticmethod
     def blob_name(tenant: str, environment: str, run_id: str, kind: ReceiptKind) -> str:
@@ -102,7 +109,11 @@ class ReceiptStore:
         data = canonical_bytes(receipt)
         try:
             self._container.upload_blob(
-                name, data, overwrite=False, metadata={"sha256": sha256(data), "kind": receipt.kind}
+                name,
+                data,
+                overwrite=False,
+                metadata={"sha256": sha256(data), "kind": receipt.kind},
+                **upload_options(self._immutability, clock.now()),
             )
         except ResourceExistsError:
             return sha256(self._container.download_blob(name).readall())

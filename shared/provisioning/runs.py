@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from shared.auth.principal import PrincipalKind, Requester
 from shared.clock import now_iso
 from shared.errors import RuntimeCloudError
 from shared.policy.verdict import PolicySummary
@@ -120,6 +121,10 @@ class Run(BaseModel):
     ordinal: int
     requested_by: str  # who asked: the person (oid, else sub) or the promoting system
     requested_by_client: str | None = None  # the client application they asked through
+    # The requester's kind (shared.auth.principal), set by the code path that declared the run: a
+    # token's person or service, a promotion's delivery, or a system actor. A row written before kinds
+    # were recorded has none: it was a token's principal (see ``requester``).
+    requested_by_kind: PrincipalKind | None = None
     idempotency_key: str
     specification_digest: str
     source: SourceInfo
@@ -145,6 +150,12 @@ class Run(BaseModel):
         if changes.get("failure_detail"):
             changes["failure_detail"] = bounded_detail(changes["failure_detail"])
         return self.model_copy(update={"state": state, "timeline": [*self.timeline, entry], **changes})
+
+    @property
+    def requester(self) -> Requester:
+        """Who declared the run; a row without a recorded kind reads as a token's person."""
+        kind = self.requested_by_kind or PrincipalKind.PERSON
+        return Requester(self.requested_by, kind, self.requested_by_client)
 
     @property
     def cancel_requested(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shared.auth.principal import Requester
 from shared.clock import now_iso
 from shared.desired_state import EnvironmentSpecification
 from shared.errors import InvalidInput, NotFound
@@ -138,24 +139,23 @@ class ProvisioningService:
         specification: EnvironmentSpecification,
         source: SourceInfo,
         idempotency_key: str,
-        requested_by: str,
-        requested_by_client: str | None = None,
+        requester: Requester,
     ) -> tuple[Run, bool]:
         """Create the run for this declaration, or find the one an earlier delivery created.
 
-        ``requested_by`` is the person (or promoting system) the approval rule compares with the
-        approver; ``requested_by_client`` the client application they came through.
+        ``requester`` is who asked, as the declaring code path knows it: its principal is whom the
+        approval rule compares with the approver, its kind what policy rules see (a system actor's
+        kind is never a token's), its client the application they came through.
         """
         run = self._new_run(
             specification.tenant,
             specification.environment,
             idempotency_key,
-            requested_by,
+            requester,
             specification.digest(),
             source,
             specification,
         )
-        run = run.model_copy(update={"requested_by_client": requested_by_client})
         claimed = self._store.claim_idempotency_key(
             run.tenant, idempotency_key, run.id, run.environment, run.specification_digest
         )
@@ -175,7 +175,8 @@ class ProvisioningService:
     ) -> Run:
         """An invalid promotion still becomes a run: failed, with the reason and the kept message."""
         digest = hashlib.sha256(raw_message.encode()).hexdigest()
-        run = self._new_run(tenant, environment, promotion_id, requested_by, digest, SourceInfo(kind="inline"))
+        requester = Requester.promoted_by(requested_by)
+        run = self._new_run(tenant, environment, promotion_id, requester, digest, SourceInfo(kind="inline"))
         now = now_iso()
         detail = bounded_detail(detail)  # thousands of invalid fields would not fit the run's row
         failed = run.model_copy(
@@ -198,7 +199,7 @@ class ProvisioningService:
         tenant: str,
         environment: str,
         key: str,
-        requested_by: str,
+        requester: Requester,
         digest: str,
         source: SourceInfo,
         specification: EnvironmentSpecification | None = None,
@@ -213,7 +214,9 @@ class ProvisioningService:
             runner=specification.runner.value if specification else "unknown",
             state=RunState.QUEUED,
             ordinal=0,
-            requested_by=requested_by,
+            requested_by=requester.principal,
+            requested_by_client=requester.client,
+            requested_by_kind=requester.kind,
             idempotency_key=key,
             specification_digest=digest,
             source=source,

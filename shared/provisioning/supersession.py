@@ -19,12 +19,13 @@ other).
 
 from __future__ import annotations
 
+from shared.auth.principal import SystemPrincipal
 from shared.clock import now_iso
 from shared.provisioning.runs import Decision, FailureReason, Run, RunState
 from shared.provisioning.store import ProvisioningStore
 from shared.storage.optimistic import on_conflict
 
-SYSTEM = "runtime-cloud"
+SYSTEM = SystemPrincipal.HOST.value
 
 
 def newer_run(store: ProvisioningStore, run: Run) -> Run | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from shared.auth.principal import PrincipalKind, Requester, SystemPrincipal
 from shared.desired_state import MAX_RESOURCES
 from shared.iac.model import Action, ResourceChange
 from shared.policy.bundle import EffectiveBundle, InvalidBundle, effective_bundle, layer_paths, parse_layer
@@ -42,19 +43,21 @@ def bundle_from(tree: Path, tenant: str = "tenant-a", environment_class: str = "
     return bundle
 
 
+ALICE = Requester("alice", PrincipalKind.PERSON, "studio")
+
+
 def facts(
     *changes: ResourceChange,
     environment_class: str = "production",
     environment: str = "demo",
-    requested_by: str = "alice",
+    requester: Requester = ALICE,
 ) -> PlanFacts:
     return PlanFacts.of(
         tenant="tenant-a",
         environment=environment,
         environment_class=environment_class,
         target=TARGET,
-        requested_by=requested_by,
-        requested_by_client="studio",
+        requester=requester,
         specification={"environment": "demo"},
         changes=list(changes),
     )
@@ -105,15 +108,27 @@ def test_the_shipped_bundle_denies_a_production_delete_and_unsupported_types_and
 
 def test_the_shipped_bundle_lets_only_the_autoscaler_delete_its_drained_slots_in_a_production_pool():
     bundle = bundle_from(REPO / "policies")
+    autoscaler = Requester.system(SystemPrincipal.AUTOSCALER)
 
-    def outcome(action: Action, *, environment: str, requested_by: str) -> str:
-        plan = facts(change("slot-3", action), environment=environment, requested_by=requested_by)
+    def outcome(action: Action, *, environment: str, requester: Requester) -> str:
+        plan = facts(change("slot-3", action), environment=environment, requester=requester)
         return verdict_of("files", bundle.digest, evaluate_rules(bundle, plan), [], _now()).outcome
 
-    assert outcome(Action.DELETE, environment="pool-sandbox", requested_by="autoscaler") == "allow"
-    assert outcome(Action.DELETE, environment="pool-sandbox", requested_by="alice") == "deny"
-    assert outcome(Action.DELETE, environment="demo", requested_by="autoscaler") == "deny"
-    assert outcome(Action.REPLACE, environment="pool-sandbox", requested_by="autoscaler") == "deny"
+    assert outcome(Action.DELETE, environment="pool-sandbox", requester=autoscaler) == "allow"
+    assert outcome(Action.DELETE, environment="pool-sandbox", requester=ALICE) == "deny"
+    assert outcome(Action.DELETE, environment="demo", requester=autoscaler) == "deny"
+    assert outcome(Action.REPLACE, environment="pool-sandbox", requester=autoscaler) == "deny"
+    # The name alone is not the autoscaler: whatever else carries it (a token of a row written before
+    # kinds were recorded, a promotion naming it, a service) is not a system principal.
+    for kind in (PrincipalKind.PERSON, PrincipalKind.SERVICE, PrincipalKind.DELIVERY):
+        assert outcome(Action.DELETE, environment="pool-sandbox", requester=Requester("autoscaler", kind)) == "deny"
+
+
+def test_only_the_code_of_a_system_actor_makes_a_system_requester():
+    with pytest.raises(ValueError, match="not a system principal"):
+        Requester("alice", PrincipalKind.SYSTEM)
+    assert Requester.system(SystemPrincipal.GITOPS, client="gitops-webhook").is_system(SystemPrincipal.GITOPS)
+    assert not Requester("gitops", PrincipalKind.DELIVERY).is_system(SystemPrincipal.GITOPS)
 
 
 def test_the_shipped_change_cap_allows_the_largest_environment_in_one_run_and_no_more():
