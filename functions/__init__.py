@@ -24,6 +24,7 @@ MODULE_BLUEPRINTS: dict[str, tuple[str, ...]] = {
     "provisioning": (
         "functions.provisioning",
         "functions.receipts",
+        "functions.receipt_retention",
         "functions.gitops",
         "functions.runner_jobs",
         "functions.policy",

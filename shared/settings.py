@@ -23,6 +23,8 @@ Defaults (the README's Settings table lists the same):
 - ``RuntimeCloud:GitOps:*``: see :class:`shared.gitops.settings.GitOpsSettings`
 - ``RuntimeCloud:Outbox:DispatchSchedule`` / ``PurgeSchedule``: ``*/15 * * * * *`` / ``0 30 3 * * *``
 - ``RuntimeCloud:Backup:*``: see :class:`shared.backup.settings.BackupSettings`
+- ``RuntimeCloud:ControlPlane:*`` / ``KnowledgeHost:*`` / ``DeliveryHost:*``: the neighbours, not
+  configured by default; see :mod:`shared.neighbours.settings`
 - ``RuntimeCloud:Durable:HistoryRetentionDays``: ``30``; ``PurgeSchedule``: ``0 0 5 * * *``
 - Every ``...Schedule`` is a 6-field NCRONTAB expression (seconds first), checked
   when the settings are read; a timer declares it as a ``%...%`` reference (see
@@ -63,6 +65,7 @@ from shared.host_settings import (
 )
 from shared.iac.settings import IaCSettings
 from shared.inventory.settings import InventorySettings
+from shared.neighbours.settings import ControlPlaneSettings, DeliveryHostSettings, KnowledgeHostSettings
 from shared.policy.settings import PolicySettings
 from shared.provisioning.settings import ProvisioningSettings
 from shared.settings_section import Section
@@ -88,6 +91,9 @@ class RuntimeCloudSection(Section):
     outbox: OutboxSettings = Field(default_factory=OutboxSettings, alias="Outbox")
     durable: DurableSection = Field(default_factory=DurableSection, alias="Durable")
     backup: BackupSettings = Field(default_factory=BackupSettings, alias="Backup")
+    control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings, alias="ControlPlane")
+    knowledge_host: KnowledgeHostSettings = Field(default_factory=KnowledgeHostSettings, alias="KnowledgeHost")
+    delivery_host: DeliveryHostSettings = Field(default_factory=DeliveryHostSettings, alias="DeliveryHost")
 
     @field_validator("targets")
     @classmethod

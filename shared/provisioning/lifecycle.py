@@ -45,6 +45,7 @@ from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
 from shared.provisioning.outputs import OutputsReference, OutputsStore
 from shared.provisioning.policy_gate import PolicyGate, PolicyUnavailable, check_plan, denial_of, load_policy
+from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.run_records import Failure, RunRecords
 from shared.provisioning.runner_jobs import JobTicket, RunnerJobs
@@ -92,6 +93,7 @@ class RunSteps:
         targets: Sequence[ProvisioningTarget],
         config_platform: ConfigPlatformClient,
         policy_gate: PolicyGate | None = None,
+        receipts: ReceiptSettings | None = None,
     ) -> None:
         self._storage = storage
         self._gate = policy_gate  # None: no policy gate at all (the gate itself may be configured "none")
@@ -100,7 +102,7 @@ class RunSteps:
         self._targets = targets
         self._config_platform = config_platform
         self._store = ProvisioningStore(storage, source)
-        self._receipts = ReceiptStore(storage)
+        self._receipts = ReceiptStore(storage, receipts)  # receipts are written under their first policy
         self._records = RunRecords(storage, self._store, self._receipts)
         self._outputs = OutputsStore(storage)
         self._jobs = RunnerJobs(storage, iac)

@@ -45,12 +45,13 @@ def steps() -> RunSteps:
         targets=section.targets,
         config_platform=config_platform,
         policy_gate=policy.gate(),
+        receipts=section.receipts,
     )
 
 
 @functools.lru_cache(maxsize=1)
 def receipts() -> ReceiptStore:
-    return ReceiptStore(shared_host_storage())
+    return ReceiptStore(shared_host_storage(), get_settings().runtime_cloud.receipts)
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,0 +1,27 @@
+"""The receipt retention timer: receipts kept write-once for their environment's lifetime plus seven years.
+
+Its schedule is ``RuntimeCloud:Receipts:RetentionSchedule`` (daily by default;
+the settings refuse one that leaves more than ``ExtendLeadDays`` between
+firings). What one firing does: :mod:`shared.wiring.receipt_retention`.
+"""
+
+from __future__ import annotations
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from shared.settings import get_settings
+from shared.timer_schedules import timer_schedule
+from shared.wiring import receipt_retention as wiring
+
+bp = df.Blueprint()
+
+
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule(
+        "RuntimeCloud:Receipts:RetentionSchedule", get_settings().runtime_cloud.receipts.retention_schedule
+    ),
+)
+def receipt_retention(timer: func.TimerRequest) -> None:
+    wiring.sweep_once()
