@@ -18,11 +18,13 @@ Defaults (the README's Settings table lists the same):
 - ``RuntimeCloud:Capacity:*``: see :class:`shared.capacity.settings.CapacitySettings`
 - ``RuntimeCloud:Autoscaling:*``: see :class:`shared.autoscaling.settings.AutoscalingSettings`
 - ``RuntimeCloud:Provisioning:*``: see :class:`shared.provisioning.settings.ProvisioningSettings`
+- ``RuntimeCloud:Environments:Source``: ``local`` (see :class:`shared.provisioning.settings.EnvironmentsSettings`)
 - ``RuntimeCloud:Inventory:*``: see :class:`shared.inventory.settings.InventorySettings`
 - ``RuntimeCloud:Policy:*``: see :class:`shared.policy.settings.PolicySettings` (the gate; on by default)
 - ``RuntimeCloud:GitOps:*``: see :class:`shared.gitops.settings.GitOpsSettings`
 - ``RuntimeCloud:Outbox:DispatchSchedule`` / ``PurgeSchedule``: ``*/15 * * * * *`` / ``0 30 3 * * *``
 - ``RuntimeCloud:Backup:*``: see :class:`shared.backup.settings.BackupSettings`
+- ``RuntimeCloud:Receipts:*``: see :class:`shared.provisioning.receipt_settings.ReceiptSettings` (write-once retention)
 - ``RuntimeCloud:ControlPlane:*`` / ``KnowledgeHost:*`` / ``DeliveryHost:*``: the neighbours, not
   configured by default; see :mod:`shared.neighbours.settings`
 - ``RuntimeCloud:Durable:HistoryRetentionDays``: ``30``; ``PurgeSchedule``: ``0 0 5 * * *``
@@ -45,7 +47,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.autoscaling.settings import AutoscalingSettings
@@ -67,10 +69,11 @@ from shared.iac.settings import IaCSettings
 from shared.inventory.settings import InventorySettings
 from shared.neighbours.settings import ControlPlaneSettings, DeliveryHostSettings, KnowledgeHostSettings
 from shared.policy.settings import PolicySettings
-from shared.provisioning.settings import ProvisioningSettings
+from shared.provisioning.receipt_settings import ReceiptSettings
+from shared.provisioning.settings import EnvironmentsSettings, ProvisioningSettings
 from shared.settings_section import Section
 from shared.storage.connection import read_connection
-from shared.targets import ProvisioningTarget, find_target
+from shared.targets import ProvisioningTarget, customer_targets_unnamed, find_target
 from shared.uniqueness import repeated
 
 
@@ -85,12 +88,14 @@ class RuntimeCloudSection(Section):
     capacity: CapacitySettings = Field(default_factory=CapacitySettings, alias="Capacity")
     autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings, alias="Autoscaling")
     provisioning: ProvisioningSettings = Field(default_factory=ProvisioningSettings, alias="Provisioning")
+    environments: EnvironmentsSettings = Field(default_factory=EnvironmentsSettings, alias="Environments")
     inventory: InventorySettings = Field(default_factory=InventorySettings, alias="Inventory")
     policy: PolicySettings = Field(default_factory=PolicySettings, alias="Policy")
     gitops: GitOpsSettings = Field(default_factory=GitOpsSettings, alias="GitOps")
     outbox: OutboxSettings = Field(default_factory=OutboxSettings, alias="Outbox")
     durable: DurableSection = Field(default_factory=DurableSection, alias="Durable")
     backup: BackupSettings = Field(default_factory=BackupSettings, alias="Backup")
+    receipts: ReceiptSettings = Field(default_factory=ReceiptSettings, alias="Receipts")
     control_plane: ControlPlaneSettings = Field(default_factory=ControlPlaneSettings, alias="ControlPlane")
     knowledge_host: KnowledgeHostSettings = Field(default_factory=KnowledgeHostSettings, alias="KnowledgeHost")
     delivery_host: DeliveryHostSettings = Field(default_factory=DeliveryHostSettings, alias="DeliveryHost")
@@ -100,6 +105,16 @@ class RuntimeCloudSection(Section):
     def _unique_target_ids(cls, targets: list[ProvisioningTarget]) -> list[ProvisioningTarget]:
         if twice := repeated(target.id for target in targets):
             raise ValueError(f"target ids must be unique; repeated: {twice}")
+        return targets
+
+    @field_validator("targets")
+    @classmethod
+    def _customer_targets_name_their_tenant(
+        cls, targets: list[ProvisioningTarget], info: ValidationInfo
+    ) -> list[ProvisioningTarget]:
+        topology = info.data.get("topology")  # declared before the targets: validated first
+        if topology is not None and (problems := customer_targets_unnamed(targets, Topology(topology).value)):
+            raise ValueError("; ".join(problems))
         return targets
 
 
