@@ -18,6 +18,7 @@ from shared.http.openapi import build_document
 from shared.http.views.host import OPENAPI_DOCUMENT, HealthView, TargetsView
 from shared.iac.runner_info import describe_runner
 from shared.settings import get_settings
+from shared.targets import targets_for
 from shared.wiring import health
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
@@ -52,13 +53,15 @@ async def runtime_cloud_health(req: func.HttpRequest, caller: Caller) -> func.Ht
 @bp.route(route="runtime-cloud/meta/targets", methods=["GET"])
 @endpoint(scopes=[Scope.META_READ], responses={200: TargetsView})
 def runtime_cloud_targets(req: func.HttpRequest, caller: Caller) -> dict:
-    """RuntimeCloudTargets: the installation's targets and the IaC runner's version."""
+    """RuntimeCloudTargets: the targets the caller's tenant may use and the IaC runner's version."""
     settings = get_settings()
     runner = describe_runner(settings.runtime_cloud.iac.runner)
+    # A target reserved for other tenants is not listed: to this tenant it does not exist.
+    usable = targets_for(settings.runtime_cloud.targets, caller.tenant)
     return {
         "topology": settings.runtime_cloud.topology.value,
         "iac_runner": {"name": runner.name, "version": runner.version, "available": runner.available},
-        "targets": [target.public_view() for target in settings.runtime_cloud.targets],
+        "targets": [target.public_view() for target in usable],
     }
 
 

@@ -38,7 +38,7 @@ from shared.policy.facts import PlanFacts
 from shared.policy.sources import PolicyUnavailable
 from shared.provisioning.sources import Declaration
 from shared.settings import get_settings
-from shared.targets import find_target
+from shared.targets import target_for
 from shared.timer_schedules import timer_schedule
 from shared.wiring import policy as wiring
 from shared.wiring import provisioning
@@ -82,7 +82,7 @@ def policy_dry_run(req: func.HttpRequest, caller: Caller) -> dict:
     declaration = _model(Declaration, parse_json_body(req))
     specification, _ = provisioning.service().specification_from(caller.tenant, declaration)
     settings = get_settings().runtime_cloud
-    target = find_target(settings.targets, specification.target)
+    target = target_for(settings.targets, specification.target, caller.tenant)
     if target is None:  # specification_from refuses unknown targets; a target removed since is the same answer
         raise InvalidInput([{"path": "/specification/target", "message": "not a configured target"}])
     environment_class = specification.environment_class.value

@@ -57,7 +57,7 @@ from shared.events.cloudevents import NewEvent
 from shared.logs import app_logger
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.runs import Run, RunState, SourceInfo
-from shared.targets import ProvisioningTarget, TargetKind
+from shared.targets import ProvisioningTarget, TargetKind, targets_for
 
 log = app_logger("autoscaling")
 # The runs' requester: a system principal no token can carry (so no token can pass for it at the policy
@@ -106,8 +106,8 @@ class PoolScaler:
             errors.append({"path": "/min_slots", "message": f"at least the pool's min ({pool.min})"})
         if policy.max_slots > pool.max:
             errors.append({"path": "/max_slots", "message": f"at most the pool's max ({pool.max})"})
-        if self._target(policy) is None:
-            known = [t.id for t in self._targets]
+        if self._target(policy, pool) is None:
+            known = [t.id for t in targets_for(self._targets, owner_of(pool.tenant))]
             errors.append({"path": "/infrastructure/target", "message": f"a configured target, one of {known}"})
         if errors:
             raise InvalidInput(errors)
@@ -156,11 +156,13 @@ class PoolScaler:
             raise NotFound(f"pool {pool_id}")
         return stored.pool
 
-    def _target(self, policy: AutoscalingPolicy) -> str | None:
+    def _target(self, policy: AutoscalingPolicy, pool: Pool) -> str | None:
+        """The pool's target: one its runs' tenant (the pool's owner) may use, as every declaration's must be."""
+        usable = targets_for(self._targets, owner_of(pool.tenant))
         wanted = policy.infrastructure.target or self._settings.default_target
         if wanted:
-            return wanted if any(t.id == wanted for t in self._targets) else None
-        storage = [t.id for t in self._targets if t.kind is TargetKind.STORAGE_ACCOUNT]
+            return wanted if any(t.id == wanted for t in usable) else None
+        storage = [t.id for t in usable if t.kind is TargetKind.STORAGE_ACCOUNT]
         return storage[0] if storage else None
 
     # -- evaluating ------------------------------------------------------------------------------
@@ -216,7 +218,7 @@ class PoolScaler:
     def _decide(self, pool: Pool, policy: AutoscalingPolicy, state: ScalerState, now: datetime) -> Decision | None:
         """A baseline when the pool's slots were not provisioned with this policy's infrastructure; else
         what :func:`decide` says."""
-        target = self._target(policy)
+        target = self._target(policy, pool)
         if target is not None and state.provisioned != infrastructure_digest(policy, target):
             signals = summarize(state.samples, policy, now.timestamp())
             return Decision(Direction.BASELINE, pool.size, pool.size, "baseline", signals)
@@ -310,7 +312,7 @@ class PoolScaler:
         except (Conflict, InvalidInput) as error:
             return self._failed(pool, record, at, f"the run could not be declared: {error}")
         evaluation.runs.append((run, created))
-        target = self._target(policy)
+        target = self._target(policy, pool)
         digest = record.infrastructure or (infrastructure_digest(policy, target) if target else None)
         record = record.model_copy(update={"run_id": run.id, "run_state": run.state.value, "infrastructure": digest})
         if run.state is RunState.APPLIED:
@@ -330,7 +332,7 @@ class PoolScaler:
         return record.moved(Phase.FAILED, at, note, detail=note)
 
     def _declare(self, pool: Pool, policy: AutoscalingPolicy, record: DecisionRecord) -> tuple[Run, bool]:
-        target = self._target(policy)
+        target = self._target(policy, pool)
         if target is None:
             raise InvalidInput([{"path": "/infrastructure/target", "message": "no configured target"}])
         specification = specification_for(pool.id, pool.tenant, policy, record.to_size, target)

@@ -51,7 +51,7 @@ from shared.inventory.store import InventoryStore, Versioned
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.runs import Run, SourceInfo, run_id_for
 from shared.storage.optimistic import on_conflict
-from shared.targets import ProvisioningTarget, find_target
+from shared.targets import ProvisioningTarget, target_for
 
 
 class FindingDecision(BaseModel):
@@ -232,7 +232,7 @@ class ProposalDecisions:
             specification = declared_specification(applied, open_findings, to_run).specification
         except NotAdoptable as error:
             raise OptionUnavailable(label, str(error)) from None
-        if find_target(self._targets, specification.target) is None:
+        if target_for(self._targets, specification.target, proposal.tenant) is None:
             raise OptionUnavailable(label, f"target {specification.target} is no longer configured")
         self._provisioning.save_specification(specification)
         return specification

@@ -50,7 +50,7 @@ from shared.inventory.store import InventoryStore
 from shared.logs import app_logger, ids
 from shared.provisioning.api import AppliedEnvironment, ProvisioningApi
 from shared.storage.optimistic import on_conflict
-from shared.targets import ProvisioningTarget, TargetKind, find_target
+from shared.targets import ProvisioningTarget, TargetKind, target_for
 from shared.telemetry import names
 
 log = app_logger("inventory")
@@ -152,7 +152,7 @@ class Scanner:
 
     def _scan(self, applied: AppliedEnvironment, shared: AccountReads | None) -> ScanOutcome:
         tenant, environment = applied.tenant, applied.environment
-        target = find_target(self._targets, applied.specification.target)
+        target = target_for(self._targets, applied.specification.target, tenant)  # as its runs resolve it
         if target is None:
             return self._stale(applied, f"target {applied.specification.target} is no longer configured")
         expected = expected_resources(applied, self._provisioning)

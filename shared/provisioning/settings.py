@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator
@@ -44,3 +45,23 @@ class ProvisioningSettings(Section):
         if environment_class == "production":
             return self.production_requires_approval
         return self.non_production_requires_approval
+
+
+class EnvironmentSource(str, Enum):
+    LOCAL = "local"  # this host's own table (shared.provisioning.environment_registry)
+    CONTROL_PLANE = "control-plane"  # ControlPlaneApi (not wired yet: refused at start)
+
+
+class EnvironmentsSettings(Section):
+    """``RuntimeCloud:Environments:*``: who registers environments (their class, tenant and target).
+
+    - ``Source``: ``local`` (default)."""
+
+    source: EnvironmentSource = Field(default=EnvironmentSource.LOCAL, alias="Source")
+
+    @field_validator("source")
+    @classmethod
+    def _wired(cls, source: EnvironmentSource) -> EnvironmentSource:
+        if source is EnvironmentSource.CONTROL_PLANE:
+            raise ValueError("control-plane is not available in this version yet; use local (the host's own registry)")
+        return source
