@@ -2,11 +2,13 @@
 
 Readiness hangs on the runtime-cloud store alone: without it nothing can be
 recorded, so the host answers 503. The IaC runner, targets, the Config
-Platform, stale inventories, an unreadable inbound queue, backups and the policy gate (off, or its
-policy unreadable: runs fail ``policy-unavailable``) degrade the host (200,
-``degraded``) because reads, leases and queued work still proceed without them:
-a run whose target is down fails on its own, and an unreachable Config Platform
-leaves configuration references unresolved (README: the ``GET
+Platform, the neighbours (ControlPlaneApi, KnowledgeHost, DeliveryHost, when
+configured: :mod:`shared.health.neighbours`), stale inventories, an unreadable
+inbound queue, backups and the policy gate (off, or its policy unreadable: runs
+fail ``policy-unavailable``) degrade the host (200, ``degraded``) because
+reads, leases and queued work still proceed without them: a run whose target
+is down fails on its own, and an unreachable Config Platform leaves
+configuration references unresolved (README: the ``GET
 /runtime-cloud/health`` row of "Calling the API locally", and
 ``RuntimeCloud__ConfigPlatform__Url`` under "Settings").
 
@@ -31,6 +33,7 @@ import requests
 import shared
 from shared.backup.location import BackupLocation, open_location
 from shared.backup.status import backup_health
+from shared.health.neighbours import NeighbourHealth, probe_neighbour
 from shared.health.sections import HealthSections
 from shared.iac.jobs.health import job_path_health
 from shared.iac.runner_info import describe_runner
@@ -77,6 +80,8 @@ class HealthReport:
     inventory: StaleSummary | None = None
     # The backup settings (schedule, RPO) and the latest export's age; see shared.backup.status.
     backup: dict[str, Any] | None = None
+    # ControlPlaneApi, KnowledgeHost, DeliveryHost: configured, reachable, latency (each is a check too).
+    neighbours: list[NeighbourHealth] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"live": True}
@@ -162,6 +167,11 @@ def _config_platform_check(sections: HealthSections) -> Check:
         return f"answered HTTP {response.status_code}"
 
     return _timed("config-platform", probe, False, DEGRADED)
+
+
+def _neighbour_check(found: NeighbourHealth) -> Check:
+    status = DEGRADED if found.reachable is False else HEALTHY
+    return Check(found.name, status, found.latency_ms, found.detail)
 
 
 def _policy_check(sections: HealthSections) -> Check:
@@ -340,13 +350,18 @@ def _probe_all(sections: HealthSections) -> HealthReport:
         lag_futures = [pool.submit(_inbox_lag, clients, module, queue) for module, queue in lags]
         inventory_future = pool.submit(_inventory_check, clients) if with_inventory else None
         backup_future = pool.submit(_backup_check, sections)
+        timeout = sections.health.probe_timeout_seconds
+        neighbour_futures = [pool.submit(probe_neighbour, probe, timeout) for probe in sections.neighbours]
         results = [future.result() for future in check_futures]
         inbox = [future.result() for future in lag_futures]
         inventory_check, inventory = inventory_future.result() if inventory_future else (None, None)
         backup_check, backup = backup_future.result()
-    report = _report(sections, results + ([inventory_check] if inventory_check else []) + [backup_check], inbox)
+        neighbours = [future.result() for future in neighbour_futures]
+    found = results + ([inventory_check] if inventory_check else []) + [backup_check]
+    report = _report(sections, found + [_neighbour_check(neighbour) for neighbour in neighbours], inbox)
     report.inventory = inventory
     report.backup = backup
+    report.neighbours = neighbours
     return report
 
 

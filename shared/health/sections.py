@@ -16,6 +16,7 @@ from shared.backup.settings import BackupSettings
 from shared.desired_state import RunnerName
 from shared.host_settings import ConfigPlatformSettings, HealthSettings
 from shared.iac.settings import IaCSettings
+from shared.neighbours.probe import NeighbourProbe
 from shared.policy.gate import PolicyStatus
 from shared.targets import ProvisioningTarget
 
@@ -35,3 +36,5 @@ class HealthSections:
     policy: Callable[[], PolicyStatus] | None = None
     # ``IaC``: with runner jobs on (``JobLauncher=queue``), the job path is checked instead of a local CLI
     iac: IaCSettings | None = None
+    # ``ControlPlane``, ``KnowledgeHost``, ``DeliveryHost``: each neighbour, configured or not (shared.neighbours)
+    neighbours: tuple[NeighbourProbe, ...] = ()

@@ -6,7 +6,7 @@ import functools
 
 from shared.health.sections import HealthSections
 from shared.settings import Settings, get_settings
-from shared.wiring import policy
+from shared.wiring import neighbours, policy
 
 
 def health_sections(settings: Settings) -> HealthSections:
@@ -21,6 +21,7 @@ def health_sections(settings: Settings) -> HealthSections:
         service_name=settings.messaging.service_name,
         policy=policy.status,
         iac=section.iac,
+        neighbours=neighbours.probes(settings),
     )
 
 
