@@ -38,12 +38,16 @@ def git_sources_root(key_dir: Path) -> Path:
     return key_dir.parent / "git-sources"
 
 
+RESERVED_TENANT = "tenant-reserved"  # the only tenant that may use target reserved-storage
+
+
 def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str, str]:
     """The app's settings for a test host: the sample's shape, pointed at the test Azurite.
 
-    Two targets: the local one (Azurite's second account) and one that never
-    answers. Every host of the app gets the same settings (plus overrides), so
-    that whichever host takes a queue message acts on it the same way.
+    Three targets: the local one (Azurite's second account), one that never
+    answers, and the local one again reserved for :data:`RESERVED_TENANT`.
+    Every host of the app gets the same settings (plus overrides), so that
+    whichever host takes a queue message acts on it the same way.
     """
     closed = free_port()  # nothing listens here: the target cannot be reached
     targets = [
@@ -60,6 +64,14 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
             "Region": "nowhere",
             "Endpoint": f"http://127.0.0.1:{closed}/{TARGET_ACCOUNT}",
             "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__unreachable__Connection"},
+        },
+        {  # the local account again, reserved for one tenant (tests/provisioning/test_environment_authority.py)
+            "Id": "reserved-storage",
+            "Kind": "storage-account",
+            "Region": "local",
+            "Endpoint": azurite.blob_endpoint(TARGET_ACCOUNT),
+            "Credential": {"Kind": "app-setting", "Name": "RuntimeCloudTarget__local_storage__Connection"},
+            "Tenants": [RESERVED_TENANT],
         },
     ]
     unreachable = (

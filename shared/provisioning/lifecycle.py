@@ -40,6 +40,7 @@ from shared.provisioning.configuration import (
     resolve_configuration,
     resolve_secrets,
 )
+from shared.provisioning.environment_rules import EnvironmentRegistration
 from shared.provisioning.job_steps import JobSteps
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
@@ -58,7 +59,7 @@ from shared.provisioning.store import ProvisioningStore
 from shared.provisioning.supersession import newer_run, supersede_awaiting_approval, superseded_by
 from shared.storage.clients import StorageClients
 from shared.storage.optimistic import on_conflict
-from shared.targets import ProvisioningTarget, find_target
+from shared.targets import ProvisioningTarget, target_for
 from shared.telemetry import names
 
 __all__ = ["FINAL_STATE_BY_OUTCOME", "RunRef", "RunSteps"]
@@ -94,9 +95,11 @@ class RunSteps:
         config_platform: ConfigPlatformClient,
         policy_gate: PolicyGate | None = None,
         receipts: ReceiptSettings | None = None,
+        environments: EnvironmentRegistration | None = None,
     ) -> None:
         self._storage = storage
         self._gate = policy_gate  # None: no policy gate at all (the gate itself may be configured "none")
+        self._environments = environments  # records a registry change when the run that makes it applies
         self._policy = policy
         self._iac = iac
         self._targets = targets
@@ -178,7 +181,7 @@ class RunSteps:
         if run.state is not RunState.PLANNING:
             return _failed(FailureReason.PLAN_FAILED, f"run is {run.state.value}, not planning")
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
-        target = find_target(self._targets, run.target)
+        target = target_for(self._targets, run.target, run.tenant)  # its tenants may have changed since
         if target is None:
             return _failed(FailureReason.PLAN_FAILED, f"target {run.target} is no longer configured")
         try:  # the policy gate: read before the plan (a job's start read it too) and judged after it
@@ -271,7 +274,7 @@ class RunSteps:
         if run.cancel_requested:  # asked between two slices: stop here, recording what was applied
             return self._end_cancelled(ref, run, now_iso(), None)
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
-        target = find_target(self._targets, run.target)
+        target = target_for(self._targets, run.target, run.tenant)
         plan = self._records.reviewed_plan(run)
         if job:
             configuration = self._jobs.configuration_of(run, job)
@@ -393,6 +396,7 @@ class RunSteps:
             env_changes["LastReceiptDigest"] = final.apply_receipt_digest
         if outcome is Outcome.APPLIED:
             env_changes.update(AppliedDigest=run.specification_digest, AppliedRunId=run.id)
+            self._register_change(run)  # before the run is final: a retried finish registers it again
         event = (
             events.provisioning_applied(final, self._publish_outputs(final))
             if outcome is Outcome.APPLIED
@@ -400,6 +404,12 @@ class RunSteps:
         )
         self._store.save_run(final, etag, [event], env_changes=env_changes or None, env=env)
         _measure_ended(final, outcome, failure)
+
+    def _register_change(self, run: Run) -> None:
+        """A PlatformAdmin's run that loosened the class or moved the target changes the registry once applied."""
+        if run.registry_change is not None and self._environments is not None:
+            change = run.registry_change
+            self._environments.apply_change(run.tenant, run.environment, change, by=run.requested_by, run_id=run.id)
 
     def _publish_outputs(self, run: Run) -> OutputsReference:
         """The outputs go by reference: an environment's outputs outgrow any event (claim check)."""

@@ -19,6 +19,7 @@ from shared.auth.principal import PrincipalKind, Requester
 from shared.clock import now_iso
 from shared.errors import RuntimeCloudError
 from shared.policy.verdict import PolicySummary
+from shared.provisioning.environment_rules import RegistryChange
 
 
 class RunState(str, Enum):
@@ -84,6 +85,9 @@ class FailureReason(str, Enum):
     # could not be read (GovernanceHost down, an invalid bundle): never "no policy, go ahead".
     POLICY_DENIED = "policy-denied"
     POLICY_UNAVAILABLE = "policy-unavailable"
+    # What a runner job handed back does not match its recorded digests (shared.iac.jobs.results):
+    # none of it is receipted.
+    JOB_RESULT_TAMPERED = "job-result-tampered"
 
 
 class TimelineEntry(BaseModel):
@@ -135,6 +139,9 @@ class Run(BaseModel):
     requires_approval: bool | None = None
     # The policy gate's verdict on the plan, summarised for the approver (the plan receipt has all of it).
     policy: PolicySummary | None = None
+    # A PlatformAdmin's declaration that loosens the registered class or moves the target: the run took the
+    # registered (stricter) class; this change is registered when it applies (see .environment_rules).
+    registry_change: RegistryChange | None = None
     approval_deadline: str | None = None
     decision: Decision | None = None
     # A cancel asked for once the run was approved or applying: the apply stops before its next step.

@@ -21,6 +21,7 @@ from shared.errors import InvalidInput, NotFound
 from shared.field_errors import field_errors
 from shared.iac.stacks import stack_problem
 from shared.provisioning import events
+from shared.provisioning.environment_rules import STRICTNESS, EnvironmentRegistration
 from shared.provisioning.git_policy import sources_for
 from shared.provisioning.git_sources import GitLimits
 from shared.provisioning.runs import (
@@ -36,7 +37,7 @@ from shared.provisioning.settings import ProvisioningSettings
 from shared.provisioning.sources import Declaration, SourceError, resolve
 from shared.provisioning.store import ProvisioningStore
 from shared.secret_values import find_secrets
-from shared.targets import ProvisioningTarget, find_target
+from shared.targets import ProvisioningTarget, target_for, unknown_target_message
 
 
 class SecretInSpecification(InvalidInput):
@@ -74,16 +75,23 @@ class ProvisioningService:
         policy: ProvisioningSettings,
         targets: Sequence[ProvisioningTarget],
         adopted_stacks: Mapping[str, str] | None = None,
+        environments: EnvironmentRegistration | None = None,
     ) -> None:
         self._store = store
         self._policy = policy
         self._targets = targets
         self._adopted_stacks = dict(adopted_stacks or {})  # RuntimeCloud:IaC:PulumiAdoptedStacks
+        self._environments = environments  # the registry's rule (None: classes are the specification's)
 
     # -- declaring ---------------------------------------------------------------------------
 
-    def specification_from(self, tenant: str, declaration: Declaration) -> tuple[EnvironmentSpecification, SourceInfo]:
+    def specification_from(
+        self, tenant: str, declaration: Declaration, *, platform_admin: bool = False
+    ) -> tuple[EnvironmentSpecification, SourceInfo]:
         """Resolve and validate; :class:`InvalidInput` with field paths when anything is wrong.
+
+        ``platform_admin``: the declarer has the PlatformAdmin role, so it may loosen the registered class or
+        move the target (through a run that needs what the registered class needs; see :mod:`.environment_rules`).
 
         A secret value anywhere in the document is :class:`SecretInSpecification`: specifications
         carry configuration and secrets only by reference, and are stored, receipted and evented.
@@ -106,7 +114,7 @@ class ProvisioningService:
             raise InvalidInput(errors(error, "/specification")) from None
         if declaration.git:  # after validation: only a file that is a specification has its fields named
             _refuse_secrets(document)
-        self._check_installation(specification)
+        self._check_installation(specification, platform_admin)
         return specification, source
 
     def _git_limits(self, tenant: str) -> GitLimits:
@@ -117,22 +125,44 @@ class ProvisioningService:
             policy.git_fetch_timeout_seconds,
         )
 
-    def _check_installation(self, specification: EnvironmentSpecification) -> None:
+    def _check_installation(self, specification: EnvironmentSpecification, platform_admin: bool = False) -> None:
         program = specification.pulumi
         stack = program.stack if program else None
         tenant, environment = specification.tenant, specification.environment
         if stack is not None and (problem := stack_problem(tenant, environment, stack, self._adopted_stacks)):
             raise InvalidInput([{"path": "/specification/pulumi/stack", "message": problem}])
-        if find_target(self._targets, specification.target) is None:
-            known = [t.id for t in self._targets]
-            raise InvalidInput(
-                [
-                    {
-                        "path": "/specification/target",
-                        "message": f"unknown target {specification.target!r}; configured: {known}",
-                    }
-                ]
-            )
+        self._check_target(specification)
+        if self._environments is not None:  # early, writing nothing; declare() decides for good
+            self._environments.check(specification, platform_admin)
+
+    def _check_target(self, specification: EnvironmentSpecification) -> None:
+        """A target the tenant may not use is refused exactly as an unknown one (naming no other tenant)."""
+        tenant, target = specification.tenant, specification.target
+        if target_for(self._targets, target, tenant) is None:
+            message = unknown_target_message(self._targets, target, tenant)
+            raise InvalidInput([{"path": "/specification/target", "message": message}])
+
+    def _registered(self, run: Run, specification: EnvironmentSpecification, platform_admin: bool) -> Run:
+        """The run with the class its environment's registration gives it (and the registry change it makes when
+        applied); :class:`InvalidInput` when the declaration may not change what it would change. Every declarer
+        comes through here (an internal actor never passes ``specification_from``), so the target is checked again."""
+        if self._environments is None or self._store.find_run(run.tenant, run.environment, run.id) is not None:
+            return run  # a repeated request names its run as it was made: it changes no registration again
+        self._check_target(specification)
+        registration = self._environments.settle(
+            specification, platform_admin, by=run.requested_by, run_id=run.id, adopted=self._adopted(run)
+        )
+        return run.model_copy(
+            update={"environment_class": registration.environment_class, "registry_change": registration.change}
+        )
+
+    def _adopted(self, run: Run) -> tuple[str, str] | None:
+        """An environment declared before the registry: the class and target of its last declared run."""
+        env = self._store.environment(run.tenant, run.environment)
+        last = self._store.find_run(run.tenant, run.environment, env.get("DeclaredRunId") or "") if env.etag else None
+        if last is None or last.environment_class not in STRICTNESS:
+            return None
+        return last.environment_class, last.target
 
     def declare(
         self,
@@ -140,6 +170,8 @@ class ProvisioningService:
         source: SourceInfo,
         idempotency_key: str,
         requester: Requester,
+        *,
+        platform_admin: bool = False,
     ) -> tuple[Run, bool]:
         """Create the run for this declaration, or find the one an earlier delivery created.
 
@@ -156,6 +188,7 @@ class ProvisioningService:
             source,
             specification,
         )
+        run = self._registered(run, specification, platform_admin)
         claimed = self._store.claim_idempotency_key(
             run.tenant, idempotency_key, run.id, run.environment, run.specification_digest
         )
@@ -248,7 +281,12 @@ class ProvisioningService:
             "environment": environment,
             "declared": self._specification_view(tenant, environment, declared, record.get("DeclaredRunId")),
             "last_applied": self._specification_view(tenant, environment, applied, record.get("AppliedRunId")),
+            "registration": self._registration_view(tenant, environment),
         }
+
+    def _registration_view(self, tenant: str, environment: str) -> dict[str, Any] | None:
+        registered = self._environments.resolve(tenant, environment) if self._environments else None
+        return registered.view() if registered else None
 
     def _specification_view(
         self, tenant: str, environment: str, digest: str | None, run_id: str | None

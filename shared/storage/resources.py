@@ -22,6 +22,7 @@ TABLES: tuple[str, ...] = (
     "GitOpsBindings",
     "RunnerJobs",
     "PolicyExceptions",
+    "Environments",  # the environment registry (shared.provisioning.environment_registry)
 )
 
 # Tables whose partitions carry outbox rows (see shared.events.outbox); the

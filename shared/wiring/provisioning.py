@@ -6,6 +6,8 @@ import functools
 
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.configuration import ConfigPlatformClient
+from shared.provisioning.environment_registry import LocalEnvironmentRegistry
+from shared.provisioning.environment_rules import EnvironmentRegistration
 from shared.provisioning.lifecycle import RunSteps
 from shared.provisioning.outputs import OutputsStore
 from shared.provisioning.receipts import ReceiptStore
@@ -26,10 +28,20 @@ def store() -> ProvisioningStore:
 
 
 @functools.lru_cache(maxsize=1)
+def environments() -> EnvironmentRegistration:
+    """The environment registry's rule over its authority (``RuntimeCloud:Environments:Source``: ``local``)."""
+    return EnvironmentRegistration(LocalEnvironmentRegistry(shared_host_storage()))
+
+
+@functools.lru_cache(maxsize=1)
 def service() -> ProvisioningService:
     section = get_settings().runtime_cloud
     return ProvisioningService(
-        store(), policy=section.provisioning, targets=section.targets, adopted_stacks=section.iac.pulumi_adopted_stacks
+        store(),
+        policy=section.provisioning,
+        targets=section.targets,
+        adopted_stacks=section.iac.pulumi_adopted_stacks,
+        environments=environments(),
     )
 
 
@@ -46,6 +58,7 @@ def steps() -> RunSteps:
         config_platform=config_platform,
         policy_gate=policy.gate(),
         receipts=section.receipts,
+        environments=environments(),
     )
 
 

@@ -48,10 +48,26 @@ class SpecificationRef(BaseModel):
     specification: dict[str, Any] | None = Field(description="null when the declaration was invalid")
 
 
+class EnvironmentRegistrationView(BaseModel):
+    """What the environment registry holds: the class and target that count, whatever a specification says."""
+
+    environment_class: str
+    target: str
+    registered_at: str
+    registered_by: str
+    registered_run_id: str
+    updated_at: str | None
+    updated_by: str | None
+    updated_run_id: str | None
+
+
 class EnvironmentSpecification(BaseModel):
     environment: str
     declared: SpecificationRef | None
     last_applied: SpecificationRef | None
+    registration: EnvironmentRegistrationView | None = Field(
+        default=None, description="the environment's registration (null: not registered yet)"
+    )
 
 
 class RunsQuery(BaseModel):
