@@ -7,7 +7,6 @@ with ``@Microsoft.KeyVault(...)``), so here they read like app settings.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from azure.storage.queue import QueueServiceClient
 
 from shared.credentials import azure_credential
 from shared.errors import InvalidSettings
+from shared.secret_settings import read_secret_setting
 from shared.storage.clients import fail_fast_options
 from shared.targets import CredentialKind, ProvisioningTarget, TargetKind
 
@@ -37,11 +37,10 @@ def storage_connection_string(target: ProvisioningTarget) -> str | None:
     """The connection string an app-setting credential points at, if that is the kind."""
     if target.credential.kind is not CredentialKind.APP_SETTING:
         return None
-    name = target.credential.name or ""
-    value = os.environ.get(name)
-    if not value:
-        raise InvalidSettings(f"target {target.id}: app setting {name} (its credential) is not set")
-    return value
+    setting = read_secret_setting(target.credential.name or "")
+    if setting.value is None:  # unset, or a Key Vault reference left unresolved: never used as the credential
+        raise InvalidSettings(f"target {target.id} (its credential): {setting.problem}")
+    return setting.value
 
 
 def target_blob_service(target: ProvisioningTarget, **options: Any) -> BlobServiceClient:

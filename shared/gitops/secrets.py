@@ -5,7 +5,9 @@ names where its webhook secret is, never the secret itself, so the secret is in
 no table row, response or log. Two kinds of reference:
 
 - an app setting whose name starts with ``RuntimeCloudGitOps__`` (in Azure it
-  may hold ``@Microsoft.KeyVault(SecretUri=...)``, which the platform resolves).
+  may hold ``@Microsoft.KeyVault(SecretUri=...)``, which the platform resolves;
+  a reference it could not resolve is read as unset, never as the key:
+  :mod:`shared.secret_settings`).
   The prefix keeps a binding from naming any other setting of the host, whose
   value could be known (a schedule, a topology) and so forge signatures;
 - a Key Vault secret URI (``https://<vault>.vault.azure.net/secrets/<name>``),
@@ -18,12 +20,12 @@ of deliveries costs one Key Vault read.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
 
 from shared.errors import RuntimeCloudError
+from shared.secret_settings import SecretSetting, read_secret_setting
 
 APP_SETTING_PREFIX = "RuntimeCloudGitOps__"
 APP_SETTING = re.compile(r"^RuntimeCloudGitOps__[A-Za-z0-9_]{1,100}$")
@@ -53,14 +55,21 @@ _lock = threading.Lock()
 
 def resolve(reference: str) -> bytes:
     """The secret's value as bytes (the HMAC key); :class:`SecretUnavailable` when there is none."""
-    value = _app_setting(reference) if APP_SETTING.fullmatch(reference) else _key_vault(reference)
+    if APP_SETTING.fullmatch(reference):
+        setting = read_secret_setting(reference)
+        if setting.unresolved:
+            raise SecretUnavailable(f"webhook secret {reference}: {setting.problem}")
+        value = setting.value
+    else:
+        value = _key_vault(reference)
     if value is None or len(value) < MIN_SECRET_CHARS:
         raise SecretUnavailable(f"webhook secret {reference} is not set (or shorter than {MIN_SECRET_CHARS})")
     return value.encode("utf-8")
 
 
-def _app_setting(name: str) -> str | None:
-    return os.environ.get(name)
+def app_setting_status(reference: str) -> SecretSetting | None:
+    """What health shows of a reference to an app setting (None: a Key Vault URI, read on delivery)."""
+    return read_secret_setting(reference) if APP_SETTING.fullmatch(reference) else None
 
 
 def _key_vault(uri: str) -> str | None:

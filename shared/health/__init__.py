@@ -33,6 +33,7 @@ import requests
 import shared
 from shared.backup.location import BackupLocation, open_location
 from shared.backup.status import backup_health
+from shared.gitops.secrets import MIN_SECRET_CHARS, app_setting_status
 from shared.health.neighbours import NeighbourHealth, probe_neighbour
 from shared.health.sections import HealthSections
 from shared.iac.jobs.health import job_path_health
@@ -47,6 +48,7 @@ from shared.targets import ProvisioningTarget
 __all__ = ["HealthAnswer", "HealthReport", "HealthSections", "check_health", "health_answer", "inbox_lags"]
 
 HEALTHY, DEGRADED, UNHEALTHY = "healthy", "degraded", "unhealthy"
+WEBHOOK_CHECK = "gitops.webhooks"
 
 
 @dataclass
@@ -172,6 +174,29 @@ def _config_platform_check(sections: HealthSections) -> Check:
 def _neighbour_check(found: NeighbourHealth) -> Check:
     status = DEGRADED if found.reachable is False else HEALTHY
     return Check(found.name, status, found.latency_ms, found.detail)
+
+
+def _webhook_secret_check(sections: HealthSections) -> Check:
+    """The GitOps webhooks' default secret: ``degraded`` (webhooks unavailable) when its app setting holds a
+    Key Vault reference the platform did not resolve, or a value too short to be a key; the detail names the
+    setting, never a value. Deliveries are then refused, never checked against the reference's text."""
+    reference = sections.gitops_webhook_secret or ""
+    setting = app_setting_status(reference)
+    if setting is None:
+        return Check(WEBHOOK_CHECK, HEALTHY, 0.0, f"{reference}: a Key Vault secret, read when a delivery arrives")
+    if setting.unresolved:
+        return Check(WEBHOOK_CHECK, DEGRADED, 0.0, f"webhooks unavailable: {setting.problem}")
+    if setting.value is None:
+        detail = f"not configured ({setting.problem}): deliveries to bindings without a secret of their own are refused"
+        return Check(WEBHOOK_CHECK, HEALTHY, 0.0, detail)
+    if len(setting.value) < MIN_SECRET_CHARS:
+        detail = f"webhooks unavailable: app setting {setting.name} is shorter than {MIN_SECRET_CHARS} characters"
+        return Check(WEBHOOK_CHECK, DEGRADED, 0.0, detail)
+    return Check(WEBHOOK_CHECK, HEALTHY, 0.0, f"app setting {setting.name} is set")
+
+
+def _gitops_on(sections: HealthSections) -> bool:
+    return sections.gitops_webhook_secret is not None and "provisioning" in sections.enabled_modules
 
 
 def _policy_check(sections: HealthSections) -> Check:
@@ -340,6 +365,7 @@ def _probe_all(sections: HealthSections) -> HealthReport:
         *([functools.partial(_runner_jobs_check, sections, clients)] if _jobs_on(sections) else []),
         *[functools.partial(_target_check, sections, target) for target in sections.targets],
         lambda: _config_platform_check(sections),
+        *([functools.partial(_webhook_secret_check, sections)] if _gitops_on(sections) else []),
         *([functools.partial(_policy_check, sections)] if sections.policy is not None else []),
     ]
     lags = [(module, queue) for module in sections.enabled_modules for queue in KNOWN_MODULES[module].inbound_queues]

@@ -36,5 +36,7 @@ class HealthSections:
     policy: Callable[[], PolicyStatus] | None = None
     # ``IaC``: with runner jobs on (``JobLauncher=queue``), the job path is checked instead of a local CLI
     iac: IaCSettings | None = None
+    # ``GitOps:WebhookSecret``: the reference of the GitOps webhooks' default secret (None: not checked)
+    gitops_webhook_secret: str | None = None
     # ``ControlPlane``, ``KnowledgeHost``, ``DeliveryHost``: each neighbour, configured or not (shared.neighbours)
     neighbours: tuple[NeighbourProbe, ...] = ()

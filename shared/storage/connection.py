@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from shared.credentials import MANAGED_IDENTITY
 from shared.errors import InvalidSettings
+from shared.secret_settings import is_unresolved_reference
 
 SERVICES: tuple[str, ...] = ("blob", "queue", "table")
 DEFAULT_ENDPOINT_SUFFIX = "core.windows.net"
@@ -70,6 +71,11 @@ def read_connection(name: str = "AzureWebJobsStorage", environ: Mapping[str, str
     """Read connection ``name``; raise :class:`InvalidSettings` naming the app setting that is missing or wrong."""
     settings = _case_insensitive(os.environ if environ is None else environ)
     exact = settings.get(name.lower())
+    if exact and is_unresolved_reference(exact):  # a connection string in Key Vault the platform did not resolve
+        raise InvalidSettings(
+            f"{name}: holds a Key Vault reference the platform did not resolve (check the identity's access "
+            "to the vault and the secret's name); treated as unset"
+        )
     if exact:  # an exact match wins over a prefix match, as in the Functions host
         return StorageConnection(name, connection_string=exact)
     prefix = f"{name.lower()}__"

@@ -21,6 +21,7 @@ def health_sections(settings: Settings) -> HealthSections:
         service_name=settings.messaging.service_name,
         policy=policy.status,
         iac=section.iac,
+        gitops_webhook_secret=section.gitops.webhook_secret,
         neighbours=neighbours.probes(settings),
     )
 
