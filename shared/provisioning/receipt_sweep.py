@@ -12,8 +12,9 @@ the same retention.
 **Deleted environments.** When an environment is deleted, whoever deletes it
 calls :func:`record_environment_deleted`: a write-once marker
 ``{tenant}/{environment}/deleted/{time}.json`` beside its receipts, itself
-kept as they are. An environment is deleted at its latest marker's time unless
-a blob of it was written after that (it was declared again, and lives). An
+kept as they are. An environment is deleted at the time its latest marker
+names, unless a blob of it was written after that marker was (it was declared
+again, and lives). An
 environment without a marker is alive: an unknown end keeps receipts longer,
 never shorter.
 """
@@ -112,15 +113,24 @@ def record_environment_deleted(
 
 
 def environment_deleted_at(blobs: Iterable[StoredBlob]) -> datetime | None:
-    """When an environment was deleted, from its blobs: its latest marker, unless it was written to since."""
-    markers = [blob.deleted_at for blob in blobs if blob.deleted_at is not None]
+    """When an environment was deleted, from its blobs: the time its latest marker names, unless a blob
+    of it was written after that marker was (declared again: alive). Listings give creation times to the
+    second, so a blob written in the marker's second counts as before it (the delete's own last receipt)."""
+    blobs = list(blobs)
+    markers = [blob for blob in blobs if blob.deleted_at is not None]
     if not markers:
         return None
-    deleted_at = max(markers)
-    written_since = any(
-        blob.deleted_at is None and blob.created is not None and blob.created > deleted_at for blob in blobs
-    )
-    return None if written_since else deleted_at
+    latest = max(markers, key=_written)
+    if any(blob.deleted_at is None and blob.created is not None and blob.created > _written(latest) for blob in blobs):
+        return None
+    return latest.deleted_at
+
+
+def _written(marker: StoredBlob) -> datetime:
+    """When a marker was written (the time it names if the listing has no creation time)."""
+    written = marker.created or marker.deleted_at
+    assert written is not None  # a marker names its deletion time
+    return written
 
 
 def list_blobs(container: ContainerClient) -> Iterator[StoredBlob]:
