@@ -9,11 +9,15 @@ account: no shared key, HTTPS and TLS 1.2 only, no public access. Inside it:
   or an overwrite by mistake can be undone for ``softDeleteDays``; the host
   prunes old exports itself (``RuntimeCloud__Backup__RetentionDays``) and a
   lifecycle rule deletes old *versions* after ``versionRetentionDays``.
-- ``runtime-cloud-backup-receipts``: the copies of receipts, under a
-  time-based immutability policy of ``receiptRetentionDays`` (seven years at
-  least, as the receipts themselves): write-once whatever anyone's role, and
-  never touched by pruning or lifecycle rules. The host writes a copy once,
-  create-only, under its SHA-256.
+- ``runtime-cloud-backup-receipts``: the copies of receipts, with
+  version-level immutability like the host's ``receipts``: the host's
+  ``receipt_retention`` timer gives each copy the locked policy its receipt
+  has (the environment's lifetime plus seven years); the container's default
+  version policy of ``receiptRetentionDays`` (unlocked until an operator
+  locks it, README) is the floor from the moment a copy is written. Never
+  touched by pruning or lifecycle rules; the host writes a copy once,
+  create-only, under its SHA-256. A container created before version-level
+  immutability was declared here is migrated once (README, Backup runbook).
 
 The host's identity gets *Storage Blob Data Contributor* on the account (the
 exports are blobs only), and the app settings name the account by identity:
@@ -80,8 +84,11 @@ def backup_store(settings: StackSettings, resource_group: pulumi.Input[str]) -> 
         container_delete_retention_policy={"enabled": True, "days": days},
     )
     exports = _container("backup-exports", EXPORTS_CONTAINER, settings, resource_group, account, blob_service)
-    receipts = _container("backup-receipts", RECEIPTS_CONTAINER, settings, resource_group, account, blob_service)
-    # Unlocked, like the host's receipts policy: lock it once verified (README, Deploying); then it only grows.
+    receipts = _container(
+        "backup-receipts", RECEIPTS_CONTAINER, settings, resource_group, account, blob_service, worm=True
+    )
+    # The default version policy, the floor of every copy; unlocked, like the host's receipts policy, until an
+    # operator locks it (README, Deploying); then it only grows.
     policy = storage.BlobContainerImmutabilityPolicy(
         "backup-receipts-retention",
         account_name=account.name,
@@ -137,13 +144,18 @@ def _container(
     resource_group: pulumi.Input[str],
     account: storage.StorageAccount,
     blob_service: storage.BlobServiceProperties,
+    *,
+    worm: bool = False,
 ) -> storage.BlobContainer:
+    """A private container; ``worm``: with version-level immutability (per-version policies), the exports not,
+    so that pruning can delete them."""
     return storage.BlobContainer(
         resource,
         account_name=account.name,
         resource_group_name=resource_group,
         container_name=name,
         public_access="None",
+        immutable_storage_with_versioning={"enabled": True} if worm else None,
         opts=pulumi.ResourceOptions(depends_on=[blob_service], protect=settings.protect),
     )
 

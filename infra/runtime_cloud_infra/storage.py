@@ -7,14 +7,23 @@ replication, no local users or SFTP.
 
 Blob versioning and soft delete (blobs and containers) are on. Retention:
 
-- **receipts**: the ``receipts`` container has version-level immutability and a
-  time-based retention policy of ``receiptRetentionDays`` (seven years by
-  default): every receipt version is write-once for at least seven years after
-  it was written, whatever anyone's role. "The environment's lifetime plus seven
-  years" is longer than any fixed period at container level, so it is two
-  mechanisms (README, Deploying): version-level immutability lets a receipt's own
-  expiry be *extended* (never shortened) to the environment's end plus seven
-  years, and a legal hold keeps it meanwhile. Lifecycle rules never touch receipts.
+- **receipts**: the environment's lifetime plus seven years, per receipt
+  version (README, "Retention: receipts, drift, leases"). The ``receipts``
+  container has version-level immutability (set when it is created; an existing
+  container is migrated, never recreated). The host writes each receipt with
+  its own *locked* version-level policy of seven years and a step ahead, and
+  its daily ``receipt_retention`` timer extends that expiry while the
+  environment lives and sets seven years from the day it is deleted
+  (``RuntimeCloud:Receipts:*``); a locked version policy can be extended any
+  number of times and never shortened. The container's default version policy
+  of ``receiptRetentionDays`` is the floor for any version written without its
+  own (the run's ``outputs.json``, a restore's copies, a host with
+  ``Immutability`` off): created unlocked, so a wrong value can be corrected,
+  and locked by an operator within a day of the first deploy (README). Account
+  level immutability is *not* enabled: it can only be chosen when the account
+  is created and would make every container of the Functions host's store
+  version-immutable-capable; the one container that needs it has it. Lifecycle
+  rules never touch receipts.
 - **drift (13 months)** and **leases (90 days)** live in tables, which lifecycle
   management cannot reach: the host's daily purge timers remove them
   (``RuntimeCloud__Inventory__FindingRetentionDays``,
@@ -117,7 +126,7 @@ def _blob_service(
         account_name=account.name,
         resource_group_name=resource_group,
         blob_services_name="default",
-        is_versioning_enabled=True,  # version-level immutability needs it
+        is_versioning_enabled=True,  # version-level immutability (the receipts) needs it
         delete_retention_policy={"enabled": True, "days": days},
         container_delete_retention_policy={"enabled": True, "days": days},
     )
@@ -135,11 +144,12 @@ def _receipts(
         resource_group_name=resource_group,
         container_name=RECEIPTS_CONTAINER,
         public_access="None",
-        immutable_storage_with_versioning={"enabled": True},
+        immutable_storage_with_versioning={"enabled": True},  # version-level WORM: per-receipt policies
         opts=pulumi.ResourceOptions(depends_on=[blob_service], protect=settings.protect),
     )
-    # The container's default policy: every version written here inherits it. Unlocked, so a wrong
-    # value can still be corrected; lock it once verified (README, Deploying) and then it can only grow.
+    # The container's default version policy: the floor for a version written without a policy of its
+    # own (the host writes receipts with one, locked, and extends it). Unlocked, so a wrong value can be
+    # corrected; an operator locks it within a day of the first deploy (README), then it only grows.
     policy = storage.BlobContainerImmutabilityPolicy(
         "receipts-retention",
         account_name=account.name,

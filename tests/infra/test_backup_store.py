@@ -47,6 +47,10 @@ def test_receipt_copies_are_write_once_and_lifecycle_rules_never_touch_them_with
     prefixes = [prefix for rule in rules for prefix in rule["definition"]["filters"]["prefixMatch"]]
 
     assert policy["containerName"] == receipts["containerName"]
+    # Version-level, like the host's receipts: each copy gets its receipt's locked policy from the host's
+    # retention timer; the default version policy is the floor. The exports stay prunable.
+    assert receipts["immutableStorageWithVersioning"] == {"enabled": True}
+    assert "immutableStorageWithVersioning" not in exports
     assert policy["immutabilityPeriodSinceCreationInDays"] >= SEVEN_YEARS_DAYS
     assert policy["allowProtectedAppendWrites"] is False
     assert exports["containerName"] == BackupSettings().container  # the host's default

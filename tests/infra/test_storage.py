@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functions import MODULE_BLUEPRINTS
 from shared.inventory.store import INVENTORY_CONTAINER
+from shared.provisioning.receipt_retention import PolicyMode
+from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.receipts import RECEIPTS_CONTAINER
 from tests.infra.conftest import Deployment
 
@@ -38,9 +41,32 @@ def test_receipts_are_write_once_for_seven_years_with_mocked_pulumi_engine(deplo
     assert container["publicAccess"] == "None"
     # Version-level immutability: a receipt's own expiry can be extended to its environment's end + 7 years.
     assert container["immutableStorageWithVersioning"] == {"enabled": True}
+    # The container's default version policy: the floor of every version written without a policy of its own.
     assert policy["containerName"] == RECEIPTS_CONTAINER
     assert policy["immutabilityPeriodSinceCreationInDays"] >= SEVEN_YEARS_DAYS
     assert policy["allowProtectedAppendWrites"] is False
+
+
+def test_receipts_follow_the_lifetime_rule_in_azure_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    settings = deployment.app_settings()
+    blobs = deployment.one("storage:BlobServiceProperties", "host-store-blobs").inputs
+    account = deployment.one("storage:StorageAccount", "host-store").inputs
+
+    # The host writes each receipt under a locked version policy and its timer extends it: nothing in the
+    # deployment turns that off or loosens it (those settings are the local sample's and a trial's).
+    receipts = ReceiptSettings.model_validate(
+        {
+            key.removeprefix("RuntimeCloud__Receipts__"): value
+            for key, value in settings.items()
+            if key.startswith("RuntimeCloud__Receipts__")
+        }
+    )
+    assert receipts.immutability is True and receipts.policy_mode is PolicyMode.LOCKED
+    assert receipts.retention_days >= SEVEN_YEARS_DAYS
+    assert blobs["isVersioningEnabled"] is True  # version-level immutability needs versioning
+    # Account-level immutability is chosen at creation only and would cover the Functions host's containers.
+    assert "immutableStorageWithVersioning" not in account
+    assert "functions.receipt_retention" in MODULE_BLUEPRINTS["provisioning"]  # the timer ships with the app
 
 
 def test_lifecycle_rules_never_touch_receipts_and_follow_the_host_retention_with_mocked_pulumi_engine(
