@@ -16,10 +16,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from shared.auth.caller import Caller
+from typing import Protocol
 
 # Any name under this prefix is reserved too, for system principals yet to come.
 RESERVED_PREFIX = "system:"
@@ -30,6 +27,19 @@ class PrincipalKind(str, Enum):
     SERVICE = "service"  # a token an application obtained for itself (client credentials)
     DELIVERY = "delivery"  # the requester a promotion message names (delivery vouches for it)
     SYSTEM = "system"  # one of the host's own actors: never from a token or a message
+
+
+class VerifiedCaller(Protocol):
+    """What a request's verified caller (:class:`shared.auth.caller.Caller`) tells about who acts."""
+
+    @property
+    def principal(self) -> str: ...
+
+    @property
+    def kind(self) -> PrincipalKind: ...
+
+    @property
+    def client_id(self) -> str: ...
 
 
 class SystemPrincipal(str, Enum):
@@ -70,7 +80,7 @@ class Requester:
             raise ValueError(f"{self.principal!r} is not a system principal")
 
     @classmethod
-    def of_caller(cls, caller: Caller) -> Requester:
+    def of_caller(cls, caller: VerifiedCaller) -> Requester:
         """The verified caller of a request (its kind is the token's: person or service)."""
         return cls(caller.principal, caller.kind, caller.client_id)
 
