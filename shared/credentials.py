@@ -8,7 +8,10 @@ under load); one per identity reuses them until they near expiry.
 
 Which identity: the host's user-assigned identity, named by
 ``AzureWebJobsStorage__clientId`` (the Flex Consumption templates' setting) or
-else ``AZURE_CLIENT_ID``; a target may name another by its ``ClientId``. With
+else ``AZURE_CLIENT_ID``; a target may name another by its ``ClientId`` (the
+runner's, which only the runner job carries) and one that reads it by its
+``ObserverClientId`` (the observer's, which the app carries): see
+:func:`target_identity`. With
 ``AzureWebJobsStorage__credential=managedidentity`` only the managed identity
 is tried (``ManagedIdentityCredential``), as the Functions host does for its
 own connections; otherwise ``DefaultAzureCredential`` (which, off Azure, also
@@ -34,6 +37,16 @@ MANAGED_IDENTITY = "managedidentity"
 def azure_credential(client_id: str | None = None) -> TokenCredential:
     """The process's credential for the host's identity, or for the user-assigned identity ``client_id``."""
     return _credential(client_id or host_client_id(), _managed_identity_only())
+
+
+def target_identity(client_id: str | None, observer_client_id: str | None) -> TokenCredential:
+    """The credential a process reaches a target with: the target's ``ClientId`` (the runner identity)
+    in the process that acts as it (the runner job: ``AZURE_CLIENT_ID``), else its ``ObserverClientId``
+    when it names one (the app, which carries the observer identity and never the runner's)."""
+    acting = (_setting("AZURE_CLIENT_ID") or "").lower()
+    if observer_client_id and not (client_id and client_id.lower() == acting):
+        return azure_credential(observer_client_id)
+    return azure_credential(client_id)
 
 
 def host_client_id() -> str | None:

@@ -19,7 +19,7 @@ from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
-from shared.credentials import azure_credential
+from shared.credentials import target_identity
 from shared.errors import InvalidSettings
 from shared.secret_settings import read_secret_setting
 from shared.storage.clients import fail_fast_options
@@ -65,8 +65,8 @@ def target_table_service(target: ProvisioningTarget, **options: Any) -> TableSer
 
 
 def _identity(target: ProvisioningTarget) -> TokenCredential:
-    """The process's credential for the target's identity (its ``ClientId``, else the host's)."""
-    return azure_credential(target.credential.client_id)
+    """The process's credential for the target (the runner's in the job, the observer's in the app)."""
+    return target_identity(target.credential.client_id, target.credential.observer_client_id)
 
 
 def _sibling_endpoint(target: ProvisioningTarget, service: str) -> str:

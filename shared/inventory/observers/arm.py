@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError, ServiceRequestError, ServiceResponseError
 
-from shared.credentials import azure_credential
+from shared.credentials import target_identity
 from shared.iac.tags import ENVIRONMENT_KEY, ManagementTags
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
@@ -68,7 +68,7 @@ def default_client(target: ProvisioningTarget, **options: Any) -> Any:
 
     endpoint = (target.endpoint or DEFAULT_ARM_ENDPOINT).rstrip("/")
     return ResourceManagementClient(
-        azure_credential(target.credential.client_id),
+        target_identity(target.credential.client_id, target.credential.observer_client_id),
         target.subscription_id or "",
         base_url=endpoint,
         credential_scopes=[f"{endpoint}/.default"],
