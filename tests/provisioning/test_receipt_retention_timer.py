@@ -1,0 +1,39 @@
+"""The receipt retention timer on the local host, as the local sample runs it (Azurite: immutability off).
+
+The requests it sends when immutability is on are tested at the edge in
+``test_receipt_retention_edge`` (Azurite has no immutability policies).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+from tests.provisioning.conftest import provisioning_settings
+from tests.provisioning.helpers import WRITE, declare, specification, unique, wait_for_run_state
+from tests.support.host import HostProcess, wait_until
+
+SUMMARY = re.compile(
+    r"receipt retention: (\d+) blob\(s\) of (\d+) environment\(s\) \((\d+) deleted\): (.*?) (\d+) policies"
+)
+
+
+def test_the_timer_walks_the_receipts_and_with_immutability_off_sends_nothing(azurite, key_dir, mint, tmp_path):
+    env = provisioning_settings(azurite, key_dir, RuntimeCloud__Receipts__Immutability="false")
+    host = HostProcess(REPO, env, tmp_path / "host.log").start()
+    token = mint("tenant-a", scopes=WRITE)
+    try:
+        run_id = declare(host, token, specification(unique("kept"), "non-production")).json()["run_id"]
+        assert wait_for_run_state(host, token, run_id, {"applied", "failed"})["state"] == "applied"
+
+        fired = host.request("POST", "admin/functions/receipt_retention", json={"input": ""})
+        assert fired.status_code == 202, fired.text
+        summary = wait_until(lambda: SUMMARY.search(host.log()), timeout=120, message="the timer's summary")
+    finally:
+        host.stop()
+
+    blobs, environments, _deleted, verb, policies = summary.groups()
+    assert int(blobs) >= 2 and int(environments) >= 1  # this run's plan and apply receipts at least
+    assert verb.startswith("would set (RuntimeCloud:Receipts:Immutability is off)")
+    assert int(policies) >= 2  # decided: none of them has a policy on Azurite
+    assert "receipt retention: not set" not in host.log()  # nothing sent, so nothing refused
