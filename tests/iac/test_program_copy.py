@@ -65,7 +65,7 @@ def test_the_image_s_virtualenv_is_named_in_the_copy_with_pip_as_its_toolchain(
 ) -> None:
     built = tmp_path / "opt" / "pulumi-program-venv"
     (built / "bin").mkdir(parents=True)
-    (built / "bin" / "python").touch()
+    (built / "bin" / "python").touch(mode=0o755)
     monkeypatch.setenv(VIRTUALENV_VARIABLE, str(built))
     program = tmp_path / "checkout" / "infra"
     program.mkdir(parents=True)

@@ -69,7 +69,7 @@ class Image:
 
 def read_image() -> Image:
     text = re.sub(r"\\\n", " ", DOCKERFILE.read_text(encoding="utf-8"))
-    image, user, env = Image(), "root", {}
+    image, user, env = Image(), "root", dict[str, str]()
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):

@@ -64,10 +64,12 @@ def program_copy(location: ProgramLocation) -> Iterator[ProgramLocation]:
     try:
         copy = folder / location.program_dir.name
         virtualenv = _copy_program(location.program_dir, copy)
-        if virtualenv is not None and not (virtualenv / "bin" / "python").exists():
+        # os.access, not exists(): a virtualenv the user cannot reach is as missing as an absent one.
+        if virtualenv is not None and not os.access(virtualenv / "bin" / "python", os.X_OK):
             raise VirtualenvMissing(
-                f"the virtualenv of Pulumi program {location.program_dir.name} ({virtualenv}) does not exist: "
-                "build it before the run (the runner job's image does) so Pulumi does not create it"
+                f"the virtualenv of Pulumi program {location.program_dir.name} ({virtualenv}) is missing or not "
+                "usable by this process's user: build it before the run (the runner job's image does), "
+                "so Pulumi does not create it"
             )
         yield replace(location, work_root=folder, program_dir=copy)
     finally:
