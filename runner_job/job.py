@@ -10,7 +10,11 @@ Order matters for crash safety:
 4. store the result, *then* mark the row finished, *then* send the completion
    notice. A job killed before 4 leaves a row whose heartbeat goes stale; one
    killed after the result but before the notice is found finished by the
-   orchestration's next check.
+   orchestration's next check. The result records its log's digest and the row
+   the result's, which the host checks before it receipts anything.
+
+The job touches only what :mod:`shared.iac.jobs.access` names (its identity has
+rights on nothing else): it learns of a cancel from its own row, never the run's.
 """
 
 from __future__ import annotations
@@ -106,6 +110,7 @@ def _run_request(request: JobRequest, storage: StorageClients) -> JobResult | No
         result = _job_error(request, started, events, f"the runner job failed: {type(error).__name__}")
     finally:
         events.close()
+    result = result.model_copy(update={"events_sha256": events.sha256})  # the host checks the log against it
     jobs.finish(request, result)
     notify(storage, request)
     log.info("runner job %s finished (%s)", request.job_id, _outcome(result), extra=where)

@@ -21,6 +21,7 @@ from typing import Any
 from shared import telemetry
 from shared.clock import now_iso
 from shared.iac.jobs.protocol import JobKind
+from shared.iac.jobs.results import JobResultTampered
 from shared.iac.model import (
     ApplyResult,
     ApplySliceEnded,
@@ -195,6 +196,8 @@ class RunSteps:
                 plan = runner_for(specification.runner, self._iac).plan(specification, target)
         except TargetUnreachable as error:
             return _failed(FailureReason.TARGET_UNREACHABLE, str(error))
+        except JobResultTampered as error:
+            return _failed(FailureReason.JOB_RESULT_TAMPERED, str(error))
         except RunnerError as error:
             return _failed(FailureReason.PLAN_FAILED, str(error))
         verdict = check_plan(self._gate, bundle, run, specification, target, plan) if self._gate else None
@@ -314,6 +317,8 @@ class RunSteps:
             failure = (FailureReason.APPLY_FAILED, f"the plan no longer holds ({error}); declare again for a new plan")
         except TargetUnreachable as error:
             result, failure = error.result, (FailureReason.TARGET_UNREACHABLE, str(error))
+        except JobResultTampered as error:  # the receipt lists what the step journal holds, nothing of the result
+            result, failure = error.result, (FailureReason.JOB_RESULT_TAMPERED, str(error))
         except RunnerError as error:  # ApplyFailed and the rest: what finished is in error.result
             result, failure = error.result, (FailureReason.APPLY_FAILED, str(error))
         return self._receipted(ref, run, started, result, failure, configuration)

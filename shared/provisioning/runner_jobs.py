@@ -6,7 +6,10 @@ and asks :meth:`RunnerJobs.check` whether the job finished, runs, or died
 (:mod:`shared.iac.jobs.liveness`). The plan and apply steps then read the
 result through :meth:`plan_of` / :meth:`apply_of`, which raise exactly what the
 runner raised in the job -- so a run planned or applied by a job ends, and is
-receipted, exactly like one run in process.
+receipted, exactly like one run in process. The result is read only after its
+digests hold (:mod:`shared.iac.jobs.results`); one that does not raises
+:class:`~shared.iac.jobs.results.JobResultTampered` (an apply's carries what the
+step journal holds), and the run fails ``job-result-tampered``.
 
 **A job that stops reporting** (no heartbeat past ``JobStaleSeconds``, or no
 start within ``JobStartSeconds``) is launched once more by default
@@ -32,6 +35,7 @@ from shared.desired_state import EnvironmentSpecification
 from shared.iac.jobs.launcher import QueueJobLauncher
 from shared.iac.jobs.liveness import liveness
 from shared.iac.jobs.protocol import JobFailure, JobInput, JobKind, JobResult, job_id_for
+from shared.iac.jobs.results import JobResults, JobResultTampered
 from shared.iac.jobs.store import JobStore
 from shared.iac.model import (
     ApplyFailed,
@@ -74,6 +78,7 @@ class JobCheck(TypedDict):
 class RunnerJobs:
     def __init__(self, storage: StorageClients, iac: IaCSettings) -> None:
         self._store = JobStore(storage)
+        self._results = JobResults(storage)
         self._iac = iac
         self._launcher = QueueJobLauncher(storage, iac.job_queue)
 
@@ -188,7 +193,12 @@ class RunnerJobs:
         if ticket.get("dead"):
             detail = f"{ticket['dead']}; the run fails after {ticket['attempt']} attempt(s)"
             raise RunnerError(detail, journal_result)
-        result = self._store.read_result(run.tenant, run.environment, run.id, ticket["job_id"])
+        kind, attempt = JobKind(ticket["kind"]), ticket["attempt"]
+        try:
+            result = self._results.verified(run.tenant, run.environment, run.id, ticket["job_id"], kind, attempt)
+        except JobResultTampered as error:  # nothing of it is receipted; what the journal holds is
+            error.result = journal_result
+            raise
         if result is None:
             raise RunnerError(f"runner job {ticket['job_id']} left no result", journal_result)
         return result

@@ -11,7 +11,7 @@ job -- writes receipts, after checking the digests of what the job hands back.
 
 ``infra/`` grants the runner identity exactly these (its access-matrix test
 compares the role assignments with them), and
-``tests/iac/test_job_access.py`` runs a real job while recording every storage
+``tests/provisioning/test_runner_job_boundary.py`` runs real jobs while recording every storage
 request it makes, and checks that each one names a resource here.
 
 - tables: ``RunnerJobs`` (claim, heartbeat, finish, cancel flag, stack-lock

@@ -5,16 +5,23 @@ thread, so lines are buffered and appended in blocks (one append per
 ``flush_every`` lines or at :meth:`close`): a 2,000-resource update writes a
 few dozen blocks, not thousands. Engine events carry no secret values (the
 engine shows secrets as ``[secret]``); log lines name configuration keys only.
+
+The log keeps the SHA-256 of what it appended (:attr:`EventLog.sha256`), which
+the job's result records and the host checks before the receipt names the
+log. Each block is appended at the position the log expects
+(``appendpos_condition``), so a block the SDK sends again after a lost answer
+is never appended twice and the digest stays the blob's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from enum import Enum
 from typing import Any
 
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient
 
 from shared.logs import app_logger
@@ -31,7 +38,15 @@ class EventLog:
         self._flush_every = flush_every
         self._lines: list[str] = []
         self._lock = threading.Lock()
+        self._digest = hashlib.sha256()
+        self._size = 0  # bytes appended so far: where the next block goes
         self.count = 0
+
+    @property
+    def sha256(self) -> str | None:
+        """The digest of what the log holds (call after :meth:`close`); None when nothing was written."""
+        with self._lock:
+            return self._digest.hexdigest() if self._size else None
 
     def event(self, event: Any) -> None:
         """An engine event (``pulumi.automation.events.EngineEvent``), with every field the engine sent."""
@@ -65,13 +80,24 @@ class EventLog:
 
     def _append_block(self, block: bytes) -> None:
         try:
-            self._blob.append_block(block)
+            self._append_at(block)
         except ResourceNotFoundError:  # the first block of this job's log
             try:
                 self._blob.create_append_blob()
             except ResourceExistsError:
                 pass
-            self._blob.append_block(block)
+            self._append_at(block)
+        self._digest.update(block)
+        self._size += len(block)
+
+    def _append_at(self, block: bytes) -> None:
+        try:
+            self._blob.append_block(block, appendpos_condition=self._size)
+        except HttpResponseError as error:
+            # Refused at this position: a retry of a block that did land (the log ends right after it) is done.
+            landed = error.status_code == 412 and self._blob.get_blob_properties().size == self._size + len(block)
+            if not landed:
+                raise
 
 
 def plain(value: Any) -> Any:

@@ -88,7 +88,11 @@ class JobFailure(BaseModel):
 
 
 class JobResult(BaseModel):
-    """What the job answers: a plan, an apply result, or a failure (with what was applied before it)."""
+    """What the job answers: a plan, an apply result, or a failure (with what was applied before it).
+
+    Digests: the job's row records this document's (``ResultSha256``); this document records its log's
+    (``events_sha256``), and a Pulumi plan's ``binding`` names its saved plan by digest; the outputs are
+    in it. The host checks all of them before it receipts anything (:mod:`.results`)."""
 
     job_id: str
     kind: JobKind
@@ -97,6 +101,7 @@ class JobResult(BaseModel):
     apply: ApplyResult | None = None
     failure: JobFailure | None = None
     events_blob: str | None = None  # the job's log: engine events and log lines, one JSON object a line
+    events_sha256: str | None = None  # the log's digest as the job wrote it (None: it wrote none)
     started_at: str
     finished_at: str
 

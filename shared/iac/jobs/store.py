@@ -60,6 +60,7 @@ class JobRecord:
     host: str | None
     attempt: int
     claimed_at: datetime | None = None
+    result_sha256: str | None = None  # the digest of the result the job stored, recorded as it finished
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> JobRecord:
@@ -74,6 +75,7 @@ class JobRecord:
             pid=int(row["Pid"]) if row.get("Pid") else None,
             host=row.get("Host") or None,
             attempt=int(row.get("Attempt", 1)),
+            result_sha256=row.get("ResultSha256") or None,
         )
 
 
@@ -206,10 +208,13 @@ class JobStore:
         )
         return [JobRecord.of(dict(row)) for row in rows]
 
-    def read_result(self, tenant: str, environment: str, run_id: str, job_id: str) -> JobResult | None:
-        name = f"{folder_of(tenant, environment, run_id, job_id)}/result.json"
+    def read_result_data(self, tenant: str, environment: str, run_id: str, job_id: str) -> bytes | None:
+        """The result's bytes as stored (None: there is none); :mod:`.results` checks them before use."""
+        return self.read_blob(f"{folder_of(tenant, environment, run_id, job_id)}/result.json")
+
+    def read_blob(self, name: str) -> bytes | None:
         try:
-            return JobResult.model_validate_json(self._container.download_blob(name).readall())
+            return self._container.download_blob(name).readall()
         except ResourceNotFoundError:
             return None
 
