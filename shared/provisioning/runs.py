@@ -88,9 +88,6 @@ class FailureReason(str, Enum):
     # What a runner job handed back does not match its recorded digests (shared.iac.jobs.results):
     # none of it is receipted.
     JOB_RESULT_TAMPERED = "job-result-tampered"
-    # What a runner job handed back does not match its recorded digests (shared.iac.jobs.results):
-    # none of it is receipted.
-    JOB_RESULT_TAMPERED = "job-result-tampered"
 
 
 class TimelineEntry(BaseModel):
