@@ -2,6 +2,7 @@
 
 - :mod:`.events`: pure translation of engine events into plan and apply results;
 - :mod:`.workspace`: selecting the stack from a specification, backend and configuration;
+- :mod:`.program_copy`: the run's own copy of the program, where Pulumi writes (never the program's folder);
 - :mod:`.saved_plans`: the update plans a preview saves and an apply is bound to;
 - :mod:`.recovery`: pending operations of a dead update, and a cancel reaching a running one;
 - :mod:`.locks`: a stack lock a dead job left in a self-managed backend, removed once its owner is proven dead;
