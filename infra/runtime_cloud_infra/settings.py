@@ -15,7 +15,7 @@ Defaults of the rest:
 - ``namePrefix``: ``rtcloud`` (plan, identities, monitoring resources)
 - ``topology``: ``saas-default`` (``hybrid``, ``on-prem``, ``hybrid-compute``)
 - ``storageSku``: ``Standard_ZRS``
-- ``instanceMemoryMb``: ``2048`` (512, 2048 or 4096); ``maximumInstanceCount``: ``40``
+- ``instanceMemoryMb``: ``2048`` (512, 2048 or 4096); ``maximumInstanceCount``: ``40`` (40 to 1000)
 - ``taskHubName``: ``RuntimeCloudHub``
 - ``receiptRetentionDays``: ``2557`` (seven years; never less)
 - ``findingRetentionDays``: ``396`` (13 months); ``leaseRetentionDays``: ``90``
@@ -52,6 +52,7 @@ PROJECT = "runtime-cloud-infra"
 RUNNER_NAMESPACE = "runtime-cloud"
 TOPOLOGIES = ("saas-default", "hybrid", "on-prem", "hybrid-compute")
 INSTANCE_MEMORY_MB = (512, 2048, 4096)
+FLEX_MIN_INSTANCES, FLEX_MAX_INSTANCES = 40, 1000  # Flex Consumption's maximumInstanceCount range
 STORAGE_SKUS = ("Standard_LRS", "Standard_ZRS", "Standard_GRS", "Standard_GZRS", "Standard_RAGRS", "Standard_RAGZRS")
 SEVEN_YEARS_DAYS = 7 * 365 + 2  # two leap days in any seven years
 MAX_IMMUTABILITY_DAYS = 146_000  # Azure's limit for a time-based retention period
@@ -222,7 +223,8 @@ def load(stack: str | None = None) -> StackSettings:
         topology=_one_of(reader, "topology", TOPOLOGIES, "saas-default"),
         storage_sku=_one_of(reader, "storageSku", STORAGE_SKUS, "Standard_ZRS"),
         instance_memory_mb=_instance_memory(reader),
-        maximum_instance_count=reader.integer("maximumInstanceCount", 40, 1, 1000),
+        # Flex Consumption's lowest maximum is 40: a smaller value fails the first deploy.
+        maximum_instance_count=reader.integer("maximumInstanceCount", 40, FLEX_MIN_INSTANCES, FLEX_MAX_INSTANCES),
         task_hub_name=_matching(
             reader,
             "taskHubName",
@@ -330,8 +332,16 @@ def _runner_roles(reader: _Reader) -> tuple[RunnerRole, ...]:
             raise StackConfigError(
                 f"{where}.role {role!r} is neither a known built-in role name nor a role definition GUID"
             )
+        if scope == RESOURCE_GROUP_SCOPE and _is_data_role(role):
+            # The stack's resource group holds the host's store (receipts) and vault: the runner job runs
+            # tenants' programs, so it may manage the group (self-hosting) but never read its data.
+            raise StackConfigError(f"{where}.role {role!r} is a data role: never on the host's own resource group")
         roles.append(RunnerRole(scope=scope, role=role))
     return tuple(roles)
+
+
+def _is_data_role(role: str) -> bool:
+    return " Data " in role or role.startswith("Key Vault ")
 
 
 def _secrets(reader: _Reader) -> tuple[SecretEntry, ...]:

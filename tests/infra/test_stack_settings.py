@@ -65,6 +65,19 @@ def test_host_settings_the_program_owns_or_azure_refuses_are_refused(configure, 
         load(stack="dev")
 
 
+def test_the_in_process_job_launcher_is_refused_on_azure(configure) -> None:
+    configure(hostSettings=_host_settings(RuntimeCloud__IaC__JobLauncher="in-process"))
+
+    with pytest.raises(StackConfigError, match="RuntimeCloud__IaC__JobLauncher=in-process is for the local host only"):
+        load(stack="dev")
+
+
+def test_the_smallest_flex_maximum_instance_count_is_accepted(configure) -> None:
+    configure(maximumInstanceCount="40")
+
+    assert load(stack="dev").maximum_instance_count == 40
+
+
 def test_a_secret_value_is_refused_without_being_repeated(configure) -> None:
     configure(hostSettings=_host_settings(RuntimeCloud__ConfigPlatform__Url=STORAGE_KEY))
 
@@ -89,10 +102,22 @@ def test_a_token_issuer_is_required_in_azure(configure) -> None:
         ("storageAccountName", "Not-Valid", "lower-case letters and digits"),
         ("topology", "multi-cloud", "must be one of"),
         ("instanceMemoryMb", "1024", "must be one of"),
+        ("maximumInstanceCount", "39", r"maximumInstanceCount must be between 40 and 1000, not 39"),
+        ("maximumInstanceCount", "1001", r"maximumInstanceCount must be between 40 and 1000"),
         ("location", None, "is required"),
         ("hostSettings", None, "is required"),
         ("runnerRoles", [{"scope": "everywhere", "role": "Reader"}], "ARM scope"),
         ("runnerRoles", [{"scope": "resource-group", "role": "Wizard"}], "known built-in role"),
+        (
+            "runnerRoles",
+            [{"scope": "resource-group", "role": "Storage Blob Data Reader"}],
+            "a data role: never on the host's own resource group",
+        ),
+        (
+            "runnerRoles",
+            [{"scope": "resource-group", "role": "Key Vault Secrets User"}],
+            "a data role: never on the host's own resource group",
+        ),
         ("secrets", [{"name": "iac-runner-identity", "value": "hunter2"}], "never a value"),
         (
             "targets",
@@ -161,7 +186,9 @@ def test_a_target_credential_in_the_vault_becomes_a_reference_never_a_value() ->
     )
 
     references = host_settings.key_vault_references(targets, "kv-host")
-    host_targets = host_settings.host_targets(targets, "runner-client-id", "https://kv-host.vault.azure.net")
+    host_targets = host_settings.host_targets(
+        targets, "runner-client-id", "https://kv-host.vault.azure.net", observer_client_id="observer-client-id"
+    )
 
     assert references == {
         "RuntimeCloudTarget__orders__Connection": "@Microsoft.KeyVault(VaultName=kv-host;SecretName=orders-connection)"
@@ -172,3 +199,4 @@ def test_a_target_credential_in_the_vault_becomes_a_reference_never_a_value() ->
         "Uri": "https://kv-host.vault.azure.net/secrets/iac-runner-identity",
     }
     assert host_targets[2]["Credential"]["ClientId"] == "someone-else"  # a named identity is kept
+    assert host_targets[2]["Credential"]["ObserverClientId"] == "observer-client-id"  # the app reads as the observer
