@@ -30,7 +30,7 @@ class HostApp:
 @dataclass(frozen=True)
 class AppWiring:
     host_identity_id: pulumi.Input[str]
-    runner_identity_id: pulumi.Input[str]
+    observer_identity_id: pulumi.Input[str]
     deployment_container_url: pulumi.Input[str]
     app_settings: Mapping[str, pulumi.Input[str]]
 
@@ -57,11 +57,11 @@ def host_app(
         server_farm_id=plan.id,
         https_only=True,
         client_cert_enabled=False,
-        # The host identity reads its store and resolves Key Vault references; the runner identity is
-        # attached so that the runner (a target's Credential.ClientId) can act as it, nothing else can.
+        # The host identity reads its store and resolves Key Vault references; the observer identity reads
+        # targets for inventory. Never the runner's: only the runner job may change targets.
         identity={
             "type": "UserAssigned",
-            "user_assigned_identities": [wiring.host_identity_id, wiring.runner_identity_id],
+            "user_assigned_identities": [wiring.host_identity_id, wiring.observer_identity_id],
         },
         key_vault_reference_identity=wiring.host_identity_id,
         function_app_config=_function_app_config(settings, wiring),

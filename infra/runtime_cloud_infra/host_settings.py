@@ -7,7 +7,8 @@ They come from three places, each setting from exactly one:
   ``credential=managedidentity`` and the host identity's ``clientId``), Application
   Insights (its connection string and ``Authorization=AAD`` with the same identity),
   the Durable task hub name that ``host.json`` references, the targets (with the
-  runner identity and Key Vault references filled in), the topology, the Pulumi
+  runner identity as ``ClientId``, the observer identity as ``ObserverClientId``
+  and Key Vault references filled in), the topology, the Pulumi
   state backend and the two retention settings that storage lifecycle rules
   mirror;
 - **fixed**: ``PYTHON_ISOLATE_WORKER_DEPENDENCIES=1`` (README, Deploying);
@@ -66,6 +67,9 @@ COMPUTED = (
     GITOPS_WEBHOOK_SETTING,
     *BACKUP_SETTINGS,  # the backup account's (runtime_cloud_infra/backup.py)
 )
+# Plans and applies run in the runner job on Azure; the in-process launcher is a local-only mode.
+JOB_LAUNCHER = "RuntimeCloud__IaC__JobLauncher"
+IN_PROCESS_LAUNCHER = "in-process"
 # For the local host only (README, Settings): in Azure they would be wrong or a secret store.
 LOCAL_ONLY = (
     "RuntimeCloud__Auth__LocalSigningKeyDirectory",
@@ -116,6 +120,8 @@ def problems(values: Mapping[str, str]) -> list[str]:
             found.append(f"{name} is not a host setting (RuntimeCloud__... or OrleansMessaging__...)")
         elif looks_secret(value):
             found.append(f"{name} holds a secret value; reference it from Key Vault instead")
+        elif _folded(name) == _folded(JOB_LAUNCHER) and value.strip().lower() == IN_PROCESS_LAUNCHER:
+            found.append(f"{name}={IN_PROCESS_LAUNCHER} is for the local host only (Azure runs runner jobs)")
     for required in ("RuntimeCloud__Auth__Issuer", "RuntimeCloud__Auth__Audience"):
         if _folded(required) not in _folded_set(values):
             found.append(f"{required} is required in Azure")
@@ -136,6 +142,7 @@ class Wiring:
     queue_endpoint: pulumi.Input[str]
     table_endpoint: pulumi.Input[str]
     host_client_id: pulumi.Input[str]
+    observer_client_id: pulumi.Input[str]
     runner_client_id: pulumi.Input[str]
     insights_connection_string: pulumi.Input[str]
     vault_uri: str
@@ -147,9 +154,7 @@ def app_settings(settings: StackSettings, wiring: Wiring) -> dict[str, pulumi.In
         **identity_store(wiring),
         "APPLICATIONINSIGHTS_CONNECTION_STRING": wiring.insights_connection_string,
         # Local authentication is off on Application Insights: telemetry is sent with the host identity.
-        "APPLICATIONINSIGHTS_AUTHENTICATION_STRING": pulumi.Output.concat(
-            "ClientId=", wiring.host_client_id, ";Authorization=AAD"
-        ),
+        "APPLICATIONINSIGHTS_AUTHENTICATION_STRING": entra_authentication(wiring.host_client_id),
         "PYTHON_ISOLATE_WORKER_DEPENDENCIES": "1",
         # The Python worker runs each invocation in the Functions host's trace context (host.json
         # telemetryMode OpenTelemetry); the app exports its own spans, metrics and logs (shared/telemetry).
@@ -165,9 +170,11 @@ def app_settings(settings: StackSettings, wiring: Wiring) -> dict[str, pulumi.In
         # The host's purge timers and the storage lifecycle rules keep the same periods.
         "RuntimeCloud__Inventory__FindingRetentionDays": str(settings.retention.finding_days),
         "RuntimeCloud__Capacity__LeaseRetentionDays": str(settings.retention.lease_days),
-        "RuntimeCloud__Targets": pulumi.Output.from_input(wiring.runner_client_id).apply(
-            lambda client_id: json.dumps(
-                host_targets(settings.targets, client_id, wiring.vault_uri), separators=(",", ":"), sort_keys=True
+        "RuntimeCloud__Targets": pulumi.Output.all(wiring.runner_client_id, wiring.observer_client_id).apply(
+            lambda ids: json.dumps(
+                host_targets(settings.targets, ids[0], wiring.vault_uri, observer_client_id=ids[1]),
+                separators=(",", ":"),
+                sort_keys=True,
             )
         ),
         **key_vault_references(settings.targets, settings.key_vault_name),
@@ -175,6 +182,12 @@ def app_settings(settings: StackSettings, wiring: Wiring) -> dict[str, pulumi.In
         **settings.host_settings,
     }
     return values
+
+
+def entra_authentication(client_id: pulumi.Input[str]) -> pulumi.Output[str]:
+    """``APPLICATIONINSIGHTS_AUTHENTICATION_STRING`` for a user-assigned identity: the exporter sends
+    with an Entra ID token of that identity (Application Insights refuses anything else)."""
+    return pulumi.Output.concat("Authorization=AAD;ClientId=", client_id)
 
 
 def secrets_provider(settings: StackSettings) -> str:
@@ -193,17 +206,28 @@ def identity_store(wiring: Wiring) -> dict[str, pulumi.Input[str]]:
     }
 
 
-def host_targets(targets: tuple[Mapping[str, Any], ...], runner_client_id: str, vault_uri: str) -> list[dict[str, Any]]:
-    """The targets as the host reads them: a managed identity is the runner's unless named, a secret a URI."""
-    return [_host_target(dict(target), runner_client_id, vault_uri) for target in targets]
+def host_targets(
+    targets: tuple[Mapping[str, Any], ...],
+    runner_client_id: str,
+    vault_uri: str,
+    observer_client_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """The targets as the host reads them: a managed identity is the runner's unless named (the job acts
+    as it) and the observer's for reading (``ObserverClientId``, the app's inventory), a secret a URI."""
+    return [_host_target(dict(target), runner_client_id, vault_uri, observer_client_id) for target in targets]
 
 
-def _host_target(target: dict[str, Any], runner_client_id: str, vault_uri: str) -> dict[str, Any]:
+def _host_target(
+    target: dict[str, Any], runner_client_id: str, vault_uri: str, observer_client_id: str | None
+) -> dict[str, Any]:
     credential = dict(target["Credential"])
     secret = credential.pop("SecretName", None)
     if credential["Kind"] == "managed-identity":
         # Without ClientId the host would use its own identity, which may change nothing outside its store.
         credential.setdefault("ClientId", runner_client_id)
+        if observer_client_id:
+            # The app does not carry the runner identity: it reads targets as the observer.
+            credential.setdefault("ObserverClientId", observer_client_id)
     elif credential["Kind"] == "key-vault" and secret:
         credential["Uri"] = f"{vault_uri.rstrip('/')}/secrets/{secret}"
     return {**target, "Credential": credential}

@@ -1,19 +1,30 @@
-"""Two user-assigned identities, and what each may do.
+"""Three user-assigned identities, and what each may do (README, Deploying: the access matrix).
 
 - **host**: the function app's identity for its own store, telemetry and the
-  vault. Data roles on its own storage account only (blob, queue, table: the
-  Functions host, the Durable extension and the app create their containers,
-  queues and tables at start, so the scope is the account); Monitoring Metrics
-  Publisher on its Application Insights (local authentication is off); Key Vault
-  Secrets User on its vault; Key Vault Crypto User on the Pulumi state key. No
-  role outside its resource group: it cannot change infrastructure.
-- **runner**: the identity the IaC runner changes targets with. Its roles on
-  target subscriptions (or this stack's resource group, for self-hosting) come
-  from ``runnerRoles`` in the stack; none are implied. It has no data role on
-  the host's store.
+  secrets it resolves. Data roles on its own storage account (blob, queue,
+  table: the Functions host, the Durable extension and the app create their
+  containers, queues and tables at start, so the scope is the account);
+  Monitoring Metrics Publisher on its Application Insights (local
+  authentication is off); Key Vault Secrets User on each secret of the stack's
+  ``secrets`` catalogue (scope ``{vault}/secrets/{name}``), never the whole
+  vault. It does not hold the Pulumi state key (the runner job runs Pulumi), and
+  no role outside its resource group: it cannot change infrastructure.
+- **observer**: what the app's inventory observers read targets with: Reader
+  at every scope where the runner has a role, and the data-plane *reader* role
+  of every storage data role the runner has there (the embedded observer lists
+  containers, queues and tables with their metadata; the ARM observer lists
+  resources). Read-only, nothing else.
+- **runner**: the only identity of the runner job. Its roles on target
+  subscriptions (or this stack's resource group, for self-hosting) come from
+  ``runnerRoles`` in the stack; none are implied. In the host's account it
+  reaches only the job exchange (runtime_cloud_infra/runner_job.py), each
+  table, container and queue by a role scoped to it alone.
 - **operators** (``operatorPrincipalId``, an Entra group): set the vault's secret
   values, and keep the stack's Pulumi state in the host's account (its
   ``pulumi-state`` container and the vault's state key) after bootstrap.
+
+The function app carries host + observer, the runner job runner only: any code
+in a process can get a token for every identity attached to it.
 
 A ``Role Based Access Control Administrator`` grant to the runner is always
 constrained (an ABAC condition) to the roles this program itself assigns, less
@@ -31,10 +42,27 @@ from pulumi_azure_native import authorization, managedidentity
 from runtime_cloud_infra.roles import PRIVILEGED_ROLES, assign, constrained_delegation
 from runtime_cloud_infra.settings import RESOURCE_GROUP_SCOPE, StackSettings
 
+# The runner's roles on the job exchange (runtime_cloud_infra/runner_job.py), each on one resource.
+RUNNER_EXCHANGE_ROLES = (
+    "Storage Table Data Contributor",
+    "Storage Blob Data Contributor",
+    "Storage Queue Data Message Processor",
+    "Storage Queue Data Message Sender",
+    "Storage Queue Data Reader",
+    "Monitoring Metrics Publisher",
+)
+
 # The host identity's data roles on its own storage account.
 HOST_STORE_ROLES = ("Storage Blob Data Owner", "Storage Queue Data Contributor", "Storage Table Data Contributor")
 HOST_TELEMETRY_ROLE = "Monitoring Metrics Publisher"
-HOST_VAULT_ROLE = "Key Vault Secrets User"
+HOST_VAULT_ROLE = "Key Vault Secrets User"  # on each catalogued secret, never the vault
+OBSERVER_ROLE = "Reader"
+# The reader role the observer gets wherever the runner holds a storage data role of that service.
+OBSERVER_DATA_READERS = {
+    "Storage Blob Data": "Storage Blob Data Reader",
+    "Storage Queue Data": "Storage Queue Data Reader",
+    "Storage Table Data": "Storage Table Data Reader",
+}
 STATE_KEY_ROLE = "Key Vault Crypto User"
 OPERATOR_VAULT_ROLE = "Key Vault Secrets Officer"
 OPERATOR_STATE_ROLE = "Storage Blob Data Contributor"
@@ -44,6 +72,7 @@ RBAC_ADMINISTRATOR = "Role Based Access Control Administrator"
 @dataclass(frozen=True)
 class Identities:
     host: managedidentity.UserAssignedIdentity
+    observer: managedidentity.UserAssignedIdentity
     runner: managedidentity.UserAssignedIdentity
 
 
@@ -57,7 +86,7 @@ def identities(settings: StackSettings, resource_group: pulumi.Input[str]) -> Id
             tags=settings.tags,
         )
 
-    return Identities(host=identity("host"), runner=identity("runner"))
+    return Identities(host=identity("host"), observer=identity("observer"), runner=identity("runner"))
 
 
 def grant_host_store(
@@ -93,6 +122,68 @@ def grant_host(
     )
 
 
+def grant_host_secrets(
+    settings: StackSettings,
+    host: managedidentity.UserAssignedIdentity,
+    vault_id: pulumi.Input[str],
+    subscription: pulumi.Input[str],
+) -> list[authorization.RoleAssignment]:
+    """Key Vault Secrets User on each secret the host resolves (the stack's catalogue), one by one."""
+    return [
+        assign(
+            f"host-secret-{entry.name}",
+            scope=pulumi.Output.concat(vault_id, "/secrets/", entry.name),
+            principal_id=host.principal_id,
+            role=HOST_VAULT_ROLE,
+            subscription_id=subscription,
+            description=f"Runtime Cloud host: resolves the secret {entry.name}",
+        )
+        for entry in settings.secrets
+    ]
+
+
+def observer_grants(settings: StackSettings) -> list[tuple[str, str]]:
+    """(role, scope) of the observer: Reader where the runner has any role, and the reader role of each
+    storage data role the runner has there; a grant that a broader one of the same role already covers
+    is left out. ``scope`` is an ARM scope or ``resource-group`` (the stack's own), as in ``runnerRoles``."""
+    wanted: dict[tuple[str, str], None] = {}
+    for entry in settings.runner_roles:
+        wanted[(OBSERVER_ROLE, entry.scope)] = None
+        for family, reader in OBSERVER_DATA_READERS.items():
+            if entry.role.startswith(family):
+                wanted[(reader, entry.scope)] = None
+    return [
+        (role, scope)
+        for role, scope in wanted
+        if not any(other != scope and covers(other, scope) for same, other in wanted if same == role)
+    ]
+
+
+def covers(scope: str, resource: str) -> bool:
+    """Whether a role at ``scope`` applies to ``resource`` (ARM ids compare case-insensitively)."""
+    outer, inner = scope.lower().rstrip("/"), resource.lower().rstrip("/")
+    return inner == outer or inner.startswith(outer + "/")
+
+
+def grant_observer(
+    settings: StackSettings,
+    observer: managedidentity.UserAssignedIdentity,
+    resource_group_id: pulumi.Input[str],
+    subscription: pulumi.Input[str],
+) -> list[authorization.RoleAssignment]:
+    return [
+        assign(
+            f"observer-{index}-{_slug(role)}",
+            scope=resource_group_id if scope == RESOURCE_GROUP_SCOPE else scope,
+            principal_id=observer.principal_id,
+            role=role,
+            subscription_id=subscription,
+            description=f"Runtime Cloud observer: {role}, read-only where the runner may change things",
+        )
+        for index, (role, scope) in enumerate(observer_grants(settings))
+    ]
+
+
 def grant_operators(
     settings: StackSettings,
     vault_id: pulumi.Input[str],
@@ -125,15 +216,21 @@ def grant_operators(
 
 def grant_runner(
     settings: StackSettings,
-    runner: managedidentity.UserAssignedIdentity,
+    ids: Identities,
     resource_group_id: pulumi.Input[str],
     subscription: pulumi.Input[str],
 ) -> list[authorization.RoleAssignment]:
+    """The stack's ``runnerRoles``. Role administration is constrained to the roles this program assigns
+    and to the host, the observer and the operators: never to the runner itself, so a program the job
+    runs cannot widen the runner's own rights (a new grant to the runner is an operator's deploy)."""
+    runner = ids.runner
     assignable = _assignable_by_runner(settings)
+    grantees = [ids.host.principal_id, ids.observer.principal_id]
+    grantees += [settings.operator_principal_id] if settings.operator_principal_id else []
     grants = []
     for index, entry in enumerate(settings.runner_roles):
         scope = resource_group_id if entry.scope == RESOURCE_GROUP_SCOPE else entry.scope
-        condition = constrained_delegation(assignable) if entry.role == RBAC_ADMINISTRATOR else None
+        condition = constrained_delegation(assignable, grantees) if entry.role == RBAC_ADMINISTRATOR else None
         grants.append(
             assign(
                 f"runner-{index}-{_slug(entry.role)}",
@@ -155,6 +252,9 @@ def _assignable_by_runner(settings: StackSettings) -> list[str]:
         HOST_TELEMETRY_ROLE,
         HOST_VAULT_ROLE,
         STATE_KEY_ROLE,
+        OBSERVER_ROLE,
+        *OBSERVER_DATA_READERS.values(),
+        *RUNNER_EXCHANGE_ROLES,
         OPERATOR_VAULT_ROLE,
         OPERATOR_STATE_ROLE,
         *(entry.role for entry in settings.runner_roles),

@@ -9,7 +9,9 @@ The alert rules are log search rules over the workspace on the metric names in
 :mod:`runtime_cloud_infra.telemetry`; they skip query validation because the
 ``AppMetrics`` table appears only once the host has sent its first metric.
 Diagnostic settings send the vault's audit log, the storage account's blob audit
-log (who read or wrote receipts) and the function app's logs to the workspace.
+log (who read or wrote receipts), the function app's logs and the runner jobs'
+Container Apps environment's logs (console and system) to the workspace; the
+workbook charts runner jobs started, failed and their duration from the latter.
 """
 
 from __future__ import annotations
@@ -193,10 +195,17 @@ def workbook(
         kind="shared",
         category="workbook",
         display_name=f"Runtime Cloud host ({settings.stack})",
-        serialized_data=sinks.workspace.id.apply(telemetry.workbook),
+        serialized_data=sinks.workspace.id.apply(
+            lambda workspace_id: telemetry.workbook(workspace_id, runner_job_name(settings))
+        ),
         source_id=sinks.workspace.id,
         tags=settings.tags,
     )
+
+
+def runner_job_name(settings: StackSettings) -> str:
+    """The runner job's name (runtime_cloud_infra/runner_job.py declares it): the workbook's queries name it."""
+    return settings.name("runner")
 
 
 def audit_logs(

@@ -7,6 +7,7 @@ Role definition ids of built-in roles are the same in every subscription
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import pulumi
 from pulumi_azure_native import authorization
@@ -23,6 +24,8 @@ BUILT_IN_ROLES: dict[str, str] = {
     "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
     "Storage Queue Data Contributor": "974c5e8b-45b9-4653-ba55-5f855dd0fb88",
     "Storage Queue Data Reader": "19e7f393-937e-4f77-808e-94535e297925",
+    "Storage Queue Data Message Processor": "8a0f0c08-91a1-4084-bc3d-661d67233fed",
+    "Storage Queue Data Message Sender": "c6a89b2d-59bc-44d0-9896-0f6e12d7b80a",
     "Storage Table Data Contributor": "0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3",
     "Storage Table Data Reader": "76199698-9eea-4c19-bc75-cec21354c6b6",
     "Monitoring Metrics Publisher": "3913510d-42f4-4e42-8a64-420c390055eb",
@@ -30,6 +33,8 @@ BUILT_IN_ROLES: dict[str, str] = {
     "Key Vault Secrets Officer": "b86a8fe4-44ce-4948-aee5-eccb2c155cd7",
     "Key Vault Crypto User": "12338af0-0e69-4776-bea7-57ae8d297424",
 }
+# Roles that only read: the observer identity holds nothing else.
+READ_ONLY_ROLES = ("Reader", "Storage Blob Data Reader", "Storage Queue Data Reader", "Storage Table Data Reader")
 # Roles that can grant access or take ownership: never delegated to the runner through its own
 # constrained RBAC administration (see constrained_delegation).
 PRIVILEGED_ROLES = ("Owner", "User Access Administrator", "Role Based Access Control Administrator")
@@ -56,20 +61,30 @@ def role_definition_id(subscription_id: pulumi.Input[str], role: str) -> pulumi.
     )
 
 
-def constrained_delegation(assignable: list[str]) -> str:
-    """An ABAC condition (version 2.0): role assignments may be written and deleted only for ``assignable``.
+def constrained_delegation(assignable: list[str], principals: Sequence[pulumi.Input[str]]) -> pulumi.Output[str]:
+    """An ABAC condition (version 2.0): role assignments may be written and deleted only for ``assignable``
+    roles and only for ``principals``.
 
     This is how Azure lets a principal manage role assignments without being able to grant itself,
-    or anyone, a role outside the list ("constrained delegation")."""
+    or anyone, a role outside the list ("constrained delegation"); leaving the delegate out of
+    ``principals`` keeps it from granting anything to itself."""
     guids = "{" + ", ".join(sorted({role_guid(role) for role in assignable})) + "}"
     role_of = "Microsoft.Authorization/roleAssignments:RoleDefinitionId"
-    return (
-        "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/write'})) OR "
-        f"(@Request[{role_of}] ForAnyOfAnyValues:GuidEquals {guids}))"
-        " AND "
-        "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/delete'})) OR "
-        f"(@Resource[{role_of}] ForAnyOfAnyValues:GuidEquals {guids}))"
-    )
+    principal_of = "Microsoft.Authorization/roleAssignments:PrincipalId"
+
+    def condition(ids: list[str]) -> str:
+        who = "{" + ", ".join(sorted(set(ids))) + "}"
+        return (
+            "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/write'})) OR "
+            f"(@Request[{role_of}] ForAnyOfAnyValues:GuidEquals {guids}"
+            f" AND @Request[{principal_of}] ForAnyOfAnyValues:GuidEquals {who}))"
+            " AND "
+            "((!(ActionMatches{'Microsoft.Authorization/roleAssignments/delete'})) OR "
+            f"(@Resource[{role_of}] ForAnyOfAnyValues:GuidEquals {guids}"
+            f" AND @Resource[{principal_of}] ForAnyOfAnyValues:GuidEquals {who}))"
+        )
+
+    return pulumi.Output.all(*principals).apply(condition)
 
 
 def assign(
@@ -80,7 +95,7 @@ def assign(
     role: str,
     subscription_id: pulumi.Input[str],
     description: str,
-    condition: str | None = None,
+    condition: pulumi.Input[str] | None = None,
     principal_type: str = "ServicePrincipal",
     opts: pulumi.ResourceOptions | None = None,
 ) -> authorization.RoleAssignment:

@@ -12,12 +12,20 @@ stop a job.
 - **image**: ``runnerJobImage`` (built from ``runner_job/Dockerfile``: the app's
   code, the Pulumi CLI and the providers the programs use), pulled with the
   runner identity when ``runnerJobRegistry`` names a registry;
-- **identities**: the host identity for the host's store (the job's input,
-  result, heartbeat, the step journal, the queues; ``AzureWebJobsStorage__*``
-  as the app has them, and the scaler reads the queue with it), and the runner
-  identity (``AZURE_CLIENT_ID``) for everything the runner changes, the Pulumi
-  state in the ``pulumi-state`` container (``azblob://``) and the state key in
-  Key Vault (the secrets provider);
+- **one identity, the runner's** (``AZURE_CLIENT_ID``, and ``AzureWebJobsStorage__*``
+  by identity with its client id): the job runs programs that tenants supply, and
+  any code in its container can get a token for every identity attached to it,
+  so it carries nothing but the runner identity. That identity reaches, in the
+  host's store, only the **job exchange** (``RUNNER_JOB_TABLES``, ``_CONTAINERS``,
+  ``_QUEUES``; the contract is ``shared/iac/jobs/access.py``), each by a role
+  scoped to that one table, container or queue; KEDA's scaler and the image pull
+  use it too. Plus the Pulumi state key and Monitoring Metrics Publisher;
+- **reported like the host**: the Application Insights connection string and
+  ``APPLICATIONINSIGHTS_AUTHENTICATION_STRING`` (Entra ID, the runner identity:
+  local authentication is off) in its environment, and the managed
+  environment's logs (console and system) sent to the stack's Log Analytics
+  workspace through Azure Monitor (``appLogsConfiguration.destination``
+  ``azure-monitor`` and a diagnostic setting: no workspace key anywhere);
 - **no retries by Container Apps** (``replicaRetryLimit`` 0): a job that dies is
   retried by the run's orchestration as a new attempt, which knows what the
   dead one did (the step journal);
@@ -31,24 +39,38 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import app, authorization, managedidentity
 
-from runtime_cloud_infra import host_settings
+from runtime_cloud_infra import host_settings, monitoring
 from runtime_cloud_infra.roles import assign
 from runtime_cloud_infra.settings import StackSettings
 
 JOB_QUEUE = "runner-jobs"  # shared/iac/settings.py JobQueue's default
 COMMAND = ["python", "-m", "runner_job", "once"]
-RUNNER_STATE_ROLE = "Storage Blob Data Contributor"  # on the pulumi-state container only
 RUNNER_STATE_KEY_ROLE = "Key Vault Crypto User"  # on the state key only
+RUNNER_TELEMETRY_ROLE = "Monitoring Metrics Publisher"
+# The job exchange: what the runner identity reaches in the host's store (shared/iac/jobs/access.py
+# declares the same names for the job; infra does not import the app's code, a test compares them).
+RUNNER_JOB_TABLES = ("RunnerJobs", "ProvisioningSteps")
+RUNNER_JOB_CONTAINERS = ("runner-jobs", "pulumi-plans", host_settings.PULUMI_STATE_CONTAINER)
+RUNNER_JOB_QUEUES = (JOB_QUEUE, f"{JOB_QUEUE}-poison", "runner-job-results")
+TABLE_ROLES = ("Storage Table Data Contributor",)
+CONTAINER_ROLES = ("Storage Blob Data Contributor",)
+# Narrowest per queue: requests are taken and deleted (Processor) and KEDA reads the length (Reader);
+# the poison and completion queues are only written to (Sender).
+QUEUE_ROLES = {
+    JOB_QUEUE: ("Storage Queue Data Message Processor", "Storage Queue Data Reader"),
+    f"{JOB_QUEUE}-poison": ("Storage Queue Data Message Sender",),
+    "runner-job-results": ("Storage Queue Data Message Sender",),
+}
 
 
 @dataclass(frozen=True)
 class JobWiring:
-    host_identity: managedidentity.UserAssignedIdentity
     runner_identity: managedidentity.UserAssignedIdentity
     account_name: pulumi.Input[str]
-    store_settings: dict[str, pulumi.Input[str]]  # AzureWebJobsStorage__* by identity, as the app has them
+    store_settings: dict[str, pulumi.Input[str]]  # AzureWebJobsStorage__* by the runner identity
     backend_url: pulumi.Input[str]
     secrets_provider: str
+    insights_connection_string: pulumi.Input[str]
 
 
 @dataclass(frozen=True)
@@ -64,18 +86,20 @@ def runner_job(settings: StackSettings, resource_group: pulumi.Input[str], wirin
         resource_group_name=resource_group,
         location=settings.location,
         workload_profiles=[{"name": "Consumption", "workload_profile_type": "Consumption"}],
+        # Logs go through Azure Monitor: a diagnostic setting (stack.py) sends them to the workspace.
+        app_logs_configuration={"destination": "azure-monitor"},
         tags=settings.tags,
     )
     job = app.Job(
         "runner-job",
-        job_name=settings.name("runner"),
+        job_name=monitoring.runner_job_name(settings),
         resource_group_name=resource_group,
         location=settings.location,
         environment_id=environment.id,
         workload_profile_name="Consumption",
         identity={
             "type": "UserAssigned",
-            "user_assigned_identities": [wiring.host_identity.id, wiring.runner_identity.id],
+            "user_assigned_identities": [wiring.runner_identity.id],
         },
         configuration={
             "trigger_type": "Event",
@@ -97,7 +121,7 @@ def runner_job(settings: StackSettings, resource_group: pulumi.Input[str], wirin
                                 "queueName": JOB_QUEUE,
                                 "queueLength": "1",
                             },
-                            "identity": wiring.host_identity.id,
+                            "identity": wiring.runner_identity.id,
                         }
                     ],
                 },
@@ -125,7 +149,7 @@ def runner_job(settings: StackSettings, resource_group: pulumi.Input[str], wirin
 
 
 def _environment(wiring: JobWiring) -> dict[str, pulumi.Input[str]]:
-    """The job's settings: the store by the host identity, everything else the runner does by the runner's."""
+    """The job's settings: everything by the runner identity, its telemetry as the app sends its own."""
     return {
         **wiring.store_settings,
         "RuntimeCloud__IaC__JobQueue": JOB_QUEUE,
@@ -136,25 +160,50 @@ def _environment(wiring: JobWiring) -> dict[str, pulumi.Input[str]]:
         "AZURE_STORAGE_ACCOUNT": wiring.account_name,
         "PULUMI_BACKEND_URL": wiring.backend_url,
         "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "APPLICATIONINSIGHTS_CONNECTION_STRING": wiring.insights_connection_string,
+        "APPLICATIONINSIGHTS_AUTHENTICATION_STRING": host_settings.entra_authentication(
+            wiring.runner_identity.client_id
+        ),
     }
 
 
-def grant_runner_state(
+def exchange_paths() -> list[tuple[str, str]]:
+    """(role, path below the host's account) of the runner on the job exchange: one resource each."""
+    paths = [(role, f"tableServices/default/tables/{name}") for name in RUNNER_JOB_TABLES for role in TABLE_ROLES]
+    paths += [
+        (role, f"blobServices/default/containers/{name}") for name in RUNNER_JOB_CONTAINERS for role in CONTAINER_ROLES
+    ]
+    paths += [
+        (role, f"queueServices/default/queues/{name}") for name in RUNNER_JOB_QUEUES for role in QUEUE_ROLES[name]
+    ]
+    return paths
+
+
+def exchange_scopes(account_id: str) -> list[tuple[str, str]]:
+    """(role, scope) of the runner on the job exchange of the account ``account_id``."""
+    return [(role, f"{account_id}/{path}") for role, path in exchange_paths()]
+
+
+def grant_runner_job(
     runner: managedidentity.UserAssignedIdentity,
-    state_container_id: pulumi.Input[str],
+    account_id: pulumi.Input[str],
     state_key_id: pulumi.Input[str],
+    insights_id: pulumi.Input[str],
     subscription: pulumi.Input[str],
 ) -> list[authorization.RoleAssignment]:
-    """The runner reaches the Pulumi state (one container) and its secrets key, and nothing else of the host."""
-    return [
+    """The runner's roles for the job itself: the exchange, the Pulumi secrets key, its telemetry."""
+    grants = [
         assign(
-            "runner-pulumi-state",
-            scope=state_container_id,
+            f"runner-exchange-{path.rsplit('/', 1)[-1].lower()}-{_slug(role)}",
+            scope=pulumi.Output.concat(account_id, "/", path),
             principal_id=runner.principal_id,
-            role=RUNNER_STATE_ROLE,
+            role=role,
             subscription_id=subscription,
-            description="Runtime Cloud runner job: the Pulumi state (azblob backend)",
-        ),
+            description=f"Runtime Cloud runner job: {role} on {path.rsplit('/', 1)[-1]} only",
+        )
+        for role, path in exchange_paths()
+    ]
+    grants.append(
         assign(
             "runner-state-key",
             scope=state_key_id,
@@ -162,8 +211,23 @@ def grant_runner_state(
             role=RUNNER_STATE_KEY_ROLE,
             subscription_id=subscription,
             description="Runtime Cloud runner job: the Pulumi secrets provider's key",
-        ),
-    ]
+        )
+    )
+    grants.append(
+        assign(
+            "runner-telemetry",
+            scope=insights_id,
+            principal_id=runner.principal_id,
+            role=RUNNER_TELEMETRY_ROLE,
+            subscription_id=subscription,
+            description="Runtime Cloud runner job: its telemetry (Entra-authenticated)",
+        )
+    )
+    return grants
+
+
+def _slug(role: str) -> str:
+    return role.lower().replace(" ", "-")
 
 
 def backend_url(account_name: pulumi.Input[str]) -> pulumi.Output[str]:

@@ -6,6 +6,7 @@ assignments, so that its first start can already read its package and its store.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pulumi
@@ -60,6 +61,7 @@ def build(settings: StackSettings) -> Stack:
         queue_endpoint=store.account.primary_endpoints.queue,
         table_endpoint=store.account.primary_endpoints.table,
         host_client_id=ids.host.client_id,
+        observer_client_id=ids.observer.client_id,
         runner_client_id=ids.runner.client_id,
         insights_connection_string=sinks.insights.connection_string,
         vault_uri=key_vault.vault_uri(settings),
@@ -71,7 +73,7 @@ def build(settings: StackSettings) -> Stack:
         rg,
         function_app.AppWiring(
             host_identity_id=ids.host.id,
-            runner_identity_id=ids.runner.id,
+            observer_identity_id=ids.observer.id,
             deployment_container_url=pulumi.Output.concat(
                 store.account.primary_endpoints.blob, storage.DEPLOYMENT_CONTAINER
             ),
@@ -84,14 +86,18 @@ def build(settings: StackSettings) -> Stack:
         settings,
         rg,
         runner_job.JobWiring(
-            host_identity=ids.host,
             runner_identity=ids.runner,
             account_name=store.account.name,
-            store_settings=host_settings.identity_store(wiring),
+            # The store's settings as the app has them, but by the runner identity (its exchange roles).
+            store_settings=host_settings.identity_store(
+                dataclasses.replace(wiring, host_client_id=ids.runner.client_id)
+            ),
             backend_url=runner_job.backend_url(store.account.name),
             secrets_provider=host_settings.secrets_provider(settings),
+            insights_connection_string=sinks.insights.connection_string,
         ),
     )
+    monitoring.audit_logs("runner-jobs", jobs.environment.id, sinks, category_group="allLogs")
 
     monitoring.alerts(settings, rg, sinks)
     monitoring.workbook(settings, rg, sinks)
@@ -115,11 +121,11 @@ def _grants(
     grants: list[pulumi.Resource] = [
         *identity.grant_host_store(ids.host, store.account.id, subscription),
         identity.grant_host("host-telemetry", ids.host, sinks.insights.id, identity.HOST_TELEMETRY_ROLE, subscription),
-        identity.grant_host("host-vault-secrets", ids.host, vault.vault.id, identity.HOST_VAULT_ROLE, subscription),
-        identity.grant_host("host-state-key", ids.host, vault.state_key.id, identity.STATE_KEY_ROLE, subscription),
-        *identity.grant_runner(settings, ids.runner, group.id, subscription),
+        *identity.grant_host_secrets(settings, ids.host, vault.vault.id, subscription),
+        *identity.grant_observer(settings, ids.observer, group.id, subscription),
+        *identity.grant_runner(settings, ids, group.id, subscription),
         *identity.grant_operators(settings, vault.vault.id, store.pulumi_state.id, vault.state_key.id, subscription),
-        *runner_job.grant_runner_state(ids.runner, store.pulumi_state.id, vault.state_key.id, subscription),
+        *runner_job.grant_runner_job(ids.runner, store.account.id, vault.state_key.id, sinks.insights.id, subscription),
     ]
     return grants
 
@@ -132,6 +138,7 @@ def export(stack: Stack, settings: StackSettings) -> None:
     pulumi.export("storageAccountName", stack.store.account.name)
     pulumi.export("deploymentContainer", storage.DEPLOYMENT_CONTAINER)
     pulumi.export("hostIdentityClientId", stack.identities.host.client_id)
+    pulumi.export("observerIdentityClientId", stack.identities.observer.client_id)
     pulumi.export("runnerIdentityClientId", stack.identities.runner.client_id)
     pulumi.export("keyVaultUri", key_vault.vault_uri(settings))
     pulumi.export(

@@ -92,6 +92,44 @@ def stale_targets_query() -> str:
     )
 
 
+# Runner jobs: the Container Apps environment's logs, sent through Azure Monitor (a diagnostic setting in
+# resource-specific mode) to the tables ContainerAppSystemLogs (the platform's events per execution
+# replica: JobName, ReplicaName, Reason, Type, Log) and ContainerAppConsoleLogs (the job's own output).
+JOB_SYSTEM_LOGS = "ContainerAppSystemLogs"
+JOB_CONSOLE_LOGS = "ContainerAppConsoleLogs"
+# Reasons the platform gives an execution that did not complete (Kubernetes' job and pod events).
+JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded", "Failed", "Error", "OOMKilled")
+
+
+def _job_events(job_name: str) -> str:
+    return f'{JOB_SYSTEM_LOGS} | where JobName == "{job_name}" and isnotempty(ReplicaName)'
+
+
+def runner_jobs_started_query(job_name: str) -> str:
+    """Executions started per 5 minutes: one replica per execution (parallelism 1, no retries)."""
+    return (
+        f"{_job_events(job_name)} | summarize first_seen = min(TimeGenerated) by ReplicaName "
+        "| summarize started = count() by bin(first_seen, 5m)"
+    )
+
+
+def runner_jobs_failed_query(job_name: str) -> str:
+    reasons = ", ".join(f'"{reason}"' for reason in JOB_FAILURE_REASONS)
+    return (
+        f"{_job_events(job_name)} | where Reason in~ ({reasons}) "
+        "| summarize failed = dcount(ReplicaName) by bin(TimeGenerated, 5m)"
+    )
+
+
+def runner_jobs_duration_query(job_name: str) -> str:
+    """How long executions ran (first to last platform event of their replica), per hour they started."""
+    return (
+        f"{_job_events(job_name)} | summarize started = min(TimeGenerated), ended = max(TimeGenerated) by ReplicaName "
+        '| extend seconds = datetime_diff("second", ended, started) '
+        "| summarize median_seconds = percentile(seconds, 50), longest_seconds = max(seconds) by bin(started, 1h)"
+    )
+
+
 def _chart(title: str, query: str, chart: str) -> dict[str, object]:
     return {
         "type": 3,  # a query item
@@ -109,7 +147,7 @@ def _chart(title: str, query: str, chart: str) -> dict[str, object]:
     }
 
 
-def workbook(workspace_id: str) -> str:
+def workbook(workspace_id: str, job_name: str) -> str:
     """The Azure Monitor workbook (Notebook/1.0 JSON) of the host's health over the last day."""
     over_time = "| summarize {0} by bin(TimeGenerated, 5m), {1}"
     items = [
@@ -119,7 +157,8 @@ def workbook(workspace_id: str) -> str:
             "content": {
                 "json": (
                     "## Runtime Cloud host\nInbox lag per module, failed runs, lease denials and stale targets, "
-                    "from the metrics the host exports (names in infra/runtime_cloud_infra/telemetry.py)."
+                    "from the metrics the host exports (names in infra/runtime_cloud_infra/telemetry.py); "
+                    f"runner jobs ({job_name}) from the Container Apps environment's logs."
                 )
             },
         },
@@ -147,6 +186,9 @@ def workbook(workspace_id: str) -> str:
             + over_time.format("stale = max(Max)", "target"),
             "timechart",
         ),
+        _chart("Runner jobs started", runner_jobs_started_query(job_name), "timechart"),
+        _chart("Runner jobs failed", runner_jobs_failed_query(job_name), "barchart"),
+        _chart("Runner job duration (s)", runner_jobs_duration_query(job_name), "timechart"),
     ]
     schema = "https://github.com/Microsoft/Application-Insights-Workbooks/blob/master/schema/workbook.json"
     document = {"version": "Notebook/1.0", "items": items, "fallbackResourceIds": [workspace_id], "$schema": schema}

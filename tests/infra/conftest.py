@@ -102,10 +102,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         inputs = dict(args.inputs)
         name = str(inputs.get(NAME_INPUT.get(args.typ, ""), args.name))
-        group = inputs.get("resourceGroupName", "rg")
-        resource_id = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{group}/providers/{args.typ}/{name}"
-        if args.typ == "azure-native:resources:ResourceGroup":
-            resource_id = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{name}"
+        resource_id = _resource_id(args.typ, name, inputs)
         outputs = {"name": name, **_computed(args.typ, name, inputs)}
         self.deployment.resources.append(Declared(args.typ, args.name, inputs, resource_id, outputs))
         return resource_id, outputs
@@ -115,6 +112,32 @@ class RecordingMocks(pulumi.runtime.Mocks):
         if args.token == "azure-native:authorization:getClientConfig":
             return {"subscriptionId": SUBSCRIPTION, "tenantId": TENANT, "clientId": "deployer", "objectId": "deployer"}
         raise AssertionError(f"unexpected invoke {args.token}")
+
+
+# ARM's id shapes for the resources whose ids scope role assignments, so that "a role at a scope covers
+# everything below it" holds here as in Azure (a container's id is below its account's, a key's below its vault's).
+ARM_PATHS = {
+    "azure-native:storage:StorageAccount": "Microsoft.Storage/storageAccounts/{name}",
+    "azure-native:storage:BlobContainer": (
+        "Microsoft.Storage/storageAccounts/{accountName}/blobServices/default/containers/{name}"
+    ),
+    "azure-native:keyvault:Vault": "Microsoft.KeyVault/vaults/{name}",
+    "azure-native:keyvault:Key": "Microsoft.KeyVault/vaults/{vaultName}/keys/{name}",
+    "azure-native:applicationinsights:Component": "Microsoft.Insights/components/{name}",
+    "azure-native:managedidentity:UserAssignedIdentity": "Microsoft.ManagedIdentity/userAssignedIdentities/{name}",
+    "azure-native:app:ManagedEnvironment": "Microsoft.App/managedEnvironments/{name}",
+    "azure-native:app:Job": "Microsoft.App/jobs/{name}",
+    "azure-native:web:WebApp": "Microsoft.Web/sites/{name}",
+    "azure-native:operationalinsights:Workspace": "Microsoft.OperationalInsights/workspaces/{name}",
+}
+
+
+def _resource_id(kind: str, name: str, inputs: dict[str, Any]) -> str:
+    if kind == "azure-native:resources:ResourceGroup":
+        return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{name}"
+    group = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{inputs.get('resourceGroupName', 'rg')}"
+    path = ARM_PATHS.get(kind, f"{kind}/{{name}}")
+    return f"{group}/providers/{path.format(name=name, **{k: v for k, v in inputs.items() if k != 'name'})}"
 
 
 def _computed(kind: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:

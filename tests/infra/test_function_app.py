@@ -62,9 +62,33 @@ def test_store_settings_are_identity_based_with_mocked_pulumi_engine(deployment:
         assert settings[f"AzureWebJobsStorage__{service}ServiceUri"] == f"https://{account}.{service}.core.windows.net"
     assert "AzureWebJobsStorage" not in settings, "no connection string, so no key"
     assert settings["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == (
-        f"ClientId={host.outputs['clientId']};Authorization=AAD"
+        f"Authorization=AAD;ClientId={host.outputs['clientId']}"
     )
     assert settings["PYTHON_ISOLATE_WORKER_DEPENDENCIES"] == "1"  # README, Deploying
+
+
+def test_the_app_reads_targets_as_the_observer_and_hands_jobs_the_runner_with_mocked_pulumi_engine(
+    deployment: Deployment,
+) -> None:
+    from shared.targets import CredentialKind, ProvisioningTarget
+
+    observer = deployment.one("managedidentity:UserAssignedIdentity", "observer-identity").outputs["clientId"]
+    runner = deployment.one("managedidentity:UserAssignedIdentity", "runner-identity").outputs["clientId"]
+    targets = [
+        ProvisioningTarget.model_validate(t) for t in json.loads(deployment.app_settings()["RuntimeCloud__Targets"])
+    ]
+    by_identity = [t.credential for t in targets if t.credential.kind is CredentialKind.MANAGED_IDENTITY]
+
+    assert by_identity, "the sample stacks have targets reached by identity"
+    assert all(c.client_id == runner and c.observer_client_id == observer for c in by_identity)
+
+
+def test_the_in_process_launcher_is_never_an_app_setting_on_azure_with_mocked_pulumi_engine(
+    deployment: Deployment,
+) -> None:
+    launcher = deployment.app_settings().get("RuntimeCloud__IaC__JobLauncher", "queue")
+
+    assert launcher != "in-process"
 
 
 def test_no_setting_flex_consumption_refuses_with_mocked_pulumi_engine(deployment: Deployment) -> None:

@@ -1,4 +1,4 @@
-"""Who may do what: the host identity on its own store only, the runner identity where the stack says."""
+"""Identity details the access matrix (test_access_matrix.py) does not show: scopes, conditions, principal types."""
 
 from __future__ import annotations
 
@@ -25,45 +25,36 @@ def _grants_to(deployment: Deployment, identity: Declared) -> list[Declared]:
     return [a for a in deployment.of_type("authorization:RoleAssignment") if a.inputs["principalId"] == principal]
 
 
-def test_host_identity_has_data_roles_on_its_own_store_only_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+def test_host_identity_resolves_each_catalogued_secret_never_the_vault_with_mocked_pulumi_engine(
+    deployment: Deployment,
+) -> None:
     host = _identity(deployment, "host")
-    store = deployment.one("storage:StorageAccount", "host-store")
     vault = deployment.one("keyvault:Vault")
-    insights = deployment.one("applicationinsights:Component")
-    state_key = deployment.one("keyvault:Key")
-    backup = deployment.one("storage:StorageAccount", "backup-store")
+    catalogue = [entry["name"] for entry in json.loads(deployment.config["runtime-cloud-infra:secrets"])]
 
-    grants = {(_role_name(a), a.inputs["scope"]) for a in _grants_to(deployment, host)}
+    secrets = {a.inputs["scope"] for a in _grants_to(deployment, host) if _role_name(a) == "Key Vault Secrets User"}
 
-    assert grants == {
-        *((role, store.id) for role in HOST_STORE_ROLES),
-        ("Monitoring Metrics Publisher", insights.id),
-        ("Key Vault Secrets User", vault.id),
-        ("Key Vault Crypto User", state_key.id),
-        ("Storage Blob Data Contributor", backup.id),  # its exports, in an account of their own
-    }
+    assert secrets == {f"{vault.id}/secrets/{name}" for name in catalogue}
+    assert not [
+        a for a in _grants_to(deployment, host) if a.inputs["scope"] in (vault.id, deployment.one("keyvault:Key").id)
+    ]
     assert all(a.inputs["principalType"] == "ServicePrincipal" for a in _grants_to(deployment, host))
 
 
-def test_runner_roles_are_exactly_the_stack_configuration_with_mocked_pulumi_engine(deployment: Deployment) -> None:
-    runner = _identity(deployment, "runner")
-    group = deployment.one("resources:ResourceGroup")
-    configured = json.loads(deployment.config["runtime-cloud-infra:runnerRoles"])
-    expected = {
-        (entry["role"], group.id if entry["scope"] == "resource-group" else entry["scope"]) for entry in configured
+def test_observer_reads_where_the_runner_may_change_things_with_mocked_pulumi_engine(dev: Deployment) -> None:
+    observer = _identity(dev, "observer")
+    group = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-targets-dev"
+    account = f"{group}/providers/Microsoft.Storage/storageAccounts/rtclouddevtarget01"  # infra/Pulumi.dev.yaml
+
+    grants = {(_role_name(a), a.inputs["scope"]) for a in _grants_to(dev, observer)}
+
+    # Reader on the account is left out: Reader on its resource group already covers it.
+    assert grants == {
+        ("Reader", group),
+        ("Storage Blob Data Reader", account),
+        ("Storage Queue Data Reader", account),
+        ("Storage Table Data Reader", account),
     }
-
-    state = deployment.one("storage:BlobContainer", "pulumi-state")
-    state_key = deployment.one("keyvault:Key")
-    # The runner job reaches the Pulumi state (azblob backend) and its secrets key with the runner identity.
-    expected |= {("Storage Blob Data Contributor", state.id), ("Key Vault Crypto User", state_key.id)}
-
-    grants = _grants_to(deployment, runner)
-
-    assert {(_role_name(a), a.inputs["scope"]) for a in grants} == expected
-    store = deployment.one("storage:StorageAccount", "host-store")
-    others = [a for a in grants if a.inputs["scope"].startswith(store.id) and a.inputs["scope"] != state.id]
-    assert not others, "the runner reads no host data but the Pulumi state"
 
 
 def test_runner_role_administration_is_constrained_with_mocked_pulumi_engine(factory: Deployment) -> None:
@@ -81,17 +72,16 @@ def test_runner_role_administration_is_constrained_with_mocked_pulumi_engine(fac
         assert BUILT_IN_ROLES[role] not in condition, f"the runner could grant {role}"
     for role in HOST_STORE_ROLES:
         assert BUILT_IN_ROLES[role] in condition
+    for kind in ("host", "observer"):
+        assert _identity(factory, kind).outputs["principalId"] in condition
+    assert runner.outputs["principalId"] not in condition, "the runner could grant itself"
 
 
-def test_function_app_carries_both_identities_and_resolves_references_as_the_host_with_mocked_pulumi_engine(
-    deployment: Deployment,
-) -> None:
+def test_the_function_app_resolves_references_as_the_host_with_mocked_pulumi_engine(deployment: Deployment) -> None:
     app = deployment.one("web:WebApp").inputs
-    host, runner = _identity(deployment, "host"), _identity(deployment, "runner")
 
     assert app["identity"]["type"] == "UserAssigned"
-    assert set(app["identity"]["userAssignedIdentities"]) == {host.id, runner.id}
-    assert app["keyVaultReferenceIdentity"] == host.id
+    assert app["keyVaultReferenceIdentity"] == _identity(deployment, "host").id
 
 
 def test_operators_set_secret_values_and_keep_the_state_and_nobody_else_is_granted_with_mocked_pulumi_engine(
@@ -99,14 +89,8 @@ def test_operators_set_secret_values_and_keep_the_state_and_nobody_else_is_grant
 ) -> None:
     operator = deployment.config["runtime-cloud-infra:operatorPrincipalId"]
     grants = [a for a in deployment.of_type("authorization:RoleAssignment") if a.inputs["principalId"] == operator]
-    state = deployment.one("storage:BlobContainer", "pulumi-state")
 
-    assert {(_role_name(a), a.inputs["scope"]) for a in grants} == {
-        ("Key Vault Secrets Officer", deployment.one("keyvault:Vault").id),
-        ("Storage Blob Data Contributor", state.id),
-        ("Key Vault Crypto User", deployment.one("keyvault:Key").id),
-    }
     assert all(a.inputs["principalType"] == "Group" for a in grants)
-    identities = {_identity(deployment, kind).outputs["principalId"] for kind in ("host", "runner")}
+    identities = {_identity(deployment, kind).outputs["principalId"] for kind in ("host", "observer", "runner")}
     principals = {a.inputs["principalId"] for a in deployment.of_type("authorization:RoleAssignment")}
     assert principals == identities | {operator}

@@ -66,6 +66,20 @@ def test_workbook_charts_every_metric_with_mocked_pulumi_engine(deployment: Depl
     assert all(metric.name in queries for metric in telemetry.METRICS)
 
 
+def test_workbook_shows_runner_jobs_started_failed_and_their_duration_with_mocked_pulumi_engine(
+    deployment: Deployment,
+) -> None:
+    document = json.loads(deployment.one("applicationinsights:Workbook").inputs["serializedData"])
+    job = deployment.one("app:Job").inputs["jobName"]
+    charts = {item["content"]["title"]: item["content"]["query"] for item in document["items"] if item["type"] == 3}
+
+    runner_charts = {title: query for title, query in charts.items() if title.startswith("Runner job")}
+    assert set(runner_charts) == {"Runner jobs started", "Runner jobs failed", "Runner job duration (s)"}
+    for query in runner_charts.values():
+        # The table the environment's diagnostic setting fills (resource-specific mode), for this job only.
+        assert query.startswith(f'{telemetry.JOB_SYSTEM_LOGS} | where JobName == "{job}"')
+
+
 def test_alerts_reach_the_configured_operators_with_mocked_pulumi_engine(deployment: Deployment) -> None:
     receivers = deployment.one("monitor:ActionGroup").inputs["emailReceivers"]
 
@@ -108,7 +122,7 @@ def test_audit_logs_go_to_the_workspace_with_mocked_pulumi_engine(deployment: De
     settings = {d.name: d.inputs for d in deployment.of_type("monitor:DiagnosticSetting")}
     workspace = deployment.one("operationalinsights:Workspace")
 
-    assert set(settings) == {"diagnostics-vault", "diagnostics-blobs", "diagnostics-app"}
+    assert set(settings) == {"diagnostics-vault", "diagnostics-blobs", "diagnostics-app", "diagnostics-runner-jobs"}
     assert all(s["workspaceId"] == workspace.id for s in settings.values())
     assert settings["diagnostics-vault"]["resourceUri"] == deployment.one("keyvault:Vault").id
     assert settings["diagnostics-blobs"]["resourceUri"].endswith("/blobServices/default")

@@ -1,0 +1,193 @@
+"""The deployment grants each identity exactly the access matrix (tests/infra/access_matrix.py), no more.
+
+Run under Pulumi's mocks (the engine and Azure are the edge of the world
+here): every role assignment the program declares is read back as (principal,
+role, scope), each identity's effective rights are computed (a role at a scope
+covers everything below it) and compared with the matrix on every scope either
+side names and on the resources that must stay out of the runner's reach.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from runtime_cloud_infra import runner_job
+from runtime_cloud_infra.roles import BUILT_IN_ROLES, READ_ONLY_ROLES
+
+from tests.infra import access_matrix as matrix
+from tests.infra.conftest import REPO, Declared, Deployment
+
+Grants = dict[str, set[tuple[str, str]]]
+
+
+def _role_name(assignment: Declared) -> str:
+    guid = assignment.inputs["roleDefinitionId"].rsplit("/", 1)[-1]
+    return next((name for name, known in BUILT_IN_ROLES.items() if known == guid), guid)
+
+
+def _principals(deployment: Deployment) -> dict[str, str]:
+    """Principal id -> the matrix's name for it."""
+    found = {
+        deployment.one("managedidentity:UserAssignedIdentity", f"{kind}-identity").outputs["principalId"]: kind
+        for kind in (matrix.HOST, matrix.OBSERVER, matrix.RUNNER)
+    }
+    operators = deployment.config.get("runtime-cloud-infra:operatorPrincipalId")
+    if operators:
+        found[operators] = matrix.OPERATORS
+    return found
+
+
+def declared_grants(deployment: Deployment) -> Grants:
+    """(role, scope) of every role assignment, by identity; a principal outside the matrix fails."""
+    principals = _principals(deployment)
+    grants: Grants = defaultdict(set)
+    for assignment in deployment.of_type("authorization:RoleAssignment"):
+        principal = assignment.inputs["principalId"]
+        assert principal in principals, f"{assignment.name} grants {principal}, who is not in the access matrix"
+        grants[principals[principal]].add((_role_name(assignment), assignment.inputs["scope"]))
+    return grants
+
+
+def _guarded(deployment: Deployment) -> dict[str, str]:
+    """What must stay out of the runner's reach, by name."""
+    store = deployment.one("storage:StorageAccount", "host-store").id
+    vault = deployment.one("keyvault:Vault").id
+    catalogue = json.loads(deployment.config.get("runtime-cloud-infra:secrets", "[]"))
+    guarded = {"the host's store": store, "the receipts": f"{store}/blobServices/default/containers/receipts"}
+    guarded["a secret outside the catalogue"] = f"{vault}/secrets/not-catalogued"
+    guarded.update({f"secret {entry['name']}": f"{vault}/secrets/{entry['name']}" for entry in catalogue})
+    return guarded
+
+
+def differences(deployment: Deployment, granted: Grants) -> list[str]:
+    """Where an identity's effective rights differ from the matrix's, on every scope either names."""
+    found = []
+    for identity in matrix.IDENTITIES:
+        have, should = granted.get(identity, set()), matrix.expected(deployment, identity)
+        probes = {scope for _, scope in have | should} | set(_guarded(deployment).values())
+        probes |= {matrix.store_child(deployment, "table", "ProvisioningRuns")}
+        for probe in sorted(probes):
+            extra = matrix.rights(have, probe) - matrix.rights(should, probe)
+            missing = matrix.rights(should, probe) - matrix.rights(have, probe)
+            if extra or missing:
+                found.append(f"{identity} on {probe}: extra {sorted(extra)}, missing {sorted(missing)}")
+    return found
+
+
+def test_every_identity_has_exactly_the_access_matrix_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    assert differences(deployment, declared_grants(deployment)) == []
+
+
+def test_an_assignment_that_widens_a_right_fails_the_comparison_with_mocked_pulumi_engine(dev: Deployment) -> None:
+    store = dev.one("storage:StorageAccount", "host-store").id
+    widened = declared_grants(dev)
+    widened[matrix.RUNNER].add(("Storage Blob Data Reader", store))  # the whole account instead of one container
+
+    found = differences(dev, widened)
+
+    assert any("runner on" in line and "receipts" in line for line in found), found
+
+
+def test_the_app_and_the_job_share_no_identity_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    ids = {
+        kind: deployment.one("managedidentity:UserAssignedIdentity", f"{kind}-identity").id
+        for kind in (matrix.HOST, matrix.OBSERVER, matrix.RUNNER)
+    }
+    app = deployment.one("web:WebApp").inputs
+    job = deployment.one("app:Job").inputs
+    scale_rules = job["configuration"]["eventTriggerConfig"]["scale"]["rules"]
+    registries = job["configuration"].get("registries") or []
+
+    assert set(app["identity"]["userAssignedIdentities"]) == {ids["host"], ids["observer"]}
+    assert set(job["identity"]["userAssignedIdentities"]) == {ids["runner"]}
+    assert {rule["identity"] for rule in scale_rules} == {ids["runner"]}
+    assert {registry["identity"] for registry in registries} <= {ids["runner"]}
+
+
+def test_no_runner_role_reaches_the_host_store_receipts_or_secrets_with_mocked_pulumi_engine(
+    deployment: Deployment,
+) -> None:
+    runner_grants = declared_grants(deployment)[matrix.RUNNER]
+    group = deployment.one("resources:ResourceGroup").id
+    for what, resource in _guarded(deployment).items():
+        reaching = {(role, scope) for role, scope in runner_grants if matrix.covers(scope, resource)}
+        # Self-hosting (the factory stack) manages its own resource group: control-plane roles there,
+        # never a data role (settings.py refuses one), and role administration never for the runner.
+        data = [role for role, scope in reaching if scope != group or " Data " in role or role.startswith("Key ")]
+        assert not data, f"the runner reaches {what} with {data}"
+
+
+def test_the_runner_cannot_grant_itself_a_role_with_mocked_pulumi_engine(factory: Deployment) -> None:
+    runner = factory.one("managedidentity:UserAssignedIdentity", "runner-identity").outputs["principalId"]
+    host = factory.one("managedidentity:UserAssignedIdentity", "host-identity").outputs["principalId"]
+    (administration,) = [
+        a
+        for a in factory.of_type("authorization:RoleAssignment")
+        if a.inputs["principalId"] == runner and _role_name(a) == "Role Based Access Control Administrator"
+    ]
+    condition = administration.inputs["condition"]
+
+    assert "roleAssignments:PrincipalId] ForAnyOfAnyValues:GuidEquals" in condition
+    assert host in condition and runner not in condition
+
+
+def test_the_observer_only_reads_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    observer = declared_grants(deployment)[matrix.OBSERVER]
+
+    assert observer, "the sample stacks give the runner roles, so the observer reads there"
+    assert {role for role, _ in observer} <= set(READ_ONLY_ROLES)
+
+
+def _job_environment(deployment: Deployment) -> dict[str, Any]:
+    (container,) = deployment.one("app:Job").inputs["template"]["containers"]
+    return {entry["name"]: entry["value"] for entry in container["env"]}
+
+
+def test_the_job_exports_telemetry_as_the_runner_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    environment = _job_environment(deployment)
+    insights = deployment.one("applicationinsights:Component")
+    runner = deployment.one("managedidentity:UserAssignedIdentity", "runner-identity").outputs["clientId"]
+
+    assert environment["APPLICATIONINSIGHTS_CONNECTION_STRING"] == insights.outputs["connectionString"]
+    assert environment["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == f"Authorization=AAD;ClientId={runner}"
+    assert ("Monitoring Metrics Publisher", insights.id) in declared_grants(deployment)[matrix.RUNNER]
+
+
+def test_the_jobs_environment_sends_its_logs_to_the_workspace_with_mocked_pulumi_engine(
+    deployment: Deployment,
+) -> None:
+    environment = deployment.one("app:ManagedEnvironment")
+    workspace = deployment.one("operationalinsights:Workspace")
+    (diagnostics,) = [
+        d for d in deployment.of_type("monitor:DiagnosticSetting") if d.inputs["resourceUri"] == environment.id
+    ]
+
+    assert environment.inputs["appLogsConfiguration"] == {"destination": "azure-monitor"}  # no workspace key
+    assert diagnostics.inputs["workspaceId"] == workspace.id
+    assert diagnostics.inputs["logs"] == [{"enabled": True, "categoryGroup": "allLogs"}]
+
+
+def test_the_exchange_is_the_one_the_job_is_written_for() -> None:
+    from shared.iac.jobs import access
+
+    assert set(runner_job.RUNNER_JOB_TABLES) == access.RUNNER_JOB_TABLES
+    assert set(runner_job.RUNNER_JOB_CONTAINERS) == access.RUNNER_JOB_CONTAINERS
+    assert set(runner_job.RUNNER_JOB_QUEUES) == access.RUNNER_JOB_QUEUES
+    in_matrix = {
+        row.resource
+        for row in matrix.MATRIX
+        if row.identity == matrix.RUNNER and row.resource.split(":", 1)[0] in ("table", "container", "queue")
+    }
+    assert in_matrix == {
+        *(f"table:{name}" for name in access.RUNNER_JOB_TABLES),
+        *(f"container:{name}" for name in access.RUNNER_JOB_CONTAINERS),
+        *(f"queue:{name}" for name in access.RUNNER_JOB_QUEUES),
+    }
+
+
+def test_the_readme_shows_the_access_matrix() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+
+    assert matrix.markdown() in readme, "README (Deploying) must show tests/infra/access_matrix.py's table"
