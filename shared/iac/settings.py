@@ -13,11 +13,18 @@ within ``JobStartSeconds`` of its launch) is dead: it is launched again (a new
 attempt; the step journal makes the apply go on where the dead one stopped)
 up to ``JobMaxAttempts`` in all, then the run fails with a receipt.
 ``in-process`` runs the runner inside the activity (in slices), as before
-runner jobs: only for a host with no job consumer.
+runner jobs: a **local-only** mode (a local host with no job consumer). On
+Azure it is refused at start: the function app carries no identity that can
+change targets (only the runner job has one), and a runner in the app's
+process would run tenants' programs beside the host's identity. The app knows
+it runs on Azure by the variables the Functions platform sets on every
+instance (:data:`AZURE_HOST_VARIABLES`), never by a setting of its own.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
@@ -28,6 +35,17 @@ from shared.iac.stacks import parse_adopted
 from shared.settings_section import Section
 
 JobLauncherKind = Literal["queue", "in-process"]
+
+# Set by the Functions platform on its instances, never by the local host or Core Tools: App Service and
+# Elastic Premium (WEBSITE_INSTANCE_ID), Linux Consumption and Flex Consumption (CONTAINER_NAME, and
+# WEBSITE_SKU=FlexConsumption), every site (WEBSITE_SITE_NAME). Any one of them means "on Azure".
+AZURE_HOST_VARIABLES = ("WEBSITE_INSTANCE_ID", "WEBSITE_SITE_NAME", "CONTAINER_NAME", "WEBSITE_SKU")
+
+
+def on_azure(environment: Mapping[str, str] | None = None) -> str | None:
+    """The platform variable that says this process runs on Azure (None: it does not)."""
+    values = os.environ if environment is None else environment
+    return next((name for name in AZURE_HOST_VARIABLES if values.get(name)), None)
 
 
 class IaCSettings(Section):
@@ -65,6 +83,16 @@ class IaCSettings(Section):
     # (reading the job's row with a short backoff) before the run waits on the notice and the check timer:
     # a job of a second is found within tens of milliseconds instead of at the next queue poll. 0: never.
     job_wait_seconds: float = Field(default=2.0, ge=0, le=30, alias="JobWaitSeconds")
+
+    @field_validator("job_launcher")
+    @classmethod
+    def _local_only(cls, value: JobLauncherKind) -> JobLauncherKind:
+        if value == "in-process" and (marker := on_azure()):
+            raise ValueError(
+                f"in-process is a local-only mode, refused on Azure ({marker} is set): plan and apply run in the "
+                "runner job there, with the runner identity; remove RuntimeCloud__IaC__JobLauncher or set it to queue"
+            )
+        return value
 
     @field_validator("pulumi_adopted_stacks", mode="before")
     @classmethod
