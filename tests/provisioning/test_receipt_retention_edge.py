@@ -12,6 +12,7 @@ says so (``..._edge_no_azurite_support_...``).
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from shared.provisioning.receipt_sweep import record_environment_deleted, sweep_
 from shared.provisioning.receipts import RECEIPTS_CONTAINER, ApplyReceipt, PlanReceipt, ReceiptStore, sha256
 from shared.provisioning.runs import SourceInfo
 from shared.storage.clients import StorageClients, clients_from_connection_string
+from tools import record_deletion
 
 ON = ReceiptSettings()  # Immutability on, Locked: Azure's defaults
 OFF = ReceiptSettings.model_validate({"Immutability": False})
@@ -281,3 +283,23 @@ def test_retention_request_edge_no_azurite_support_backup_copies_follow_their_re
     assert {r.mode for r in kept.values()} == {"Locked"}
     assert report.copies_changed >= 2
     assert sha256(location.read_object(digest, kept=True)) == digest  # the copy is the receipt
+
+
+def test_retention_request_edge_no_azurite_support_an_operator_records_a_deletion_and_the_timer_follows(
+    azurite: Azurite, store: StorageClients, edge: AzureImmutabilityEdge, capsys: pytest.CaptureFixture[str]
+) -> None:
+    who, now = tenant(), datetime.now(UTC)
+    ReceiptStore(store, OFF).write(plan_receipt(who, "retired", "run-1"))
+    deleted_at = now - timedelta(days=1)
+    common = ["--tenant", who, "--by", "ops@example.com", "--connection-string", azurite.connection_string()]
+
+    assert record_deletion.main([*common, "--environment", "retired", "--at", deleted_at.isoformat()]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["receipts_kept_until"] == (deleted_at + SEVEN_YEARS).isoformat()
+    assert record_deletion.main([*common, "--environment", "typo"]) == 2  # no receipts: nothing recorded
+
+    container = store.blobs.get_container_client(RECEIPTS_CONTAINER)
+    sweep_receipts(container, ON.rule(), ON.policy_mode, now, send=True)
+    sent = {request.blob: request for request in edge.for_tenant(who)}
+    assert set(sent) == {f"{who}/retired/run-1/plan.json", answer["marker"].removeprefix(f"{RECEIPTS_CONTAINER}/")}
+    assert all(close_to(request.until, deleted_at + SEVEN_YEARS) for request in sent.values())
