@@ -34,10 +34,11 @@ stop a job.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-from pulumi_azure_native import app, authorization, managedidentity
+from pulumi_azure_native import app, authorization, managedidentity, storage
 
 from runtime_cloud_infra import host_settings, monitoring
 from runtime_cloud_infra.roles import assign
@@ -184,14 +185,56 @@ def exchange_scopes(account_id: str) -> list[tuple[str, str]]:
     return [(role, f"{account_id}/{path}") for role, path in exchange_paths()]
 
 
+def job_exchange(
+    resource_group: pulumi.Input[str],
+    account: storage.StorageAccount,
+    blob_service: storage.BlobServiceProperties,
+    declared: Sequence[str],
+) -> list[pulumi.Resource]:
+    """The exchange's tables, containers and queues (but the ``declared`` containers, already in the
+    store's program): a role assignment needs its scope to exist, and the host, which also creates them
+    at start when missing, may start after the grants. On a stack deployed before them, ``pulumi import``
+    the ones the host already made (README, Deploying)."""
+    resources: list[pulumi.Resource] = [
+        storage.Table(
+            f"exchange-table-{name.lower()}",
+            account_name=account.name,
+            resource_group_name=resource_group,
+            table_name=name,
+        )
+        for name in RUNNER_JOB_TABLES
+    ]
+    resources += [
+        storage.BlobContainer(
+            f"exchange-container-{name}",
+            account_name=account.name,
+            resource_group_name=resource_group,
+            container_name=name,
+            public_access="None",
+            opts=pulumi.ResourceOptions(depends_on=[blob_service]),
+        )
+        for name in RUNNER_JOB_CONTAINERS
+        if name not in declared
+    ]
+    resources += [
+        storage.Queue(
+            f"exchange-queue-{name}", account_name=account.name, resource_group_name=resource_group, queue_name=name
+        )
+        for name in RUNNER_JOB_QUEUES
+    ]
+    return resources
+
+
 def grant_runner_job(
     runner: managedidentity.UserAssignedIdentity,
     account_id: pulumi.Input[str],
+    exchange: Sequence[pulumi.Resource],
     state_key_id: pulumi.Input[str],
     insights_id: pulumi.Input[str],
     subscription: pulumi.Input[str],
 ) -> list[authorization.RoleAssignment]:
-    """The runner's roles for the job itself: the exchange, the Pulumi secrets key, its telemetry."""
+    """The runner's roles for the job itself: the exchange (once it exists), the Pulumi secrets key, its
+    telemetry."""
     grants = [
         assign(
             f"runner-exchange-{path.rsplit('/', 1)[-1].lower()}-{_slug(role)}",
@@ -200,6 +243,7 @@ def grant_runner_job(
             role=role,
             subscription_id=subscription,
             description=f"Runtime Cloud runner job: {role} on {path.rsplit('/', 1)[-1]} only",
+            opts=pulumi.ResourceOptions(depends_on=list(exchange)),
         )
         for role, path in exchange_paths()
     ]

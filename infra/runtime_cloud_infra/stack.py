@@ -125,7 +125,17 @@ def _grants(
         *identity.grant_observer(settings, ids.observer, group.id, subscription),
         *identity.grant_runner(settings, ids, group.id, subscription),
         *identity.grant_operators(settings, vault.vault.id, store.pulumi_state.id, vault.state_key.id, subscription),
-        *runner_job.grant_runner_job(ids.runner, store.account.id, vault.state_key.id, sinks.insights.id, subscription),
+        *runner_job.grant_runner_job(
+            ids.runner,
+            store.account.id,
+            runner_job.job_exchange(
+                group.name, store.account, store.blob_service, declared=[host_settings.PULUMI_STATE_CONTAINER]
+            )
+            + [store.pulumi_state],
+            vault.state_key.id,
+            sinks.insights.id,
+            subscription,
+        ),
     ]
     return grants
 

@@ -44,6 +44,8 @@ NAME_INPUT = {
     "azure-native:resources:ResourceGroup": "resourceGroupName",
     "azure-native:storage:StorageAccount": "accountName",
     "azure-native:storage:BlobContainer": "containerName",
+    "azure-native:storage:Table": "tableName",
+    "azure-native:storage:Queue": "queueName",
     "azure-native:storage:BlobServiceProperties": "blobServicesName",
     "azure-native:storage:ManagementPolicy": "managementPolicyName",
     "azure-native:keyvault:Vault": "vaultName",
@@ -121,6 +123,8 @@ ARM_PATHS = {
     "azure-native:storage:BlobContainer": (
         "Microsoft.Storage/storageAccounts/{accountName}/blobServices/default/containers/{name}"
     ),
+    "azure-native:storage:Table": "Microsoft.Storage/storageAccounts/{accountName}/tableServices/default/tables/{name}",
+    "azure-native:storage:Queue": "Microsoft.Storage/storageAccounts/{accountName}/queueServices/default/queues/{name}",
     "azure-native:keyvault:Vault": "Microsoft.KeyVault/vaults/{name}",
     "azure-native:keyvault:Key": "Microsoft.KeyVault/vaults/{vaultName}/keys/{name}",
     "azure-native:applicationinsights:Component": "Microsoft.Insights/components/{name}",

@@ -72,6 +72,11 @@ def test_the_exchange_roles_are_each_scoped_to_one_resource_with_mocked_pulumi_e
 
     assert scopes == {scope for _, scope in exchange_scopes(store)}
     assert all(scope.count("/") == store.count("/") + 4 for scope in scopes), "one table, container or queue each"
+    # A role assignment's scope must exist: the program declares each of them (the host may start later).
+    declared = {
+        r.id for kind in ("storage:Table", "storage:Queue", "storage:BlobContainer") for r in deployment.of_type(kind)
+    }
+    assert scopes <= declared
 
 
 def test_the_app_hands_jobs_the_pulumi_backend_and_the_key_vault_secrets_provider_with_mocked_pulumi_engine(
