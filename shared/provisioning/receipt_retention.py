@@ -81,7 +81,10 @@ class RetentionRule:
         """The policy a receipt version needs, or None when the one it has keeps the rule.
 
         Never earlier than ``current.expiry`` (a locked policy cannot be shortened, and an
-        unlocked one is not shortened either); an unlocked policy is locked when ``mode`` says so."""
+        unlocked one is not shortened either); an unlocked policy is locked when ``mode`` says so,
+        and a locked one stays locked whatever ``mode`` says (Azure cannot unlock it)."""
+        if current.locked:
+            mode = PolicyMode.LOCKED
         needed = self.required(now, deleted_at)
         if needed <= now:
             return None  # seven years since the environment was deleted: nothing left to keep

@@ -31,6 +31,7 @@ from typing import Protocol
 from azure.core.exceptions import HttpResponseError, ResourceExistsError
 from azure.storage.blob import ContainerClient
 
+from shared import clock
 from shared.provisioning.receipt_immutability import current_policy, set_policy, upload_options
 from shared.provisioning.receipt_retention import CurrentPolicy, PolicyChange, PolicyMode, RetentionRule
 from shared.provisioning.receipt_settings import ReceiptSettings
@@ -106,7 +107,7 @@ def record_environment_deleted(
     document = {"tenant": tenant, "environment": environment, "deleted_at": deleted_at.isoformat(), "by": deleted_by}
     data = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
     try:
-        container.upload_blob(name, data, overwrite=False, **upload_options(settings, deleted_at))
+        container.upload_blob(name, data, overwrite=False, **upload_options(settings, clock.now()))
     except ResourceExistsError:
         pass
     return name

@@ -101,6 +101,11 @@ def test_an_unlocked_policy_that_is_long_enough_is_locked_at_its_own_expiry() ->
     assert RULE.change(NOW, None, unlocked, PolicyMode.UNLOCKED) is None
 
 
+def test_a_locked_policy_is_extended_locked_even_where_the_mode_is_unlocked() -> None:
+    change = RULE.change(NOW, None, locked(THRESHOLD - SECOND), PolicyMode.UNLOCKED)
+    assert change == PolicyChange(EXTENDED, LOCKED)  # Azure refuses to unlock a locked policy
+
+
 def test_an_extension_never_goes_below_the_current_expiry() -> None:
     # Unlocked and short of the threshold, but a mode change must not shorten it either.
     current = CurrentPolicy(expiry=THRESHOLD - SECOND, locked=False)
