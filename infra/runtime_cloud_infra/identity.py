@@ -27,9 +27,10 @@ The function app carries host + observer, the runner job runner only: any code
 in a process can get a token for every identity attached to it.
 
 A ``Role Based Access Control Administrator`` grant to the runner is always
-constrained (an ABAC condition) to the roles this program itself assigns, less
-the privileged ones: the deployed host can keep its own role assignments as
-reviewed, never widen them.
+constrained (an ABAC condition) to the roles this program gives the host, the
+observer and the operators, less the privileged ones, and to those principals:
+the deployed host can keep their role assignments as reviewed, never widen them,
+and the runner never grants itself (or anyone) a role of its own.
 """
 
 from __future__ import annotations
@@ -41,16 +42,6 @@ from pulumi_azure_native import authorization, managedidentity
 
 from runtime_cloud_infra.roles import PRIVILEGED_ROLES, assign, constrained_delegation
 from runtime_cloud_infra.settings import RESOURCE_GROUP_SCOPE, StackSettings
-
-# The runner's roles on the job exchange (runtime_cloud_infra/runner_job.py), each on one resource.
-RUNNER_EXCHANGE_ROLES = (
-    "Storage Table Data Contributor",
-    "Storage Blob Data Contributor",
-    "Storage Queue Data Message Processor",
-    "Storage Queue Data Message Sender",
-    "Storage Queue Data Reader",
-    "Monitoring Metrics Publisher",
-)
 
 # The host identity's data roles on its own storage account.
 HOST_STORE_ROLES = ("Storage Blob Data Owner", "Storage Queue Data Contributor", "Storage Table Data Contributor")
@@ -246,18 +237,17 @@ def grant_runner(
 
 
 def _assignable_by_runner(settings: StackSettings) -> list[str]:
-    """The roles this program assigns, less the privileged ones."""
+    """The roles this program gives the grantees the runner may serve (host, observer, operators), less the
+    privileged ones: never a role of the runner's own, which would widen the app's reach."""
     roles = [
         *HOST_STORE_ROLES,
         HOST_TELEMETRY_ROLE,
         HOST_VAULT_ROLE,
-        STATE_KEY_ROLE,
         OBSERVER_ROLE,
         *OBSERVER_DATA_READERS.values(),
-        *RUNNER_EXCHANGE_ROLES,
         OPERATOR_VAULT_ROLE,
         OPERATOR_STATE_ROLE,
-        *(entry.role for entry in settings.runner_roles),
+        *([STATE_KEY_ROLE] if settings.operator_principal_id else []),
     ]
     return [role for role in dict.fromkeys(roles) if role not in PRIVILEGED_ROLES]
 

@@ -131,6 +131,7 @@ def test_the_runner_cannot_grant_itself_a_role_with_mocked_pulumi_engine(factory
 
     assert "roleAssignments:PrincipalId] ForAnyOfAnyValues:GuidEquals" in condition
     assert host in condition and runner not in condition
+    assert BUILT_IN_ROLES["Contributor"] not in condition, "no grantee may get the runner's own roles"
 
 
 def test_the_observer_only_reads_with_mocked_pulumi_engine(deployment: Deployment) -> None:
