@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -98,3 +99,24 @@ def test_a_named_virtualenv_that_does_not_exist_is_refused_before_pulumi_would_c
         pass
 
     assert list(workspace.iterdir()) == []  # the copy went with the refusal
+
+
+def test_a_json_project_stays_json_and_linked_files_are_copied_as_they_read(tmp_path: Path, workspace: Path) -> None:
+    shared = tmp_path / "checkout" / "common.py"
+    program = tmp_path / "checkout" / "shop"
+    program.mkdir(parents=True)
+    shared.write_text("NAME = 'common'\n")
+    (program / "common.py").symlink_to("../common.py")
+    (program / "Pulumi.json").write_text(
+        '{"name": "shop", "runtime": {"name": "python", "options": {"virtualenv": "v"}}}'
+    )
+    (program / "v" / "bin").mkdir(parents=True)
+    (program / "v" / "bin" / "python").touch(mode=0o755)
+
+    with program_copy(location_of(program)) as copy:
+        project = json.loads((copy.program_dir / "Pulumi.json").read_text())
+        linked = copy.program_dir / "common.py"
+        assert not linked.is_symlink() and linked.read_text() == "NAME = 'common'\n"
+        assert not (copy.program_dir / "v").exists()  # the virtualenv is named, not copied
+
+    assert project["runtime"]["options"] == {"virtualenv": str(program / "v"), "toolchain": "pip"}

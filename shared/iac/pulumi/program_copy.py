@@ -25,6 +25,7 @@ configuration on every run.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -82,14 +83,16 @@ def _copy_program(source: Path, copy: Path) -> Path | None:
     project = yaml.safe_load(project_file.read_text(encoding="utf-8")) or {}
     virtualenv = _virtualenv(project, source)
     skipped = [virtualenv.name] if virtualenv is not None and virtualenv.parent == source else []
-    shutil.copytree(source, copy, ignore=shutil.ignore_patterns(*NOT_COPIED, *skipped), symlinks=True)
+    # Links are followed: a relative one would point elsewhere from the copy; the copy reads as the original did.
+    ignored = shutil.ignore_patterns(*NOT_COPIED, *skipped)
+    shutil.copytree(source, copy, ignore=ignored, symlinks=False)
     for folder, _, files in os.walk(copy):
         for path in [Path(folder), *(Path(folder) / name for name in files)]:
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | stat.S_IWUSR)
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
     if virtualenv is not None:
         _set_virtualenv(project, virtualenv)
-        text = yaml.safe_dump(project, sort_keys=False)  # JSON is YAML: a Pulumi.json reads back the same
+        is_json = project_file.suffix == ".json"
+        text = json.dumps(project, indent=2) if is_json else yaml.safe_dump(project, sort_keys=False)
         (copy / project_file.name).write_text(text, encoding="utf-8")
     return virtualenv
 
