@@ -99,7 +99,10 @@ class NeighbourHttp:
 
     def probe(self, timeout: float) -> str:
         """Health's question: does it answer at all? ``GET {BaseUrl}`` once; any answer below 500 says yes."""
-        answer = self._once("GET", "", None, timeout)
+        try:
+            answer = self._once("GET", "", None, timeout)
+        except NeighbourAnswerInvalid as error:  # it answered, only not as a call wants it (a redirect, a big page)
+            return f"answered: {error.detail}"
         return f"answered HTTP {answer.status}"
 
     def parse(self, answer: Answer, model: type[Model], what: str) -> Model:

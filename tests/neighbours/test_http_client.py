@@ -132,3 +132,17 @@ def test_the_host_refuses_to_start_naming_the_neighbours_setting(monkeypatch):
 
     assert "RuntimeCloud:KnowledgeHost:BaseUrl" in str(raised.value)
     assert "RuntimeCloud__KnowledgeHost__BaseUrl" in str(raised.value)
+
+
+def test_healths_probe_takes_any_answer_below_500_as_reachable_and_a_5xx_or_silence_as_not(control_plane_stand_in):
+    http = ControlPlaneApi(settings_for(control_plane_stand_in)).http
+
+    assert http.probe(1) == "answered HTTP 200"
+    control_plane_stand_in.failing(302)
+    assert "redirect" in http.probe(1)
+    control_plane_stand_in.failing(503)
+    with pytest.raises(NeighbourUnavailable):
+        http.probe(1)
+    control_plane_stand_in.stop()
+    with pytest.raises(NeighbourUnavailable):
+        http.probe(1)
