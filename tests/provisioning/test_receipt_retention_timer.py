@@ -7,7 +7,11 @@ The requests it sends when immutability is on are tested at the edge in
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
+from shared.provisioning.receipt_sweep import record_environment_deleted
+from shared.provisioning.receipts import RECEIPTS_CONTAINER
+from shared.storage.clients import clients_from_connection_string
 from tests.conftest import REPO
 from tests.provisioning.conftest import provisioning_settings
 from tests.provisioning.helpers import WRITE, declare, specification, unique, wait_for_run_state
@@ -37,3 +41,27 @@ def test_the_timer_walks_the_receipts_and_with_immutability_off_sends_nothing(az
     assert verb.startswith("would set (RuntimeCloud:Receipts:Immutability is off)")
     assert int(policies) >= 2  # decided: none of them has a policy on Azurite
     assert "receipt retention: not set" not in host.log()  # nothing sent, so nothing refused
+
+
+def test_with_immutability_on_against_azurite_every_refused_policy_is_logged_and_the_firing_fails(
+    azurite, runtime_host
+):
+    # The session's host keeps Azure's default (on): Azurite answers 501 to each policy it is asked to set.
+    receipts = clients_from_connection_string(azurite.connection_string()).blobs.get_container_client(
+        RECEIPTS_CONTAINER
+    )
+    record_environment_deleted(
+        receipts, None, unique("tenant-keep"), "prod", datetime.now(UTC), "test"
+    )  # one to refuse
+    before = len(runtime_host.log())
+    fired = runtime_host.request("POST", "admin/functions/receipt_retention", json={"input": ""})
+    assert fired.status_code == 202, fired.text
+
+    def finished() -> str | None:
+        written = runtime_host.log()[before:]
+        return written if SUMMARY.search(written) and "ReceiptRetentionFailed" in written else None
+
+    written = wait_until(finished, timeout=120, message="the timer's summary and its failure")
+    summary = SUMMARY.search(written)
+    assert summary is not None and summary.group(4) == "set"
+    assert re.search(r"receipt retention: not set: \S+: 501", written)  # named, with Azurite's answer
