@@ -67,6 +67,7 @@ class JobTicket(TypedDict, total=False):
     check_seconds: float
     max_attempts: int
     wait_seconds: float  # JobWaitSeconds when launched (a ticket from before it has none)
+    input_sha256: str  # the digest of the input the host wrote: checked again before its result is taken
     dead: str  # set by the orchestration when the last attempt died: why
 
 
@@ -134,6 +135,7 @@ class RunnerJobs:
             check_seconds=self._iac.job_check_seconds,
             max_attempts=self._iac.job_max_attempts,
             wait_seconds=self._iac.job_wait_seconds,
+            input_sha256=request.input_sha256,
         )
 
     def request_cancel(self, run_id: str) -> None:
@@ -159,7 +161,8 @@ class RunnerJobs:
 
     def configuration_of(self, run: Run, ticket: JobTicket) -> ResolvedConfiguration:
         """What the receipt records about the configuration the job was given (names only)."""
-        document = self._store.read_input_of(run.tenant, run.environment, run.id, ticket["job_id"])
+        digest = ticket.get("input_sha256")  # an altered input records nothing here (the result's read fails)
+        document = self._results.input_of(run.tenant, run.environment, run.id, ticket["job_id"], digest)
         configuration = ResolvedConfiguration()
         if document is not None:
             configuration.resolved = document.configuration_resolved
@@ -195,7 +198,9 @@ class RunnerJobs:
             raise RunnerError(detail, journal_result)
         kind, attempt = JobKind(ticket["kind"]), ticket["attempt"]
         try:
-            result = self._results.verified(run.tenant, run.environment, run.id, ticket["job_id"], kind, attempt)
+            result = self._results.verified(
+                run.tenant, run.environment, run.id, ticket["job_id"], kind, attempt, ticket.get("input_sha256")
+            )
         except JobResultTampered as error:  # nothing of it is receipted; what the journal holds is
             error.result = journal_result
             raise

@@ -123,18 +123,27 @@ def alter_log(azurite: Azurite, folder: str) -> str:
     return "added later"
 
 
+def alter_input(azurite: Azurite, folder: str) -> str:
+    """Rewrite the input the host wrote (whose configuration names the receipt records)."""
+    blob = jobs_container(azurite).get_blob_client(f"{folder}/input.json")
+    document: dict[str, Any] = json.loads(blob.download_blob().readall())
+    document["configuration_note"] = "rewritten after the launch"
+    blob.upload_blob(json.dumps(document).encode(), overwrite=True)
+    return "rewritten after the launch"
+
+
 def alteration(markers: list[str], alter: Callable[[Azurite, str], str], azurite: Azurite, folder: str) -> None:
     markers.append(alter(azurite, folder))
 
 
-def test_a_job_result_or_log_altered_after_the_job_stored_it_fails_the_run_and_nothing_of_it_is_receipted(
+def test_a_job_s_result_log_or_input_altered_before_the_host_reads_them_fails_the_run_and_none_is_receipted(
     azurite, key_dir, mint, tmp_path
 ):
     queue = unique("tamper")
     host = start_host(azurite, key_dir, tmp_path, queue)
     token = mint("tenant-a", scopes=WRITE)
     try:
-        for alter in (alter_result, alter_log):
+        for alter in (alter_result, alter_log, alter_input):
             environment = unique("tamper")
             spec = specification(environment)
             run_id = declare(host, token, spec).json()["run_id"]

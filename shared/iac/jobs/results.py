@@ -6,7 +6,9 @@ job, writes the receipts. Before it takes a result it checks, in order:
 
 1. the result's bytes against the digest the job's row recorded as it
    finished (``ResultSha256``);
-2. that it is this job's result (job id, kind and attempt);
+2. that it is this job's result (job id, kind and attempt), and that the job's
+   input is still the one the host wrote (its digest at the launch): the
+   receipt records the configuration names it holds;
 3. the job's log (``events.jsonl``, which the apply receipt names) against the
    digest the result records (``events_sha256``);
 4. for a Pulumi plan, the saved update plan its ``binding`` names by digest
@@ -24,7 +26,7 @@ from __future__ import annotations
 from azure.core.exceptions import ResourceNotFoundError
 from pydantic import ValidationError
 
-from shared.iac.jobs.protocol import JobKind, JobResult
+from shared.iac.jobs.protocol import JobInput, JobKind, JobResult
 from shared.iac.jobs.store import JobStore, folder_of, sha256
 from shared.iac.model import RunnerError
 from shared.iac.pulumi.saved_plans import BINDING_KEY, PLANS_CONTAINER
@@ -41,9 +43,18 @@ class JobResults:
         self._plans = storage.blobs.get_container_client(PLANS_CONTAINER)
 
     def verified(
-        self, tenant: str, environment: str, run_id: str, job_id: str, kind: JobKind, attempt: int
+        self,
+        tenant: str,
+        environment: str,
+        run_id: str,
+        job_id: str,
+        kind: JobKind,
+        attempt: int,
+        input_sha256: str | None = None,
     ) -> JobResult | None:
-        """The job's result once every digest holds; None when the job stored none (it died first)."""
+        """The job's result once every digest holds; None when the job stored none (it died first).
+
+        ``input_sha256``: the input's digest at the launch (a ticket from before it was kept has none)."""
         data = self._jobs.read_result_data(tenant, environment, run_id, job_id)
         if data is None:
             return None
@@ -56,9 +67,23 @@ class JobResults:
             raise JobResultTampered(f"the result of runner job {job_id} is not a runner job result") from None
         if (result.job_id, result.kind, result.attempt) != (job_id, kind, attempt):
             raise JobResultTampered(f"the result stored for runner job {job_id} is another job's")
+        if input_sha256 is not None and self.input_of(tenant, environment, run_id, job_id, input_sha256) is None:
+            raise JobResultTampered(f"the input of runner job {job_id} is no longer the one the host wrote")
         self._check_log(tenant, environment, run_id, result)
         self._check_saved_plan(tenant, environment, result)
         return result
+
+    def input_of(
+        self, tenant: str, environment: str, run_id: str, job_id: str, input_sha256: str | None
+    ) -> JobInput | None:
+        """The job's input as the host wrote it; None when it is gone or no longer has its launch's digest."""
+        data = self._jobs.read_blob(f"{folder_of(tenant, environment, run_id, job_id)}/input.json")
+        if data is None or (input_sha256 is not None and sha256(data) != input_sha256):
+            return None
+        try:
+            return JobInput.model_validate_json(data)
+        except ValidationError:
+            return None
 
     def _check_log(self, tenant: str, environment: str, run_id: str, result: JobResult) -> None:
         if result.events_sha256 is None:  # the job wrote no log

@@ -218,13 +218,6 @@ class JobStore:
         except ResourceNotFoundError:
             return None
 
-    def read_input_of(self, tenant: str, environment: str, run_id: str, job_id: str) -> JobInput | None:
-        name = f"{folder_of(tenant, environment, run_id, job_id)}/input.json"
-        try:
-            return JobInput.model_validate_json(self._container.download_blob(name).readall())
-        except ResourceNotFoundError:
-            return None
-
     # -- the job's side ------------------------------------------------------------------------
 
     def read_input(self, request: JobRequest) -> JobInput:
