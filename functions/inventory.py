@@ -23,11 +23,11 @@ from datetime import UTC, datetime
 import azure.durable_functions as df
 import azure.functions as func
 
-from orchestrations.inventory import ScanState, read_scan, start_scan, status_url, wait_for_scan
+from orchestrations.inventory import STORE_UNAVAILABLE, ScanState, read_scan, start_scan, status_url, wait_for_scan
 from orchestrations.provisioning_client import start_and_wake, status_path
 from shared import safe_json
 from shared.auth import Caller, Role, Scope
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict, NotFound, StoreUnavailable
 from shared.gitops.adoption import FollowsGit
 from shared.http import problems
 from shared.http.endpoint import endpoint
@@ -115,6 +115,8 @@ async def inventory_scan_now(
         )
     if scan.refusal == "not-found":
         raise NotFound(scan.detail)
+    if scan.refusal == STORE_UNAVAILABLE:
+        raise StoreUnavailable(scan.detail)
     if scan.refusal is not None:
         raise Conflict(scan.refusal, scan.detail)
     if scan.outcome is None:

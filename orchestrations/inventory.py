@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import azure.durable_functions as df
+from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
 from orchestrations.starting import ACTIVE
-from shared.errors import NotFound
+from shared.errors import NotFound, StoreUnavailable
 from shared.inventory.errors import ScanInProgress
 from shared.logs import app_logger, ids
 from shared.wiring import inventory as wiring
@@ -38,6 +39,7 @@ log = app_logger("inventory")
 
 SCAN_ORCHESTRATOR = "inventory_scan_run"
 SCAN_ACTIVITY = "inventory_scan_environment"
+STORE_UNAVAILABLE = "store-unavailable"  # a scan's refusal when the store did not answer
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ def inventory_scan_environment(request: dict) -> dict:
         return {"refused": error.kind, "detail": str(error)}
     except NotFound as error:
         return {"refused": "not-found", "detail": str(error)}
+    except (StoreUnavailable, ServiceRequestError, ServiceResponseError) as error:
+        # The store is down: an answer to give (503 over HTTP), not a failed scan to log as a defect.
+        return {"refused": STORE_UNAVAILABLE, "detail": f"the store did not answer: {type(error).__name__}"}
     return {"outcome": outcome.public_view()}
 
 

@@ -33,6 +33,7 @@ import base64
 import functools
 import inspect
 import json
+import re
 import time
 import typing
 import uuid
@@ -286,9 +287,34 @@ def _as_problem(error: Exception, function_name: str) -> problems.Problem:
     # directly (a paged query) raises the SDK's own error: the same outage, the same answer.
     if isinstance(error, (StoreUnavailable, ServiceRequestError, ServiceResponseError)):
         return problems.service_unavailable("store-unavailable", "the runtime-cloud store did not answer", 5)
+    if task_hub_unavailable(error):
+        log.warning("%s: the Durable task hub did not answer: %s", function_name, error)
+        return problems.service_unavailable(
+            "store-unavailable", "the runtime-cloud store (its Durable task hub) did not answer", 5
+        )
     reference = uuid.uuid4().hex
     log.error("unhandled error in %s (reference %s)", function_name, reference, exc_info=error)
     return problems.internal_error(reference)
+
+
+# The Durable client (azure-durable-functions) raises a bare ``Exception`` when the extension's HTTP API
+# answers a status it does not expect: ``start_new`` with the answer's body (a problem document, whose
+# ``status`` says 503 when the task hub's storage is down), ``raise_event``, ``get_status``, ``terminate``
+# and the others with a sentence naming the status code. Those are the store's outage too.
+_OUTAGE_STATUSES = frozenset({502, 503, 504})
+_STATUS_IN_SENTENCE = re.compile(r"status code (\d{3})\b")
+
+
+def task_hub_unavailable(error: BaseException) -> bool:
+    """Whether ``error`` is the Durable client's report that the task hub (its storage) did not answer."""
+    if type(error) is not Exception or not error.args:  # the client raises exactly Exception, nothing finer
+        return False
+    detail = error.args[0]
+    if isinstance(detail, dict):
+        status = detail.get("status", detail.get("Status"))
+        return isinstance(status, int) and status in _OUTAGE_STATUSES
+    found = _STATUS_IN_SENTENCE.search(detail) if isinstance(detail, str) else None
+    return found is not None and int(found.group(1)) in _OUTAGE_STATUSES
 
 
 def _path_of(request: func.HttpRequest) -> str:
