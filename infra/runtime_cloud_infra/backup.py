@@ -20,7 +20,9 @@ account: no shared key, HTTPS and TLS 1.2 only, no public access. Inside it:
   immutability was declared here is migrated once (README, Backup runbook).
 
 The host's identity gets *Storage Blob Data Contributor* on the account (the
-exports are blobs only), and the app settings name the account by identity:
+exports are blobs only) and *Storage Blob Data Owner* on the receipt copies'
+container only (setting a version's immutability policy needs its
+``immutableStorage/runAsSuperUser`` data action), and the app settings name the account by identity:
 ``RuntimeCloud__Backup__Connection=RuntimeCloudBackup`` and
 ``RuntimeCloudBackup__accountName`` / ``__blobServiceUri`` / ``__credential`` /
 ``__clientId``, read by ``shared.storage.connection`` as the host's own store is.
@@ -45,6 +47,10 @@ CONNECTION = "RuntimeCloudBackup"  # the connection setting RuntimeCloud__Backup
 EXPORTS_CONTAINER = "runtime-cloud-backup"  # shared/backup/settings.py, Container's default
 RECEIPTS_CONTAINER = "runtime-cloud-backup-receipts"
 ROLE = "Storage Blob Data Contributor"
+# Setting a blob's immutability policy takes the data action immutableStorage/runAsSuperUser, which only
+# Storage Blob Data Owner carries: the host has it on the receipt copies' container alone, to give each copy
+# its receipt's locked policy (the exports stay Contributor's).
+RECEIPT_POLICY_ROLE = "Storage Blob Data Owner"
 # The app settings this module computes (hostSettings may not set them: one source per setting).
 COMPUTED_SETTINGS = (
     "RuntimeCloud__Backup__Connection",

@@ -55,6 +55,15 @@ def build(settings: StackSettings) -> Stack:
     grants.append(
         identity.grant_host("host-backup-blobs", ids.host, backups.account.id, backup.ROLE, client.subscription_id)
     )
+    grants.append(  # the receipt copies' locked policies (the host's receipt retention timer sets them)
+        identity.grant_host(
+            "host-backup-receipt-policies",
+            ids.host,
+            backups.receipts.id,
+            backup.RECEIPT_POLICY_ROLE,
+            client.subscription_id,
+        )
+    )
     wiring = host_settings.Wiring(
         account_name=store.account.name,
         blob_endpoint=store.account.primary_endpoints.blob,

@@ -33,6 +33,7 @@ IDENTITIES = (HOST, OBSERVER, RUNNER, OPERATORS)
 
 STORE = "host store account"
 BACKUP = "backup store account"
+BACKUP_RECEIPTS = "backup container:runtime-cloud-backup-receipts"
 INSIGHTS = "Application Insights"
 VAULT = "Key Vault"
 STATE_KEY = "Pulumi state key"
@@ -60,6 +61,12 @@ MATRIX: tuple[Row, ...] = (
         "receipts stay write-once by immutability",
     ),
     Row(HOST, BACKUP, ("Storage Blob Data Contributor",), "write and read backup exports"),
+    Row(
+        HOST,
+        BACKUP_RECEIPTS,
+        ("Storage Blob Data Owner",),
+        "set each receipt copy's locked immutability policy (immutableStorage/runAsSuperUser)",
+    ),
     Row(HOST, INSIGHTS, ("Monitoring Metrics Publisher",), "send its telemetry (Entra ID only)"),
     Row(HOST, SECRETS, ("Key Vault Secrets User",), "read each catalogued secret's value (Key Vault references)"),
     Row(OBSERVER, RUNNER_SCOPES, ("Reader",), "list and read resources (control plane), no keys"),
@@ -133,6 +140,7 @@ def scopes(deployment: Deployment, resource: str) -> list[str]:
     fixed = {
         STORE: lambda: deployment.one("storage:StorageAccount", "host-store").id,
         BACKUP: lambda: deployment.one("storage:StorageAccount", "backup-store").id,
+        BACKUP_RECEIPTS: lambda: deployment.one("storage:BlobContainer", "backup-receipts").id,
         INSIGHTS: lambda: deployment.one("applicationinsights:Component").id,
         VAULT: lambda: vault,
         STATE_KEY: lambda: deployment.one("keyvault:Key").id,

@@ -72,6 +72,22 @@ def test_the_host_identity_is_blob_data_contributor_on_the_backup_account_with_m
     ]
 
 
+def test_the_host_may_set_policies_on_receipt_copies_only_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    # Set Blob Immutability Policy takes immutableStorage/runAsSuperUser: Blob Data Owner, on that container only.
+    receipts = deployment.one("storage:BlobContainer", "backup-receipts")
+    host = deployment.one("managedidentity:UserAssignedIdentity", "host-identity").outputs["principalId"]
+    owner = BUILT_IN_ROLES["Storage Blob Data Owner"]
+    owned = [
+        a.inputs["scope"]
+        for a in deployment.of_type("authorization:RoleAssignment")
+        if a.inputs["principalId"] == host and a.inputs["roleDefinitionId"].endswith(owner)
+    ]
+
+    assert receipts.id in owned
+    assert deployment.one("storage:BlobContainer", "backup-exports").id not in owned
+    assert deployment.one("storage:StorageAccount", "backup-store").id not in owned
+
+
 @pytest.fixture
 def azure_environment(monkeypatch: pytest.MonkeyPatch):
     for key in list(os.environ):
