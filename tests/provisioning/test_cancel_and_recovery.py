@@ -57,5 +57,8 @@ def test_an_environment_whose_run_orchestration_died_is_freed_by_the_reconciler(
 
     run = wait_for_run_state(provisioning_host, requester, stuck, {"failed"})
     assert "Terminated" in run["failure_detail"]
-    follower = declare(provisioning_host, requester, specification(environment)).json()["run_id"]
-    assert wait_for_run_state(provisioning_host, requester, follower, {"applied", "failed"})["state"] == "applied"
+    # The environment is free again: the next run plans (and, production as registered, waits for approval).
+    follower = declare(provisioning_host, requester, specification(environment, "production")).json()["run_id"]
+    assert wait_for_run_state(provisioning_host, requester, follower, {"awaiting-approval", "failed"})["state"] == (
+        "awaiting-approval"
+    )
