@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from shared.auth.principal import PrincipalKind, SystemPrincipal
+from shared.provisioning.runs import Run
 from tests.policy.helpers import OPERATOR_ROLES, approve
 from tests.provisioning.helpers import (
     WRITE,
@@ -174,3 +176,26 @@ def test_a_promotion_naming_the_autoscaler_is_not_the_autoscaler(runtime_host, a
     _denied(newest)
     assert (newest["requested_by"], newest["requested_by_kind"]) == ("autoscaler", "delivery")
     assert dropped in target_queue_names(azurite)
+
+
+def test_a_run_recorded_before_kinds_were_kept_reads_as_a_tokens_person_even_when_named_autoscaler():
+    row = {  # a stored run's document as written before requested_by_kind existed
+        "id": "run-1",
+        "tenant": "platform",
+        "environment": "pool-old",
+        "environment_class": "production",
+        "target": "local-storage",
+        "runner": "embedded",
+        "state": "queued",
+        "ordinal": 1,
+        "requested_by": "autoscaler",
+        "idempotency_key": "autoscaling.old.2",
+        "specification_digest": "0" * 64,
+        "source": {"kind": "autoscaling"},
+        "created_at": "2026-01-01T00:00:00+00:00",
+    }
+
+    requester = Run.model_validate(row).requester
+
+    assert (requester.principal, requester.kind) == ("autoscaler", PrincipalKind.PERSON)
+    assert not requester.is_system(SystemPrincipal.AUTOSCALER)
