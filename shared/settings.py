@@ -18,6 +18,7 @@ Defaults (the README's Settings table lists the same):
 - ``RuntimeCloud:Capacity:*``: see :class:`shared.capacity.settings.CapacitySettings`
 - ``RuntimeCloud:Autoscaling:*``: see :class:`shared.autoscaling.settings.AutoscalingSettings`
 - ``RuntimeCloud:Provisioning:*``: see :class:`shared.provisioning.settings.ProvisioningSettings`
+- ``RuntimeCloud:Environments:Source``: ``local`` (see :class:`shared.provisioning.settings.EnvironmentsSettings`)
 - ``RuntimeCloud:Inventory:*``: see :class:`shared.inventory.settings.InventorySettings`
 - ``RuntimeCloud:Policy:*``: see :class:`shared.policy.settings.PolicySettings` (the gate; on by default)
 - ``RuntimeCloud:GitOps:*``: see :class:`shared.gitops.settings.GitOpsSettings`
@@ -46,7 +47,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.autoscaling.settings import AutoscalingSettings
@@ -69,10 +70,10 @@ from shared.inventory.settings import InventorySettings
 from shared.neighbours.settings import ControlPlaneSettings, DeliveryHostSettings, KnowledgeHostSettings
 from shared.policy.settings import PolicySettings
 from shared.provisioning.receipt_settings import ReceiptSettings
-from shared.provisioning.settings import ProvisioningSettings
+from shared.provisioning.settings import EnvironmentsSettings, ProvisioningSettings
 from shared.settings_section import Section
 from shared.storage.connection import read_connection
-from shared.targets import ProvisioningTarget, find_target
+from shared.targets import ProvisioningTarget, customer_targets_unnamed, find_target
 from shared.uniqueness import repeated
 
 
@@ -87,6 +88,7 @@ class RuntimeCloudSection(Section):
     capacity: CapacitySettings = Field(default_factory=CapacitySettings, alias="Capacity")
     autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings, alias="Autoscaling")
     provisioning: ProvisioningSettings = Field(default_factory=ProvisioningSettings, alias="Provisioning")
+    environments: EnvironmentsSettings = Field(default_factory=EnvironmentsSettings, alias="Environments")
     inventory: InventorySettings = Field(default_factory=InventorySettings, alias="Inventory")
     policy: PolicySettings = Field(default_factory=PolicySettings, alias="Policy")
     gitops: GitOpsSettings = Field(default_factory=GitOpsSettings, alias="GitOps")
@@ -104,6 +106,25 @@ class RuntimeCloudSection(Section):
         if twice := repeated(target.id for target in targets):
             raise ValueError(f"target ids must be unique; repeated: {twice}")
         return targets
+
+    @field_validator("targets")
+    @classmethod
+    def _customer_targets_name_their_tenant(
+        cls, targets: list[ProvisioningTarget], info: ValidationInfo
+    ) -> list[ProvisioningTarget]:
+        topology = info.data.get("topology")  # declared before the targets: validated first
+        if topology is not None and (problems := customer_targets_unnamed(targets, Topology(topology).value)):
+            raise ValueError("; ".join(problems))
+        return targets
+
+    @model_validator(mode="after")
+    def _control_plane_if_it_is_the_authority(self) -> RuntimeCloudSection:
+        if self.environments.source.value == "control-plane" and not self.control_plane.configured:
+            raise ValueError(
+                "RuntimeCloud:Environments:Source is control-plane: set RuntimeCloud:ControlPlane:BaseUrl "
+                "(app setting RuntimeCloud__ControlPlane__BaseUrl)"
+            )
+        return self
 
 
 class Settings(BaseSettings):

@@ -11,8 +11,8 @@ The authority behind the registry is a setting (``RuntimeCloud:Environments:Sour
 
 - ``local`` (the default): this host's own table ``Environments``
   (:class:`LocalEnvironmentRegistry`), one row per environment, partition = tenant;
-- ``control-plane``: ControlPlaneApi, through the :class:`EnvironmentAuthority` seam
-  (not wired yet: the host refuses that setting at start).
+- ``control-plane``: ControlPlaneApi, read only
+  (:class:`~shared.provisioning.control_plane_environments.ControlPlaneEnvironments`).
 
 The first declaration registers the environment with an insert-if-absent, so two
 first declarations racing each other agree on one registration; every later
@@ -72,6 +72,7 @@ class EnvironmentAuthority(Protocol):
     """Who says what an environment is. :class:`EnvironmentUnresolved` whenever it cannot answer."""
 
     source: str  # "local" | "control-plane": named in health and in refusals
+    writable: bool  # False: it registers and changes environments itself (nothing here may change them)
 
     def resolve(self, tenant: str, environment: str) -> RegisteredEnvironment | None:
         """The registration, or None when the environment was never registered."""
@@ -95,6 +96,7 @@ class LocalEnvironmentRegistry:
     """The host's own registry: table ``Environments``, ``PartitionKey`` tenant, ``RowKey`` environment."""
 
     source = "local"
+    writable = True
 
     def __init__(self, storage: StorageClients) -> None:
         self._table: TableClient = storage.tables.get_table_client(ENVIRONMENTS_TABLE)

@@ -16,6 +16,12 @@ The rule (README, "Environments have an authority"):
 Every declarer goes through this: HTTP, promotions, GitOps, the autoscaler,
 accepted proposals (they all reach :meth:`EnvironmentRegistration.settle`
 through :meth:`~shared.provisioning.service.ProvisioningService.declare`).
+
+An authority that is not :attr:`~.environment_registry.EnvironmentAuthority.writable`
+(ControlPlaneApi) registers and changes environments itself: an environment it
+does not know is refused, and nobody here may loosen or move one. When the
+authority cannot answer, the run is recorded with the class
+:data:`UNRESOLVED_CLASS` and fails ``environment-unresolved`` at its first step.
 """
 
 from __future__ import annotations
@@ -26,11 +32,13 @@ from pydantic import BaseModel
 
 from shared.desired_state import EnvironmentSpecification
 from shared.errors import InvalidInput
-from shared.provisioning.environment_registry import EnvironmentAuthority, RegisteredEnvironment
+from shared.provisioning.environment_registry import EnvironmentAuthority, EnvironmentUnresolved, RegisteredEnvironment
 from shared.storage.optimistic import on_conflict
 
 # How strict a class is: a move up adds control and is free; a move down takes what the higher one takes.
 STRICTNESS = {"non-production": 0, "production": 1}
+# The class of a run whose environment its authority could not resolve when it was declared.
+UNRESOLVED_CLASS = "unresolved"
 
 
 def stricter(first: str, second: str) -> str:
@@ -61,13 +69,18 @@ class _Judgement:
 
 
 def judge(
-    registered: RegisteredEnvironment, declared_class: str, declared_target: str, platform_admin: bool
+    registered: RegisteredEnvironment,
+    declared_class: str,
+    declared_target: str,
+    platform_admin: bool,
+    changeable: bool = True,
 ) -> _Judgement:
-    """What a declaration may do to ``registered`` (:class:`InvalidInput` when it may not)."""
+    """What a declaration may do to ``registered`` (:class:`InvalidInput` when it may not); ``changeable``:
+    False when the authority changes registrations itself (then nobody here may loosen or move one)."""
     looser = STRICTNESS.get(declared_class, 1) < STRICTNESS.get(registered.environment_class, 1)
     moved = declared_target != registered.target
-    if not platform_admin and (looser or moved):
-        raise InvalidInput(_refusals(registered, declared_class, looser, moved))
+    if not (platform_admin and changeable) and (looser or moved):
+        raise InvalidInput(_refusals(registered, declared_class, looser, moved, changeable))
     effective = stricter(declared_class, registered.environment_class)
     if looser or moved:  # a PlatformAdmin's: registered when its run applies, under the stricter class
         change = RegistryChange(
@@ -83,25 +96,27 @@ def judge(
 
 
 def _refusals(
-    registered: RegisteredEnvironment, declared_class: str, looser: bool, moved: bool
+    registered: RegisteredEnvironment, declared_class: str, looser: bool, moved: bool, changeable: bool
 ) -> list[dict[str, str]]:
     name, registered_class = registered.environment, registered.environment_class
+    by = f" by {registered.registered_by}" if not changeable else ""
     errors = []
     if looser:
+        unless = f" (a PlatformAdmin's may, through a run that needs what {registered_class} needs)"
         errors.append(
             {
                 "path": "/specification/environment_class",
-                "message": f"environment {name} is registered as {registered_class}; a declaration may not make "
-                f"it {declared_class} (a PlatformAdmin's may, through a run that needs what {registered_class} "
-                "needs)",
+                "message": f"environment {name} is registered{by} as {registered_class}; a declaration may not "
+                f"make it {declared_class}" + (unless if changeable else ""),
             }
         )
     if moved:
+        unless = " (a PlatformAdmin's may, through a run that needs what its class needs)"
         errors.append(
             {
                 "path": "/specification/target",
-                "message": f"environment {name} is registered on target {registered.target!r}; a declaration may "
-                "not move it (a PlatformAdmin's may, through a run that needs what its class needs)",
+                "message": f"environment {name} is registered{by} on target {registered.target!r}; a declaration "
+                "may not move it" + (unless if changeable else ""),
             }
         )
     return errors
@@ -126,10 +141,20 @@ class EnvironmentRegistration:
         return self._authority.resolve(tenant, environment)
 
     def check(self, specification: EnvironmentSpecification, platform_admin: bool) -> None:
-        """Refuse early (nothing written) what :meth:`settle` would refuse; an unregistered environment passes."""
-        registered = self._authority.resolve(specification.tenant, specification.environment)
+        """Refuse early (nothing written) what :meth:`settle` would refuse. An environment a writable registry
+        does not know passes (its declaration registers it); one the authority cannot resolve passes too (its
+        run is recorded, and fails ``environment-unresolved``)."""
+        tenant, environment = specification.tenant, specification.environment
+        try:
+            registered = self._authority.resolve(tenant, environment)
+        except EnvironmentUnresolved:
+            return
+        writable = self._authority.writable
+        if registered is None and not writable:
+            self._authority.register(tenant, environment, "", "", by="", run_id="")  # refuses: not registered
         if registered is not None:
-            judge(registered, specification.environment_class.value, specification.target, platform_admin)
+            declared = (specification.environment_class.value, specification.target)
+            judge(registered, *declared, platform_admin, writable)
 
     @on_conflict
     def settle(
@@ -149,7 +174,7 @@ class EnvironmentRegistration:
         if registered is None:
             first = adopted or declared
             registered = self._authority.register(tenant, environment, *first, by=by, run_id=run_id)
-        judgement = judge(registered, *declared, platform_admin)
+        judgement = judge(registered, *declared, platform_admin, self._authority.writable)
         if judgement.now is not None:
             self._authority.update(registered, *judgement.now, by=by, run_id=run_id)
         return judgement.registration

@@ -34,7 +34,7 @@ from shared.provisioning.policy_gate import PolicyGate, PolicyUnavailable, load_
 from shared.provisioning.run_records import RunRecords
 from shared.provisioning.runner_jobs import JobTicket, RunnerJobs
 from shared.provisioning.runs import FailureReason, Run, RunState
-from shared.provisioning.step_answers import RunRef, failed
+from shared.provisioning.step_answers import RunRef, failed, unresolved
 from shared.provisioning.store import ProvisioningStore
 from shared.targets import ProvisioningTarget, target_for
 
@@ -71,6 +71,8 @@ class JobSteps:
         if kind is JobKind.PLAN:
             if _cancelled(run) or run.plan_digest or run.state is not RunState.PLANNING:
                 return JobTicket()
+            if (unknown := unresolved(run)) is not None:  # fail fast: no plan job for an unknown class
+                return unknown
             if (unavailable := self._policy_unavailable(run)) is not None:
                 return unavailable
             return self._launch(run, kind, attempt, None)

@@ -53,7 +53,7 @@ from shared.provisioning.run_records import Failure, RunRecords
 from shared.provisioning.runner_jobs import JobTicket, RunnerJobs
 from shared.provisioning.runs import FINAL_STATES, FailureReason, Run, RunState
 from shared.provisioning.settings import ProvisioningSettings
-from shared.provisioning.step_answers import RunRef, outcome_of
+from shared.provisioning.step_answers import RunRef, outcome_of, unresolved
 from shared.provisioning.step_answers import cancelled as _cancelled
 from shared.provisioning.step_answers import failed as _failed
 from shared.provisioning.store import ProvisioningStore
@@ -185,6 +185,8 @@ class RunSteps:
         target = target_for(self._targets, run.target, run.tenant)  # its tenants may have changed since
         if target is None:
             return _failed(FailureReason.PLAN_FAILED, f"target {run.target} is no longer configured")
+        if (unknown := unresolved(run)) is not None:  # its class is unknown: nothing may plan for it
+            return unknown
         try:  # the policy gate: read before the plan (a job's start read it too) and judged after it
             bundle = load_policy(self._gate, run) if self._gate else None
         except PolicyUnavailable as error:
@@ -382,7 +384,11 @@ class RunSteps:
             FailureReason.TARGET_UNREACHABLE,
             FailureReason.STORE_RESTORED,
         )
-        receipted += (FailureReason.POLICY_DENIED, FailureReason.POLICY_UNAVAILABLE)
+        receipted += (
+            FailureReason.POLICY_DENIED,
+            FailureReason.POLICY_UNAVAILABLE,
+            FailureReason.ENVIRONMENT_UNRESOLVED,
+        )
         if failure in receipted and not run.apply_receipt_digest:
             # Nothing was applied, but the receipt chain records that the run failed and why.
             digest = self._records.write_apply_receipt(run, now_iso(), None, (failure, detail))

@@ -85,6 +85,9 @@ class FailureReason(str, Enum):
     # could not be read (GovernanceHost down, an invalid bundle): never "no policy, go ahead".
     POLICY_DENIED = "policy-denied"
     POLICY_UNAVAILABLE = "policy-unavailable"
+    # The environments' authority (ControlPlaneApi) could not say what the environment is when the run was
+    # declared: the run ends before any plan (shared.provisioning.environment_rules).
+    ENVIRONMENT_UNRESOLVED = "environment-unresolved"
     # What a runner job handed back does not match its recorded digests (shared.iac.jobs.results):
     # none of it is receipted.
     JOB_RESULT_TAMPERED = "job-result-tampered"

@@ -21,7 +21,8 @@ from shared.errors import InvalidInput, NotFound
 from shared.field_errors import field_errors
 from shared.iac.stacks import stack_problem
 from shared.provisioning import events
-from shared.provisioning.environment_rules import STRICTNESS, EnvironmentRegistration
+from shared.provisioning.environment_registry import EnvironmentUnresolved
+from shared.provisioning.environment_rules import STRICTNESS, UNRESOLVED_CLASS, EnvironmentRegistration
 from shared.provisioning.git_policy import sources_for
 from shared.provisioning.git_sources import GitLimits
 from shared.provisioning.runs import (
@@ -149,9 +150,13 @@ class ProvisioningService:
         if self._environments is None or self._store.find_run(run.tenant, run.environment, run.id) is not None:
             return run  # a repeated request names its run as it was made: it changes no registration again
         self._check_target(specification)
-        registration = self._environments.settle(
-            specification, platform_admin, by=run.requested_by, run_id=run.id, adopted=self._adopted(run)
-        )
+        try:
+            registration = self._environments.settle(
+                specification, platform_admin, by=run.requested_by, run_id=run.id, adopted=self._adopted(run)
+            )
+        except EnvironmentUnresolved as error:  # recorded, to fail at its first step (fail-fast, with a receipt)
+            entry = TimelineEntry(state=RunState.QUEUED, at=run.created_at, note=bounded_detail(str(error)))
+            return run.model_copy(update={"environment_class": UNRESOLVED_CLASS, "timeline": [entry]})
         return run.model_copy(
             update={"environment_class": registration.environment_class, "registry_change": registration.change}
         )

@@ -49,19 +49,13 @@ class ProvisioningSettings(Section):
 
 class EnvironmentSource(str, Enum):
     LOCAL = "local"  # this host's own table (shared.provisioning.environment_registry)
-    CONTROL_PLANE = "control-plane"  # ControlPlaneApi (not wired yet: refused at start)
+    CONTROL_PLANE = "control-plane"  # ControlPlaneApi (shared.provisioning.control_plane_environments)
 
 
 class EnvironmentsSettings(Section):
     """``RuntimeCloud:Environments:*``: who registers environments (their class, tenant and target).
 
-    - ``Source``: ``local`` (default)."""
+    - ``Source``: ``local`` (default; the host's own table) or ``control-plane`` (ControlPlaneApi, which
+      ``RuntimeCloud:ControlPlane:BaseUrl`` must then point at)."""
 
     source: EnvironmentSource = Field(default=EnvironmentSource.LOCAL, alias="Source")
-
-    @field_validator("source")
-    @classmethod
-    def _wired(cls, source: EnvironmentSource) -> EnvironmentSource:
-        if source is EnvironmentSource.CONTROL_PLANE:
-            raise ValueError("control-plane is not available in this version yet; use local (the host's own registry)")
-        return source

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from shared.provisioning.environment_rules import UNRESOLVED_CLASS
 from shared.provisioning.outcomes import Outcome, StepAnswer
 from shared.provisioning.runs import FailureReason, Run
 
@@ -36,6 +37,15 @@ def failed(reason: FailureReason, detail: str) -> StepAnswer:
 
 def cancelled(detail: str) -> StepAnswer:
     return {"outcome": Outcome.CANCELLED, "reason": FailureReason.CANCELLED.value, "detail": detail}
+
+
+def unresolved(run: Run) -> StepAnswer | None:
+    """The failure of a run whose environment its authority could not resolve when it was declared (None: it
+    was resolved). Answered before any plan starts: the run's class, and so what it needs, is unknown."""
+    if run.environment_class != UNRESOLVED_CLASS:
+        return None
+    why = run.timeline[0].note if run.timeline else ""
+    return failed(FailureReason.ENVIRONMENT_UNRESOLVED, why or "the environment could not be resolved")
 
 
 def outcome_of(run: Run) -> StepAnswer:

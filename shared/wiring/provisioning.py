@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import functools
 
+from shared.errors import InvalidSettings
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.configuration import ConfigPlatformClient
-from shared.provisioning.environment_registry import LocalEnvironmentRegistry
+from shared.provisioning.control_plane_environments import ControlPlaneEnvironments
+from shared.provisioning.environment_registry import EnvironmentAuthority, LocalEnvironmentRegistry
 from shared.provisioning.environment_rules import EnvironmentRegistration
 from shared.provisioning.lifecycle import RunSteps
 from shared.provisioning.outputs import OutputsStore
 from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.service import ProvisioningService
+from shared.provisioning.settings import EnvironmentSource
 from shared.provisioning.store import ProvisioningStore
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
-from shared.wiring import policy
+from shared.wiring import neighbours, policy
 
 
 def event_source() -> str:
@@ -29,8 +32,14 @@ def store() -> ProvisioningStore:
 
 @functools.lru_cache(maxsize=1)
 def environments() -> EnvironmentRegistration:
-    """The environment registry's rule over its authority (``RuntimeCloud:Environments:Source``: ``local``)."""
-    return EnvironmentRegistration(LocalEnvironmentRegistry(shared_host_storage()))
+    """The environment registry's rule over its authority (``RuntimeCloud:Environments:Source``)."""
+    authority: EnvironmentAuthority = LocalEnvironmentRegistry(shared_host_storage())
+    if get_settings().runtime_cloud.environments.source is EnvironmentSource.CONTROL_PLANE:
+        api = neighbours.control_plane()
+        if api is None:  # refused when the settings are read; here so that no path can use another authority
+            raise InvalidSettings("Environments:Source is control-plane: set RuntimeCloud:ControlPlane:BaseUrl")
+        authority = ControlPlaneEnvironments(api)
+    return EnvironmentRegistration(authority)
 
 
 @functools.lru_cache(maxsize=1)

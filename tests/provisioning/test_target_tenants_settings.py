@@ -97,7 +97,13 @@ def test_tenants_is_star_or_a_list_of_tenant_ids(settings_with, tenants):
         settings_with([{**PLATFORM_STORAGE, "Tenants": tenants}])
 
 
-def test_the_environments_source_is_local_and_control_plane_is_refused_until_wired(settings_with):
+def test_the_environments_source_is_local_and_control_plane_needs_control_plane_api(settings_with):
     assert settings_with([]).runtime_cloud.environments.source.value == "local"
-    with pytest.raises(InvalidSettings, match="RuntimeCloud:Environments:Source"):
+    with pytest.raises(InvalidSettings, match="RuntimeCloud:Environments:Source is control-plane"):
         settings_with([], RuntimeCloud__Environments__Source="control-plane")
+    pointed = settings_with(
+        [],
+        RuntimeCloud__Environments__Source="control-plane",
+        RuntimeCloud__ControlPlane__BaseUrl="https://control-plane.example.com/",
+    )
+    assert pointed.runtime_cloud.environments.source.value == "control-plane"
