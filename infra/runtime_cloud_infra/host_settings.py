@@ -9,8 +9,9 @@ They come from three places, each setting from exactly one:
   the Durable task hub name that ``host.json`` references, the targets (with the
   runner identity as ``ClientId``, the observer identity as ``ObserverClientId``
   and Key Vault references filled in), the topology, the Pulumi
-  state backend and the two retention settings that storage lifecycle rules
-  mirror;
+  state backend, the two retention settings that storage lifecycle rules
+  mirror, and the receipts' retention (``receiptRetentionDays``, which also sets
+  the receipt containers' default immutability policies);
 - **fixed**: ``PYTHON_ISOLATE_WORKER_DEPENDENCIES=1`` (README, Deploying);
 - **the stack's** ``hostSettings``: the rest of the host's settings as the README
   names them (``RuntimeCloud__Auth__Authority``, ``RuntimeCloud__Capacity__Pools``...).
@@ -64,6 +65,7 @@ COMPUTED = (
     "RuntimeCloud__IaC__PulumiSecretsProvider",
     "RuntimeCloud__Inventory__FindingRetentionDays",
     "RuntimeCloud__Capacity__LeaseRetentionDays",
+    "RuntimeCloud__Receipts__RetentionDays",
     GITOPS_WEBHOOK_SETTING,
     *BACKUP_SETTINGS,  # the backup account's (runtime_cloud_infra/backup.py)
 )
@@ -170,6 +172,9 @@ def app_settings(settings: StackSettings, wiring: Wiring) -> dict[str, pulumi.In
         # The host's purge timers and the storage lifecycle rules keep the same periods.
         "RuntimeCloud__Inventory__FindingRetentionDays": str(settings.retention.finding_days),
         "RuntimeCloud__Capacity__LeaseRetentionDays": str(settings.retention.lease_days),
+        # The host's receipt policies (each version's own, and the timer's extensions) keep the same period
+        # as the containers' default policies: one stack value, so they never disagree.
+        "RuntimeCloud__Receipts__RetentionDays": str(settings.retention.receipt_days),
         "RuntimeCloud__Targets": pulumi.Output.all(wiring.runner_client_id, wiring.observer_client_id).apply(
             lambda ids: json.dumps(
                 host_targets(settings.targets, ids[0], wiring.vault_uri, observer_client_id=ids[1]),

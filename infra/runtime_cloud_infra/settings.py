@@ -12,6 +12,10 @@ Required: ``location``, ``resourceGroupName``, ``storageAccountName``,
 
 Defaults of the rest:
 
+- ``hostResourceGroupName``: ``<resourceGroupName>-host``: the host's own group
+  (its app and plan, identities, store, backup account and vault), where the
+  runner never has a role; ``resourceGroupName`` holds the runner jobs and
+  monitoring, and is the group a ``resource-group`` entry of ``runnerRoles`` names
 - ``namePrefix``: ``rtcloud`` (plan, identities, monitoring resources)
 - ``topology``: ``saas-default`` (``hybrid``, ``on-prem``, ``hybrid-compute``)
 - ``storageSku``: ``Standard_ZRS``
@@ -60,6 +64,7 @@ RESOURCE_GROUP_SCOPE = "resource-group"  # a runner role on the stack's own reso
 
 _STORAGE_ACCOUNT = re.compile(r"[a-z0-9]{3,24}")
 _KEY_VAULT = re.compile(r"[A-Za-z][A-Za-z0-9-]{1,22}[A-Za-z0-9]")
+_RESOURCE_GROUP = re.compile(r"[-\w._()]{0,89}[-\w_()]")
 _FUNCTION_APP = re.compile(r"[a-z0-9][a-z0-9-]{0,58}[a-z0-9]")
 _PREFIX = re.compile(r"[a-z][a-z0-9-]{1,14}")
 _SECRET_NAME = re.compile(r"[A-Za-z0-9-]{1,127}")
@@ -122,6 +127,7 @@ class StackSettings:
     stack: str
     location: str
     resource_group_name: str
+    host_resource_group_name: str
     storage_account_name: str
     function_app_name: str
     key_vault_name: str
@@ -204,10 +210,12 @@ def load(stack: str | None = None) -> StackSettings:
     reader = _Reader(pulumi.Config(PROJECT))
     stack_name = stack or pulumi.get_stack()
     secrets = _secrets(reader)
+    resource_group = _resource_group(reader)
     return StackSettings(
         stack=stack_name,
         location=reader.text("location"),
-        resource_group_name=_resource_group(reader),
+        resource_group_name=resource_group,
+        host_resource_group_name=_host_resource_group(reader, resource_group),
         storage_account_name=_matching(
             reader, "storageAccountName", _STORAGE_ACCOUNT, "3 to 24 lower-case letters and digits"
         ),
@@ -286,6 +294,24 @@ def _resource_group(reader: _Reader) -> str:
     return name
 
 
+def _host_resource_group(reader: _Reader, resource_group: str) -> str:
+    """The group of everything that holds or can act on the host's data: a group of its own, so that a
+    runner role on ``resourceGroupName`` (self-hosting) never covers it."""
+    name = _matching(
+        reader,
+        "hostResourceGroupName",
+        _RESOURCE_GROUP,
+        "1 to 90 letters, digits, '-', '_', '.', '(' or ')', not ending with '.'",
+        default=f"{resource_group}-host",
+    )
+    if name.lower() == resource_group.lower():
+        raise StackConfigError(
+            f"{reader.key('hostResourceGroupName')} must differ from {reader.key('resourceGroupName')}: "
+            "the runner may be given roles on the latter (self-hosting), never on the host's own group"
+        )
+    return name
+
+
 def _instance_memory(reader: _Reader) -> int:
     value = reader.integer("instanceMemoryMb", 2048, min(INSTANCE_MEMORY_MB), max(INSTANCE_MEMORY_MB))
     if value not in INSTANCE_MEMORY_MB:
@@ -333,9 +359,9 @@ def _runner_roles(reader: _Reader) -> tuple[RunnerRole, ...]:
                 f"{where}.role {role!r} is neither a known built-in role name nor a role definition GUID"
             )
         if scope == RESOURCE_GROUP_SCOPE and _is_data_role(role):
-            # The stack's resource group holds the host's store (receipts) and vault: the runner job runs
-            # tenants' programs, so it may manage the group (self-hosting) but never read its data.
-            raise StackConfigError(f"{where}.role {role!r} is a data role: never on the host's own resource group")
+            # Self-hosting manages the jobs' and monitoring's group (the host's data is in a group of its own,
+            # where the runner has no role): a data role there has nothing to serve but telemetry.
+            raise StackConfigError(f"{where}.role {role!r} is a data role: never on the stack's resource group")
         roles.append(RunnerRole(scope=scope, role=role))
     return tuple(roles)
 

@@ -1,5 +1,16 @@
 """The whole stack: what depends on what, and what the stack exports.
 
+Two resource groups. The **host's group** (``hostResourceGroupName``) holds
+everything that holds the host's data or can act as the host: the store (its
+receipts), the backup account, the vault, the three identities, the function
+app and its plan. The runner identity has no role there, whatever
+``runnerRoles`` says: a role on a storage account's or vault's control plane
+reaches its data (keys, access policies), one on an identity lets its holder
+attach it or trust a new federated credential, and one on the function app lets
+its holder deploy code that runs as the host identity. The **stack's group**
+(``resourceGroupName``) holds the runner jobs and monitoring: the one a
+self-hosting stack lets the runner manage (``runnerRoles`` on ``resource-group``).
+
 Order matters in one place: the function app is declared after its role
 assignments, so that its first start can already read its package and its store.
 """
@@ -28,6 +39,7 @@ from runtime_cloud_infra.settings import StackSettings
 @dataclass(frozen=True)
 class Stack:
     resource_group: resources.ResourceGroup
+    host_group: resources.ResourceGroup
     store: storage.HostStore
     identities: identity.Identities
     vault: key_vault.Vault
@@ -44,14 +56,21 @@ def build(settings: StackSettings) -> Stack:
         location=settings.location,
         tags=settings.tags,
     )
-    rg = group.name
-    store = storage.host_store(settings, rg)
-    backups = backup.backup_store(settings, rg)
-    ids = identity.identities(settings, rg)
-    vault = key_vault.host_vault(settings, rg, client.tenant_id)
+    host_group = resources.ResourceGroup(
+        "host-resource-group",
+        resource_group_name=settings.host_resource_group_name,
+        location=settings.location,
+        tags=settings.tags,
+        opts=pulumi.ResourceOptions(protect=settings.protect),  # deleting it would delete the receipts' store
+    )
+    rg, host_rg = group.name, host_group.name
+    store = storage.host_store(settings, host_rg)
+    backups = backup.backup_store(settings, host_rg)
+    ids = identity.identities(settings, host_rg)
+    vault = key_vault.host_vault(settings, host_rg, client.tenant_id)
     sinks = monitoring.telemetry_sinks(settings, rg)
 
-    grants = _grants(settings, group, store, ids, vault, sinks, client.subscription_id)
+    grants = _grants(settings, (group, host_group), store, ids, vault, sinks, client.subscription_id)
     grants.append(
         identity.grant_host("host-backup-blobs", ids.host, backups.account.id, backup.ROLE, client.subscription_id)
     )
@@ -79,7 +98,7 @@ def build(settings: StackSettings) -> Stack:
     settings_by_name.update(backup.app_settings(backups, ids.host.client_id))
     app = function_app.host_app(
         settings,
-        rg,
+        host_rg,
         function_app.AppWiring(
             host_identity_id=ids.host.id,
             observer_identity_id=ids.observer.id,
@@ -115,18 +134,29 @@ def build(settings: StackSettings) -> Stack:
         "blobs", pulumi.Output.concat(store.account.id, "/blobServices/default"), sinks, category_group="audit"
     )
     monitoring.audit_logs("app", app.app.id, sinks, category="FunctionAppLogs")
-    return Stack(resource_group=group, store=store, identities=ids, vault=vault, sinks=sinks, app=app, runner=jobs)
+    return Stack(
+        resource_group=group,
+        host_group=host_group,
+        store=store,
+        identities=ids,
+        vault=vault,
+        sinks=sinks,
+        app=app,
+        runner=jobs,
+    )
 
 
 def _grants(
     settings: StackSettings,
-    group: resources.ResourceGroup,
+    groups: tuple[resources.ResourceGroup, resources.ResourceGroup],
     store: storage.HostStore,
     ids: identity.Identities,
     vault: key_vault.Vault,
     sinks: monitoring.Monitoring,
     subscription: pulumi.Input[str],
 ) -> list[pulumi.Resource]:
+    """Every role assignment but the backup's; ``groups``: the stack's (runner jobs, monitoring), the host's."""
+    group, host_group = groups
     grants: list[pulumi.Resource] = [
         *identity.grant_host_store(ids.host, store.account.id, subscription),
         identity.grant_host("host-telemetry", ids.host, sinks.insights.id, identity.HOST_TELEMETRY_ROLE, subscription),
@@ -138,7 +168,7 @@ def _grants(
             ids.runner,
             store.account.id,
             runner_job.job_exchange(
-                group.name, store.account, store.blob_service, declared=[host_settings.PULUMI_STATE_CONTAINER]
+                host_group.name, store.account, store.blob_service, declared=[host_settings.PULUMI_STATE_CONTAINER]
             )
             + [store.pulumi_state],
             vault.state_key.id,
@@ -152,6 +182,7 @@ def _grants(
 def export(stack: Stack, settings: StackSettings) -> None:
     """What `make deploy` and the README's next steps read (`pulumi stack output`); no secret among them."""
     pulumi.export("resourceGroupName", stack.resource_group.name)
+    pulumi.export("hostResourceGroupName", stack.host_group.name)
     pulumi.export("functionAppName", stack.app.app.name)
     pulumi.export("hostUrl", pulumi.Output.concat("https://", stack.app.app.default_host_name))
     pulumi.export("storageAccountName", stack.store.account.name)

@@ -123,7 +123,7 @@ def store_child(deployment: Deployment, kind: str, name: str) -> str:
 
 def runner_roles(deployment: Deployment) -> list[tuple[str, str]]:
     """(role, scope) of each ``runnerRoles`` entry, ``resource-group`` resolved to the stack's group."""
-    group = deployment.one("resources:ResourceGroup").id
+    group = deployment.one("resources:ResourceGroup", "resource-group").id
     entries = json.loads(deployment.config.get("runtime-cloud-infra:runnerRoles", "[]"))
     return [(e["role"], group if e["scope"] == "resource-group" else e["scope"]) for e in entries]
 

@@ -51,14 +51,37 @@ def declared_grants(deployment: Deployment) -> Grants:
 
 
 def _guarded(deployment: Deployment) -> dict[str, str]:
-    """What must stay out of the runner's reach, by name."""
+    """What must stay out of the runner's reach, by name: the host's group and what it holds."""
     store = deployment.one("storage:StorageAccount", "host-store").id
     vault = deployment.one("keyvault:Vault").id
     catalogue = json.loads(deployment.config.get("runtime-cloud-infra:secrets", "[]"))
-    guarded = {"the host's store": store, "the receipts": f"{store}/blobServices/default/containers/receipts"}
-    guarded["a secret outside the catalogue"] = f"{vault}/secrets/not-catalogued"
+    guarded = {
+        "the host's resource group": deployment.one("resources:ResourceGroup", "host-resource-group").id,
+        "the host's store": store,
+        "the receipts": f"{store}/blobServices/default/containers/receipts",
+        "the backup account": deployment.one("storage:StorageAccount", "backup-store").id,
+        "the vault": vault,
+        "a secret outside the catalogue": f"{vault}/secrets/not-catalogued",
+        "the function app": deployment.one("web:WebApp").id,
+    }
     guarded.update({f"secret {entry['name']}": f"{vault}/secrets/{entry['name']}" for entry in catalogue})
+    guarded.update(
+        {
+            f"the {kind} identity": deployment.one("managedidentity:UserAssignedIdentity", f"{kind}-identity").id
+            for kind in (matrix.HOST, matrix.OBSERVER, matrix.RUNNER)
+        }
+    )
     return guarded
+
+
+def reaching_guarded(deployment: Deployment, runner: set[tuple[str, str]]) -> list[str]:
+    """Each runner grant whose scope is a guarded resource or above one (a role there covers it)."""
+    return [
+        f"{role} at {scope} covers {what}"
+        for what, resource in _guarded(deployment).items()
+        for role, scope in sorted(runner)
+        if matrix.covers(scope, resource)
+    ]
 
 
 def differences(deployment: Deployment, granted: Grants) -> list[str]:
@@ -106,17 +129,31 @@ def test_the_app_and_the_job_share_no_identity_with_mocked_pulumi_engine(deploym
     assert {registry["identity"] for registry in registries} <= {ids["runner"]}
 
 
-def test_no_runner_role_reaches_the_host_store_receipts_or_secrets_with_mocked_pulumi_engine(
+def test_no_runner_role_reaches_the_host_group_store_receipts_or_secrets_with_mocked_pulumi_engine(
     deployment: Deployment,
 ) -> None:
-    runner_grants = declared_grants(deployment)[matrix.RUNNER]
-    group = deployment.one("resources:ResourceGroup").id
-    for what, resource in _guarded(deployment).items():
-        reaching = {(role, scope) for role, scope in runner_grants if matrix.covers(scope, resource)}
-        # Self-hosting (the factory stack) manages its own resource group: control-plane roles there,
-        # never a data role (settings.py refuses one), and role administration never for the runner.
-        data = [role for role, scope in reaching if scope != group or " Data " in role or role.startswith("Key ")]
-        assert not data, f"the runner reaches {what} with {data}"
+    """No scope equal to or above the host's group, its store, the receipts, a secret, an identity or the app:
+    not even a control-plane role (self-hosting manages the stack's other group only)."""
+    assert reaching_guarded(deployment, declared_grants(deployment)[matrix.RUNNER]) == []
+
+
+def test_the_host_group_is_not_the_one_self_hosting_manages_with_mocked_pulumi_engine(factory: Deployment) -> None:
+    managed = factory.one("resources:ResourceGroup", "resource-group").id
+    runner = declared_grants(factory)[matrix.RUNNER]
+
+    assert ("Contributor", managed) in runner, "the factory stack manages the stack's resource group"
+    for kind in ("storage:StorageAccount", "keyvault:Vault", "managedidentity:UserAssignedIdentity", "web:WebApp"):
+        for resource in factory.of_type(kind):
+            assert not matrix.covers(managed, resource.id), f"{resource.name} is in the group the runner manages"
+
+
+def test_a_runner_role_on_the_host_group_fails_both_checks_with_mocked_pulumi_engine(factory: Deployment) -> None:
+    host_group = factory.one("resources:ResourceGroup", "host-resource-group").id
+    widened = declared_grants(factory)
+    widened[matrix.RUNNER].add(("Reader", host_group))  # read-only, control plane: still refused
+
+    assert reaching_guarded(factory, widened[matrix.RUNNER])
+    assert any(line.startswith(f"runner on {host_group}") for line in differences(factory, widened))
 
 
 def test_the_runner_cannot_grant_itself_a_role_with_mocked_pulumi_engine(factory: Deployment) -> None:

@@ -39,7 +39,9 @@ def test_the_factory_target_is_the_stack_own_resource_group_with_mocked_pulumi_e
     target = targets[specification.target]
 
     assert target["Kind"] == "azure-subscription"
-    assert target["ResourceGroup"] == factory.one("resources:ResourceGroup").inputs["resourceGroupName"]
+    assert (
+        target["ResourceGroup"] == factory.one("resources:ResourceGroup", "resource-group").inputs["resourceGroupName"]
+    )
     assert factory.config["azure-native:useMsi"] == "true"  # the runner acts as its managed identity
 
 

@@ -72,6 +72,14 @@ def test_the_in_process_job_launcher_is_refused_on_azure(configure) -> None:
         load(stack="dev")
 
 
+def test_the_host_group_defaults_to_the_stack_group_name_with_host(configure) -> None:
+    configure(hostResourceGroupName=None)
+
+    settings = load(stack="dev")
+
+    assert settings.host_resource_group_name == f"{settings.resource_group_name}-host"
+
+
 def test_the_smallest_flex_maximum_instance_count_is_accepted(configure) -> None:
     configure(maximumInstanceCount="40")
 
@@ -111,13 +119,15 @@ def test_a_token_issuer_is_required_in_azure(configure) -> None:
         (
             "runnerRoles",
             [{"scope": "resource-group", "role": "Storage Blob Data Reader"}],
-            "a data role: never on the host's own resource group",
+            "a data role: never on the stack's resource group",
         ),
         (
             "runnerRoles",
             [{"scope": "resource-group", "role": "Key Vault Secrets User"}],
-            "a data role: never on the host's own resource group",
+            "a data role: never on the stack's resource group",
         ),
+        ("hostResourceGroupName", "RG-Runtime-Cloud-Dev", "must differ from runtime-cloud-infra:resourceGroupName"),
+        ("hostResourceGroupName", "rg-ends-with-a-dot.", "not ending with '.'"),
         ("secrets", [{"name": "iac-runner-identity", "value": "hunter2"}], "never a value"),
         (
             "targets",

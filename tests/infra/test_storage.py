@@ -7,7 +7,7 @@ from shared.inventory.store import INVENTORY_CONTAINER
 from shared.provisioning.receipt_retention import PolicyMode
 from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.receipts import RECEIPTS_CONTAINER
-from tests.infra.conftest import Deployment
+from tests.infra.conftest import INFRA, Deployment, run_program, stack_file_config
 
 SEVEN_YEARS_DAYS = 2557
 
@@ -67,6 +67,30 @@ def test_receipts_follow_the_lifetime_rule_in_azure_with_mocked_pulumi_engine(de
     # Account-level immutability is chosen at creation only and would cover the Functions host's containers.
     assert "immutableStorageWithVersioning" not in account
     assert "functions.receipt_retention" in MODULE_BLUEPRINTS["provisioning"]  # the timer ships with the app
+
+
+def test_the_host_keeps_receipts_as_long_as_the_stack_says_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    """receiptRetentionDays sets the host's receipt policies and both containers' default policies alike."""
+    stack_days = deployment.config["runtime-cloud-infra:receiptRetentionDays"]
+    defaults = {
+        deployment.one("storage:BlobContainerImmutabilityPolicy", name).inputs["immutabilityPeriodSinceCreationInDays"]
+        for name in ("receipts-retention", "backup-receipts-retention")
+    }
+
+    assert deployment.app_settings()["RuntimeCloud__Receipts__RetentionDays"] == stack_days
+    assert defaults == {int(stack_days)}
+
+
+def test_a_longer_receipt_retention_reaches_the_host_with_mocked_pulumi_engine() -> None:
+    config = {**stack_file_config(INFRA / "Pulumi.dev.yaml"), "runtime-cloud-infra:receiptRetentionDays": "3653"}
+
+    deployment = run_program("dev", config)
+
+    assert deployment.app_settings()["RuntimeCloud__Receipts__RetentionDays"] == "3653"
+    receipts = ReceiptSettings.model_validate(
+        {"RetentionDays": deployment.app_settings()["RuntimeCloud__Receipts__RetentionDays"]}
+    )
+    assert receipts.retention_days == 3653  # the host's own loader takes it
 
 
 def test_lifecycle_rules_never_touch_receipts_and_follow_the_host_retention_with_mocked_pulumi_engine(
