@@ -39,9 +39,9 @@ from orchestrations.provisioning_client import (
     APPROVAL_DECIDED,
     ENVIRONMENT_CHANGED,
     ORCHESTRATOR,
-    RUNNER_JOB_FINISHED,
     wake,
 )
+from orchestrations.waits import JobNotice, Wakes
 from shared.iac.jobs.protocol import JobKind
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
@@ -59,6 +59,9 @@ DECISION_DETAILS = {
     Outcome.SUPERSEDED: "newer desired state was declared while the run awaited approval",
 }
 FIRST_JOB_CHECK_SECONDS = 0.25
+# After a repeated approval wake (see orchestrations.waits) the decision is read on a timer growing to a bound:
+# a decision is then found within five minutes, and a day's wait costs under three hundred reads.
+APPROVAL_POLL_FIRST_SECONDS, APPROVAL_POLL_MAX_SECONDS = 5.0, 300.0
 APPROVED = "approved"  # the decision that lets a run apply; every other one ends it as that outcome
 
 Steps = Generator[Any, Any, Any]
@@ -121,7 +124,9 @@ def _job_step(
     a plan) is the step's answer.
 
     The checks back off from a quarter second to the ticket's ``check_seconds``: a short job whose notice is
-    slow is found soon, and a long apply costs a step call every ``check_seconds``. A dead job is launched
+    slow is found soon, and a long apply costs a step call every ``check_seconds``. Each wait is for this
+    attempt's own notice (:class:`JobNotice`), so a notice that came early, or one of another job, never ends
+    a later wait at once. A dead job is launched
     again as a new attempt, up to the ticket's ``max_attempts``; then the step is called with the ticket
     marked ``dead`` and fails the run with a receipt."""
     attempt = 1
@@ -144,17 +149,14 @@ def _job_step(
         # A ticket from before JobWaitSeconds (a history replayed after an upgrade) has no wait: it replays
         # the timer-first order it was written with. A new one is checked at once, the step waiting briefly.
         waits_in_step = float(job.get("wait_seconds") or 0)
+        notice = JobNotice(job)
         while True:
             step_input: dict[str, Any] = {**run, "job": job}
             if waits_in_step:
                 step_input["job_wait_seconds"], waits_in_step = waits_in_step, 0.0
             else:
                 wait = min(float(job["check_seconds"]), wait)
-                timer = context.create_timer(context.current_utc_datetime + timedelta(seconds=wait))
-                finished = context.wait_for_external_event(RUNNER_JOB_FINISHED)
-                winner = yield context.task_any([finished, timer])
-                if winner == finished:
-                    timer.cancel()
+                yield from notice.or_timer(context, context.current_utc_datetime + timedelta(seconds=wait))
                 wait *= 2
             answer: StepAnswer = yield context.call_activity_with_retry(step, RETRY, step_input)
             if Outcome(answer["outcome"]) is not Outcome.WAITING:
@@ -171,6 +173,7 @@ def _wait_for_environment(context: df.DurableOrchestrationContext, run: dict[str
     """The claim, with the plan's start when the claim started it (None: a history from before, whose claim
     answered the claim alone; the plan is then started by its own activity). None: continued as new."""
     rounds = int(run.get("wait_rounds", 0))
+    wakes = Wakes(ENVIRONMENT_CHANGED)
     while True:
         answer = yield context.call_activity_with_retry(
             "provisioning_claim_environment", RETRY, {**run, "start_plan": True}
@@ -185,28 +188,33 @@ def _wait_for_environment(context: df.DurableOrchestrationContext, run: dict[str
             return None
         recheck = context.current_utc_datetime + timedelta(seconds=float(run["recheck_seconds"]))
         timer = context.create_timer(recheck)
-        changed = context.wait_for_external_event(ENVIRONMENT_CHANGED)
-        winner = yield context.task_any([changed, timer])
-        if winner == changed:
-            timer.cancel()
+        if (yield from wakes.or_timer(context, timer)) == "repeat":
+            yield timer  # a wake this execution took already, handed again: the recheck is the next round
 
 
 def _wait_for_approval(context: df.DurableOrchestrationContext, run: dict[str, Any]) -> Steps:
     deadline_text = yield context.call_activity_with_retry("provisioning_await_approval", RETRY, run)
     deadline = datetime.fromisoformat(deadline_text)
     context.set_custom_status("awaiting-approval")
+    wakes, poll = Wakes(APPROVAL_DECIDED), 0.0
     while True:
-        # A run superseded as it began to wait gets a deadline of now: the timer fires at once.
-        timer = context.create_timer(deadline)
-        decided = context.wait_for_external_event(APPROVAL_DECIDED)
-        winner = yield context.task_any([decided, timer])
-        if winner == decided:
-            timer.cancel()
+        if poll:  # a wake came again: every later wait would end at once, so the run row is polled
+            fire_at = min(deadline, context.current_utc_datetime + timedelta(seconds=poll))
+            yield context.create_timer(fire_at)
+            poll, expired = min(poll * 2, APPROVAL_POLL_MAX_SECONDS), fire_at >= deadline
+        else:
+            # A run superseded as it began to wait gets a deadline of now: the timer fires at once.
+            timer = context.create_timer(deadline)
+            woken = yield from wakes.or_timer(context, timer)
+            if woken == "repeat":
+                timer.cancel()
+                poll = APPROVAL_POLL_FIRST_SECONDS
+            expired = woken == "timer"
         # The run row is the source of truth; the event only wakes us.
         decision = yield context.call_activity_with_retry("provisioning_decision", RETRY, run)
         if decision is not None:
             return decision
-        if winner == timer:
+        if expired:
             return Outcome.EXPIRED.value
 
 

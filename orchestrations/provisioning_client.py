@@ -8,6 +8,7 @@ retried request never starts a second orchestration.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterable
 
 import azure.durable_functions as df
@@ -15,6 +16,7 @@ import azure.durable_functions as df
 from orchestrations.starting import start_once
 from shared.logs import app_logger, ids
 from shared.provisioning.lifecycle import RunRef
+from shared.provisioning.runner_jobs import notice_event
 from shared.provisioning.runs import Run
 from shared.settings import get_settings
 from shared.wiring import provisioning as wiring
@@ -24,7 +26,15 @@ log = app_logger("provisioning")
 ORCHESTRATOR = "provisioning_run"
 ENVIRONMENT_CHANGED = "environment-changed"
 APPROVAL_DECIDED = "approval-decided"
-RUNNER_JOB_FINISHED = "runner-job-finished"  # a runner job's completion notice; the job's row is the truth
+# A runner job's completion notice as tickets from before named it; a ticket now names its attempt's own
+# (``shared.provisioning.runner_jobs.notice_event``). The job's row is the truth: a notice only wakes.
+RUNNER_JOB_FINISHED = "runner-job-finished"
+WAKE = "wake"  # a wake's payload key: its id (see orchestrations.waits)
+
+
+def wake_payload() -> dict[str, str]:
+    """A wake's payload: an id of its own, so the orchestration tells a repeat of a wake from a new one."""
+    return {WAKE: uuid.uuid4().hex}
 
 
 async def ensure_started(client: df.DurableOrchestrationClient, run: Run) -> None:
@@ -59,7 +69,7 @@ async def wake(client: df.DurableOrchestrationClient, run_ids: Iterable[str]) ->
     woken = 0
     for run_id in run_ids:
         try:
-            await client.raise_event(run_id, ENVIRONMENT_CHANGED, {})
+            await client.raise_event(run_id, ENVIRONMENT_CHANGED, wake_payload())
             woken += 1
         except Exception as error:  # noqa: BLE001 - finished or not started yet: its own recheck covers it
             log.info("could not wake run %s: %s", run_id, error, extra=ids(run=run_id))
@@ -68,7 +78,7 @@ async def wake(client: df.DurableOrchestrationClient, run_ids: Iterable[str]) ->
 
 async def notify_decision(client: df.DurableOrchestrationClient, run_id: str) -> None:
     try:
-        await client.raise_event(run_id, APPROVAL_DECIDED, {})
+        await client.raise_event(run_id, APPROVAL_DECIDED, wake_payload())
     except Exception as error:  # noqa: BLE001 - the decision is recorded; the approval timer re-reads it
         log.warning("could not signal run %s: %s", run_id, error, extra=ids(run=run_id))
 
@@ -76,6 +86,6 @@ async def notify_decision(client: df.DurableOrchestrationClient, run_id: str) ->
 async def notify_job_finished(client: df.DurableOrchestrationClient, run_id: str, job_id: str) -> None:
     """Wake the run waiting for its runner job (a run that is gone or not waiting: its check timer covers it)."""
     try:
-        await client.raise_event(run_id, RUNNER_JOB_FINISHED, {"job_id": job_id})
+        await client.raise_event(run_id, notice_event(job_id), {"job_id": job_id})
     except Exception as error:  # noqa: BLE001 - the job's row says finished; the run's next check reads it
         log.info("could not wake run %s for job %s: %s", run_id, job_id, error, extra=ids(run=run_id))

@@ -69,6 +69,13 @@ class JobTicket(TypedDict, total=False):
     wait_seconds: float  # JobWaitSeconds when launched (a ticket from before it has none)
     input_sha256: str  # the digest of the input the host wrote: checked again before its result is taken
     dead: str  # set by the orchestration when the last attempt died: why
+    notice: str  # the name of the event this attempt's completion notice is raised as (a ticket from before: none)
+
+
+def notice_event(job_id: str) -> str:
+    """The event a job's completion notice wakes its run with: one name per attempt, so a notice of the plan
+    job (or of an attempt that died) can never satisfy the wait for another job."""
+    return f"runner-job-finished-{job_id}"
 
 
 class JobCheck(TypedDict):
@@ -136,6 +143,7 @@ class RunnerJobs:
             max_attempts=self._iac.job_max_attempts,
             wait_seconds=self._iac.job_wait_seconds,
             input_sha256=request.input_sha256,
+            notice=notice_event(job_id),
         )
 
     def request_cancel(self, run_id: str) -> None:
