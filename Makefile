@@ -71,7 +71,7 @@ deploy: $(VENV)/.installed
 	$(MAKE) --no-print-directory package
 	cd infra && pulumi up --stack $(STACK) $(PULUMI_ARGS)
 	az functionapp deployment source config-zip --build-remote true --src $(PACKAGE) \
-	    --resource-group "$$(cd infra && pulumi stack output resourceGroupName --stack $(STACK))" \
+	    --resource-group "$$(cd infra && pulumi stack output hostResourceGroupName --stack $(STACK))" \
 	    --name "$$(cd infra && pulumi stack output functionAppName --stack $(STACK))"
 
 clean:

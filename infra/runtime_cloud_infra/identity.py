@@ -8,15 +8,17 @@
   authentication is off); Key Vault Secrets User on each secret of the stack's
   ``secrets`` catalogue (scope ``{vault}/secrets/{name}``), never the whole
   vault. It does not hold the Pulumi state key (the runner job runs Pulumi), and
-  no role outside its resource group: it cannot change infrastructure.
+  no role outside the stack's two resource groups: it cannot change infrastructure.
 - **observer**: what the app's inventory observers read targets with: Reader
   at every scope where the runner has a role, and the data-plane *reader* role
   of every storage data role the runner has there (the embedded observer lists
   containers, queues and tables with their metadata; the ARM observer lists
   resources). Read-only, nothing else.
 - **runner**: the only identity of the runner job. Its roles on target
-  subscriptions (or this stack's resource group, for self-hosting) come from
-  ``runnerRoles`` in the stack; none are implied. In the host's account it
+  subscriptions (or the stack's resource group, which holds the runner jobs and
+  monitoring, for self-hosting) come from ``runnerRoles`` in the stack; none are
+  implied, and none may cover the host's group (``hostResourceGroupName``: the
+  app, these identities, the store, backups and vault). In the host's account it
   reaches only the job exchange (runtime_cloud_infra/runner_job.py), each
   table, container and queue by a role scoped to it alone.
 - **operators** (``operatorPrincipalId``, an Entra group): set the vault's secret
@@ -24,13 +26,19 @@
   ``pulumi-state`` container and the vault's state key) after bootstrap.
 
 The function app carries host + observer, the runner job runner only: any code
-in a process can get a token for every identity attached to it.
+in a process can get a token for every identity attached to it. The identities
+live in the host's group: a role on one would let the runner attach it to the
+job (``userAssignedIdentities/assign/action``) or give it a federated credential
+that an outside issuer can use.
 
 A ``Role Based Access Control Administrator`` grant to the runner is always
 constrained (an ABAC condition) to the roles this program gives the host, the
 observer and the operators, less the privileged ones, and to those principals:
-the deployed host can keep their role assignments as reviewed, never widen them,
-and the runner never grants itself (or anyone) a role of its own.
+the runner never grants itself (or anyone else) a role, and within its scope can
+give those three only what the program gives them. On ``resource-group`` (the
+factory stack) that is the stack's group, which holds no data: in effect the
+host's Monitoring Metrics Publisher on Application Insights and the observer's
+Reader there.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ import pulumi
 from pulumi_azure_native import authorization, managedidentity
 
 from runtime_cloud_infra.roles import PRIVILEGED_ROLES, assign, constrained_delegation
-from runtime_cloud_infra.settings import RESOURCE_GROUP_SCOPE, StackSettings
+from runtime_cloud_infra.settings import PROJECT, RESOURCE_GROUP_SCOPE, StackConfigError, StackSettings
 
 # The host identity's data roles on its own storage account.
 HOST_STORE_ROLES = ("Storage Blob Data Owner", "Storage Queue Data Contributor", "Storage Table Data Contributor")
@@ -220,7 +228,11 @@ def grant_runner(
     grantees += [settings.operator_principal_id] if settings.operator_principal_id else []
     grants = []
     for index, entry in enumerate(settings.runner_roles):
-        scope = resource_group_id if entry.scope == RESOURCE_GROUP_SCOPE else entry.scope
+        scope = (
+            resource_group_id
+            if entry.scope == RESOURCE_GROUP_SCOPE
+            else _outside_host_group(settings, index, subscription)
+        )
         condition = constrained_delegation(assignable, grantees) if entry.role == RBAC_ADMINISTRATOR else None
         grants.append(
             assign(
@@ -234,6 +246,28 @@ def grant_runner(
             )
         )
     return grants
+
+
+def host_group_id(settings: StackSettings, subscription: str) -> str:
+    return f"/subscriptions/{subscription}/resourceGroups/{settings.host_resource_group_name}"
+
+
+def _outside_host_group(settings: StackSettings, index: int, subscription: pulumi.Input[str]) -> pulumi.Output[str]:
+    """``runnerRoles[index]``'s scope, refused when it is the host's group, in it or above it (its
+    subscription): the runner has no role on the host's store, vault, identities or app. Known only once the
+    deployment's subscription is, so the deploy fails before any role is assigned."""
+    scope = settings.runner_roles[index].scope
+
+    def checked(subscription_id: str) -> str:
+        group = host_group_id(settings, subscription_id)
+        if covers(scope, group) or covers(group, scope):
+            raise StackConfigError(
+                f"{PROJECT}:runnerRoles[{index}].scope {scope!r} covers the host's own resource group or is in it "
+                f"({PROJECT}:hostResourceGroupName): the runner never has a role there"
+            )
+        return scope
+
+    return pulumi.Output.from_input(subscription).apply(checked)
 
 
 def _assignable_by_runner(settings: StackSettings) -> list[str]:

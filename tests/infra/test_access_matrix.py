@@ -13,11 +13,12 @@ import json
 from collections import defaultdict
 from typing import Any
 
+import pytest
 from runtime_cloud_infra import runner_job
 from runtime_cloud_infra.roles import BUILT_IN_ROLES, READ_ONLY_ROLES
 
 from tests.infra import access_matrix as matrix
-from tests.infra.conftest import REPO, Declared, Deployment
+from tests.infra.conftest import INFRA, REPO, SUBSCRIPTION, Declared, Deployment, run_program, stack_file_config
 
 Grants = dict[str, set[tuple[str, str]]]
 
@@ -154,6 +155,18 @@ def test_a_runner_role_on_the_host_group_fails_both_checks_with_mocked_pulumi_en
 
     assert reaching_guarded(factory, widened[matrix.RUNNER])
     assert any(line.startswith(f"runner on {host_group}") for line in differences(factory, widened))
+
+
+@pytest.mark.parametrize(
+    "scope", [f"/subscriptions/{SUBSCRIPTION}", "{group}", "{group}/providers/Microsoft.Web/sites/x"]
+)
+def test_a_runner_role_at_in_or_above_the_host_group_is_refused_with_mocked_pulumi_engine(scope: str) -> None:
+    config = stack_file_config(INFRA / "Pulumi.dev.yaml")
+    group = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{config['runtime-cloud-infra:hostResourceGroupName']}"
+    entries = [{"scope": scope.format(group=group), "role": "Reader"}]
+
+    with pytest.raises(Exception, match=r"runnerRoles\[0\]\.scope .* covers the host's own resource group or is in it"):
+        run_program("dev", {**config, "runtime-cloud-infra:runnerRoles": json.dumps(entries)})
 
 
 def test_the_runner_cannot_grant_itself_a_role_with_mocked_pulumi_engine(factory: Deployment) -> None:

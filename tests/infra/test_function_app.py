@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
 from shared.credentials import forget_credentials
 from shared.settings import load_settings
 from shared.storage.connection import read_connection
-from tests.infra.conftest import Deployment
+from tests.infra.conftest import REPO, Deployment
 from tests.infra.host_setting_names import app_setting_names, host_json_references, is_host_setting
 
 
@@ -171,3 +172,17 @@ def test_the_host_starts_with_exactly_these_settings_with_mocked_pulumi_engine(
     for target in loaded.runtime_cloud.targets:
         if target.credential.kind.value == "managed-identity":
             assert target.credential.client_id == runner, "a target is reached with the runner's identity"
+
+
+def test_make_deploy_uploads_to_the_group_and_app_the_stack_exports_with_mocked_pulumi_engine(
+    deployment: Deployment,
+) -> None:
+    """`make deploy` names the app by two stack outputs; they must be the app's own group and name."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    group_output = re.search(r"--resource-group \"\$\$\(cd infra && pulumi stack output (\w+)", makefile)
+    name_output = re.search(r"--name \"\$\$\(cd infra && pulumi stack output (\w+)", makefile)
+    app = deployment.one("web:WebApp").inputs
+
+    assert group_output and name_output, "make deploy's config-zip step names the app by stack outputs"
+    assert deployment.exports[group_output.group(1)] == app["resourceGroupName"]
+    assert deployment.exports[name_output.group(1)] == app["name"]
