@@ -176,7 +176,15 @@ class InstanceStore:
         return [await self._record(rows[i]) for i in range(length)]
 
     async def write_history(self, instance_id: str, execution_id: str, start: int, records: list[Record]) -> None:
-        """Upsert rows ``start..``; they count only once the instance row says so."""
+        """Write rows ``start..`` whole; they count only once the instance row says so.
+
+        A row may already exist: an episode whose instance row never committed (its host killed, or its
+        lease lost to another host) left its rows beyond the committed length, and the episode that runs
+        in its place writes the same row keys. Each row is replaced, never merged: a merge would keep the
+        lost episode's properties this row does not set (its ``Origin``, ``MessageId``, an ``EventBlob``),
+        so the history read back would pair this event with the other episode's task -- the replay after a
+        move of the task hub then failed as non-deterministic. The Azure Storage provider writes history
+        rows with insert-or-replace, so it never mixes two episodes' rows either."""
         batch: list[tuple[str, dict[str, Any]]] = []
         size = 0
         for offset, record in enumerate(records):
@@ -185,7 +193,7 @@ class InstanceStore:
             if batch and (len(batch) >= BATCH_OPERATIONS or size + weight > BATCH_CHARACTERS):
                 await send_batch(self._history, batch)
                 batch, size = [], 0
-            batch.append(("upsert", entity))
+            batch.append(("upsert", entity, {"mode": UpdateMode.REPLACE}))
             size += weight
         if batch:
             await send_batch(self._history, batch)
