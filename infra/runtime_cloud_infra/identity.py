@@ -34,8 +34,8 @@ that an outside issuer can use.
 A ``Role Based Access Control Administrator`` grant to the runner is always
 constrained (an ABAC condition) to the roles this program gives the host, the
 observer and the operators, less the privileged ones, and to those principals:
-the runner never grants itself (or anyone else) a role, and within its scope can
-give those three only what the program gives them. On ``resource-group`` (the
+the runner never grants itself a role, nor anyone but those three, and within its
+scope can give them only roles the program gives them. On ``resource-group`` (the
 factory stack) that is the stack's group, which holds no data: in effect the
 host's Monitoring Metrics Publisher on Application Insights and the observer's
 Reader there.
