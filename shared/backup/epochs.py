@@ -7,10 +7,11 @@ records it in two places:
 
 - the backup location's ``epoch.json``: it survives another loss of the
   store, so the next restore numbers its epoch past it;
-- the restored store's ``BackupEpoch`` table (row ``epoch``/``current``):
+- the restored store's ``BackupState`` table (row ``epoch``/``current``):
   the next export reads which history the rows it reads belong to. The table
-  is the backup's own, not in the registry's list: it is never exported, so a
-  restore never brings back a stale epoch with the rows.
+  is the backup's own (:mod:`shared.backup.attempts` keeps the last attempt
+  there too), not in the registry's list: it is never exported, so a restore
+  never brings back a stale epoch with the rows.
 
 An export stamps its manifest with the epoch it read under, resumes only an
 unfinished attempt of that same epoch started after the restore, and starts a
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from shared.backup.manifest import Manifest
 
 EPOCH_BLOB = "epoch.json"
-EPOCH_TABLE = "BackupEpoch"
+STATE_TABLE = "BackupState"  # the backup's own table in the store (never exported)
 EPOCH_PARTITION = "epoch"
 EPOCH_ROW = "current"
 
@@ -85,7 +86,7 @@ def location_epoch(location: BackupLocation) -> BackupEpoch:
 
 def store_epoch(store: StorageClients) -> BackupEpoch:
     try:
-        row = store.tables.get_table_client(EPOCH_TABLE).get_entity(EPOCH_PARTITION, EPOCH_ROW)
+        row = store.tables.get_table_client(STATE_TABLE).get_entity(EPOCH_PARTITION, EPOCH_ROW)
     except ResourceNotFoundError:  # no table or no row: the store was never restored
         return BackupEpoch()
     return BackupEpoch.of({"epoch": row["Epoch"], "restored_at": row["RestoredAt"], "from_sequence": row["From"]})
@@ -111,7 +112,7 @@ def start_epoch(
     """A restore from ``manifest`` starts the next epoch: recorded in the store, then in the location."""
     number = max(location_epoch(location).number, store_epoch(store).number, manifest.epoch) + 1
     started = BackupEpoch(number, restored_at, manifest.sequence)
-    table = store.tables.create_table_if_not_exists(EPOCH_TABLE)
+    table = store.tables.create_table_if_not_exists(STATE_TABLE)
     row = {
         "PartitionKey": EPOCH_PARTITION,
         "RowKey": EPOCH_ROW,

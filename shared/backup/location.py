@@ -35,6 +35,7 @@ from typing import Any
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient
 
+from shared.backup.settings import BackupSettings
 from shared.errors import RuntimeCloudError
 from shared.storage.clients import host_storage
 
@@ -177,3 +178,12 @@ def open_location(connection: str, container: str, kept: str = "", **options: An
     container for receipt copies (empty: ``container``)."""
     blobs = host_storage(connection, **options).blobs
     return BackupLocation(blobs.get_container_client(container), blobs.get_container_client(kept) if kept else None)
+
+
+def open_backup_location(settings: BackupSettings, probe: bool = False) -> BackupLocation | None:
+    """The location ``settings`` name, every call bounded by ``TimeoutSeconds`` (``probe``: one short
+    attempt per call, for recording a failure the location may have caused); None when not configured."""
+    if not settings.configured:
+        return None
+    options = settings.probe_options() if probe else settings.location_options()
+    return open_location(settings.connection, settings.container, settings.receipts_container, **options)

@@ -37,6 +37,10 @@ Defaults:
   part (a table or a container) it finishes, to spare the store's throughput
   for the host on a large store; the restore drill uses it to stop an export
   between two parts.
+- ``TimeoutSeconds``: ``30``: the longest one call to the backup location may
+  take, retries included (three attempts, each with a third of it, less the
+  pauses between them): an unreachable location fails the export in about
+  this time, not in the minutes the storage SDK's default retries take.
 - ``ReceiptsContainer``: empty, receipt copies go to ``Container`` with the
   rest. In Azure ``infra/`` sets it to a container with a time-based
   immutability policy: receipt copies are write-once there, and pruning
@@ -46,11 +50,18 @@ Defaults:
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from azure.storage.blob import LinearRetry
 from croniter import croniter
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shared.errors import InvalidSettings
 from shared.settings_section import NcrontabSchedule, Section
+
+LOCATION_RETRIES = 2  # three attempts in all
+LOCATION_BACKOFF = 1  # seconds between two attempts
 
 
 class BackupSettings(Section):
@@ -64,11 +75,27 @@ class BackupSettings(Section):
     event_jump_per_second: int = Field(default=2000, ge=1, le=100_000, alias="EventJumpPerSecond")
     retention_days: float = Field(default=7, ge=0, le=3660, alias="RetentionDays")
     pause_between_parts_seconds: float = Field(default=0, ge=0, le=60, alias="PauseBetweenPartsSeconds")
+    timeout_seconds: float = Field(default=30, ge=3, le=600, alias="TimeoutSeconds")
     receipts_container: str = Field(default="", alias="ReceiptsContainer", pattern=r"^$|^[a-z0-9](-?[a-z0-9]){2,62}$")
 
     @property
     def configured(self) -> bool:
         return bool(self.connection.strip())
+
+    def location_options(self) -> dict[str, Any]:
+        """Storage client options that bound every call to the location by ``TimeoutSeconds``: three
+        attempts a second apart, each allowed a sixth of the rest to connect and a sixth to read."""
+        attempt = max(0.5, (self.timeout_seconds - LOCATION_RETRIES * LOCATION_BACKOFF) / (LOCATION_RETRIES + 1) / 2)
+        return {
+            "retry_policy": LinearRetry(backoff=LOCATION_BACKOFF, retry_total=LOCATION_RETRIES, random_jitter_range=0),
+            "connection_timeout": attempt,
+            "read_timeout": attempt,
+        }
+
+    def probe_options(self) -> dict[str, Any]:
+        """One attempt, a few seconds: for recording a failure in a location that may be what failed."""
+        attempt = min(5.0, self.timeout_seconds / 6)
+        return {"retry_total": 0, "connection_timeout": attempt, "read_timeout": attempt}
 
     @model_validator(mode="after")
     def _schedule_keeps_the_rpo(self) -> BackupSettings:
@@ -95,3 +122,30 @@ def longest_gap(schedule: str, horizon: timedelta = timedelta(days=8), most: int
         if previous - start >= horizon:
             break
     return longest
+
+
+class _BackupOnlySection(Section):
+    backup: BackupSettings = Field(default_factory=BackupSettings, alias="Backup")
+
+
+class _BackupOnly(BaseSettings):
+    """``RuntimeCloud:Backup:*`` and nothing else of the host's settings."""
+
+    model_config = SettingsConfigDict(
+        env_nested_delimiter="__", case_sensitive=False, populate_by_name=True, extra="ignore", frozen=True
+    )
+
+    runtime_cloud: _BackupOnlySection = Field(default_factory=_BackupOnlySection, alias="RuntimeCloud")
+
+
+def backup_settings_from_environment() -> BackupSettings:
+    """The backup section alone, from the environment: what ``tools.backup`` needs to export, show the
+    status and restore, without the host's other settings (auth, targets...)."""
+    try:
+        return _BackupOnly().runtime_cloud.backup
+    except ValidationError as error:
+        problems = "; ".join(
+            "RuntimeCloud__Backup" + "".join(f"__{part}" for part in issue["loc"][2:]) + f": {issue['msg']}"
+            for issue in error.errors()
+        )
+        raise InvalidSettings(f"invalid settings: {problems}") from None

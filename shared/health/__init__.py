@@ -248,8 +248,9 @@ def _backup_location(connection: str, container: str, timeout: float) -> BackupL
     return open_location(connection, container, **fail_fast_options(timeout))
 
 
-def _backup_check(sections: HealthSections) -> tuple[Check, dict[str, Any]]:
-    """Backups degrade the host (never unready): without them it runs, but a lost store loses more."""
+def _backup_check(sections: HealthSections, clients: StorageClients) -> tuple[Check, dict[str, Any]]:
+    """Backups degrade the host (never unready): without them it runs, but a lost store loses more. The
+    store's record of the last attempt counts too: it holds the failures the location could not record."""
     section = sections.backup
     started = time.perf_counter()
     try:
@@ -258,7 +259,7 @@ def _backup_check(sections: HealthSections) -> tuple[Check, dict[str, Any]]:
             if section.configured
             else None
         )
-        found = backup_health(section, location, datetime.now(UTC))
+        found = backup_health(section, location, datetime.now(UTC), store=clients)
         status, detail, summary = (HEALTHY if found.healthy else DEGRADED), found.detail, found.as_dict()
     except Exception as error:  # noqa: BLE001 - a probe's failure is the finding, never an exception
         status, detail = DEGRADED, f"backup location unreadable: {type(error).__name__}: {_first_line(error)}"
@@ -375,7 +376,7 @@ def _probe_all(sections: HealthSections) -> HealthReport:
         check_futures = [pool.submit(check) for check in checks]
         lag_futures = [pool.submit(_inbox_lag, clients, module, queue) for module, queue in lags]
         inventory_future = pool.submit(_inventory_check, clients) if with_inventory else None
-        backup_future = pool.submit(_backup_check, sections)
+        backup_future = pool.submit(_backup_check, sections, clients)
         timeout = sections.health.probe_timeout_seconds
         neighbour_futures = [pool.submit(probe_neighbour, probe, timeout) for probe in sections.neighbours]
         results = [future.result() for future in check_futures]

@@ -24,13 +24,13 @@ import functools
 from typing import Any
 
 from shared import clock, telemetry
-from shared.backup.export import export_store
-from shared.backup.location import BackupLocation, open_location
+from shared.backup.attempts import ExportFailed, run_export
+from shared.backup.location import BackupLocation, open_backup_location
 from shared.backup.manifest import Manifest
 from shared.backup.restore import RestoreReport
 from shared.backup.retention import prune_exports
 from shared.backup.settings import BackupSettings
-from shared.backup.status import EXPORTS, record_failure, record_prune, record_success
+from shared.backup.status import EXPORTS, record_prune
 from shared.errors import NotFound
 from shared.inventory.errors import ScanInProgress
 from shared.logs import app_logger, ids
@@ -50,32 +50,31 @@ def settings() -> BackupSettings:
 
 @functools.lru_cache(maxsize=1)
 def location() -> BackupLocation | None:
-    """The process's backup location; None when ``RuntimeCloud:Backup:Connection`` is not set."""
-    section = settings()
-    if not section.configured:
-        return None
-    return open_location(section.connection, section.container, section.receipts_container)
+    """The process's backup location (every call bounded by ``TimeoutSeconds``); None when
+    ``RuntimeCloud:Backup:Connection`` is not set."""
+    return open_backup_location(settings())
+
+
+@functools.lru_cache(maxsize=1)
+def probe_location() -> BackupLocation | None:
+    """The same location with one short attempt per call: for recording a failure it may have caused."""
+    return open_backup_location(settings(), probe=True)
 
 
 def export_once() -> Manifest | None:
-    """One export; a failure is recorded in the location's status (for health), counted and raised."""
-    target = location()
-    if target is None:
+    """One export; its outcome is recorded in the store and the location (for health), counted, and a
+    failure raised as :class:`~shared.backup.attempts.ExportFailed` (one line)."""
+    target, probe = location(), probe_location()
+    if target is None or probe is None:
         log.warning("backup: RuntimeCloud:Backup:Connection is not set; nothing is exported")
         return None
     with telemetry.span("backup.export", attributes={"backup.location": target.description}):
         try:
-            manifest = export_store(shared_host_storage(), target, settings())
-        except Exception as error:
+            manifest = run_export(shared_host_storage(), target, probe, settings())
+        except ExportFailed as error:
             telemetry.count(EXPORTS, outcome="failed")
-            text = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-            log.error("backup export failed: %s", text)
-            try:
-                record_failure(target, text, clock.now())
-            except Exception as unrecorded:  # noqa: BLE001 - the location itself is down: health sees that
-                log.error("backup status not recorded: %s", type(unrecorded).__name__)
+            log.error("%s", error)
             raise
-        record_success(target, manifest, clock.now())
     telemetry.count(EXPORTS, outcome="ok")
     log.info(
         "backup export %d (%s) as of %s: %s",

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from shared.backup.epochs import EPOCH_BLOB, EPOCH_PARTITION, EPOCH_ROW, EPOCH_TABLE, MixedChain, SupersededStore
+from shared.backup.epochs import EPOCH_BLOB, EPOCH_PARTITION, EPOCH_ROW, STATE_TABLE, MixedChain, SupersededStore
 from shared.backup.export import export_store
 from shared.backup.manifest import manifest_name
 from shared.backup.restore import restore_store
@@ -111,7 +111,7 @@ def test_a_store_that_a_later_restore_superseded_does_not_export(world):
     restore_store(store, location, SETTINGS, tables=tables, containers=containers, force=True)
     recorded = location.read_json(EPOCH_BLOB)
     # The store forgets its epoch (a store the restore did not write: another history).
-    store.tables.get_table_client(EPOCH_TABLE).delete_entity(EPOCH_PARTITION, EPOCH_ROW)
+    store.tables.get_table_client(STATE_TABLE).delete_entity(EPOCH_PARTITION, EPOCH_ROW)
 
     with pytest.raises(SupersededStore, match=f"epoch {recorded['epoch']}"):
         export_store(store, location, SETTINGS, tables=tables, containers=containers)
