@@ -17,6 +17,7 @@ from shared.neighbours.http_client import NeighbourHttp, Token
 from shared.neighbours.knowledge_host import KnowledgeHost
 from shared.neighbours.probe import NeighbourProbe
 from shared.neighbours.settings import NeighbourSettings
+from shared.provisioning.settings import EnvironmentSource
 from shared.settings import Settings, get_settings
 
 
@@ -48,10 +49,9 @@ def delivery_host() -> DeliveryHost | None:
 
 
 def control_plane_is_authority(settings: Settings) -> bool:
-    """Whether runs wait on ControlPlaneApi: it is the environments' registry (fail-fast), not just configured."""
-    # The environment registry's source setting (issue 28) decides; until it is read here, a configured
-    # ControlPlaneApi counts as the authority, which is what configuring it is for.
-    return settings.runtime_cloud.control_plane.configured
+    """Whether runs wait on ControlPlaneApi (fail-fast): it is the environments' registry
+    (``RuntimeCloud:Environments:Source=control-plane``), not just configured."""
+    return settings.runtime_cloud.environments.source is EnvironmentSource.CONTROL_PLANE
 
 
 def _http(service: str, section: NeighbourSettings) -> NeighbourHttp | None:
