@@ -49,7 +49,8 @@ import pulumi
 from pulumi_azure_native import authorization, managedidentity
 
 from runtime_cloud_infra.roles import PRIVILEGED_ROLES, assign, constrained_delegation
-from runtime_cloud_infra.settings import PROJECT, RESOURCE_GROUP_SCOPE, StackConfigError, StackSettings
+from runtime_cloud_infra.runner_roles import RESOURCE_GROUP_SCOPE
+from runtime_cloud_infra.settings import PROJECT, StackConfigError, StackSettings
 
 # The host identity's data roles on its own storage account.
 HOST_STORE_ROLES = ("Storage Blob Data Owner", "Storage Queue Data Contributor", "Storage Table Data Contributor")

@@ -49,7 +49,10 @@ from typing import Any
 import pulumi
 
 from runtime_cloud_infra import host_settings
-from runtime_cloud_infra.roles import known_role
+from runtime_cloud_infra.config_reader import Reader, StackConfigError
+from runtime_cloud_infra.runner_roles import RESOURCE_GROUP_SCOPE, RunnerRole, runner_roles
+
+__all__ = ["PROJECT", "RESOURCE_GROUP_SCOPE", "RunnerRole", "StackConfigError", "StackSettings", "load"]
 
 PROJECT = "runtime-cloud-infra"
 # The namespace the host's Pulumi runner writes its own keys into (shared/iac/pulumi/workspace.py).
@@ -60,7 +63,6 @@ FLEX_MIN_INSTANCES, FLEX_MAX_INSTANCES = 40, 1000  # Flex Consumption's maximumI
 STORAGE_SKUS = ("Standard_LRS", "Standard_ZRS", "Standard_GRS", "Standard_GZRS", "Standard_RAGRS", "Standard_RAGZRS")
 SEVEN_YEARS_DAYS = 7 * 365 + 2  # two leap days in any seven years
 MAX_IMMUTABILITY_DAYS = 146_000  # Azure's limit for a time-based retention period
-RESOURCE_GROUP_SCOPE = "resource-group"  # a runner role on the stack's own resource group
 
 _STORAGE_ACCOUNT = re.compile(r"[a-z0-9]{3,24}")
 _KEY_VAULT = re.compile(r"[A-Za-z][A-Za-z0-9-]{1,22}[A-Za-z0-9]")
@@ -70,18 +72,6 @@ _PREFIX = re.compile(r"[a-z][a-z0-9-]{1,14}")
 _SECRET_NAME = re.compile(r"[A-Za-z0-9-]{1,127}")
 _GUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
-
-
-class StackConfigError(ValueError):
-    """A stack configuration value the program cannot use; the message names the key."""
-
-
-@dataclass(frozen=True)
-class RunnerRole:
-    """A role of the runner identity: ``scope`` is an ARM scope or ``resource-group``."""
-
-    scope: str
-    role: str
 
 
 @dataclass(frozen=True)
@@ -154,60 +144,9 @@ class StackSettings:
         return f"{self.name_prefix}-{stack}-{kind}"
 
 
-class _Reader:
-    """Typed reads of one namespace; every error names ``namespace:key``."""
-
-    def __init__(self, config: pulumi.Config) -> None:
-        self._config = config
-
-    def key(self, key: str) -> str:
-        return f"{self._config.name}:{key}"
-
-    def text(self, key: str, default: str | None = None) -> str:
-        value = self._config.get(key)
-        if value is None or value == "":
-            if default is None:
-                raise StackConfigError(f"{self.key(key)} is required (see infra/Pulumi.dev.yaml)")
-            return default
-        return value
-
-    def optional_text(self, key: str) -> str | None:
-        return self._config.get(key) or None
-
-    def integer(self, key: str, default: int, low: int, high: int) -> int:
-        raw = self._config.get(key)
-        try:
-            value = default if raw in (None, "") else int(str(raw))
-        except ValueError:
-            raise StackConfigError(f"{self.key(key)} must be a whole number") from None
-        if not low <= value <= high:
-            raise StackConfigError(f"{self.key(key)} must be between {low} and {high}, not {value}")
-        return value
-
-    def boolean(self, key: str, default: bool) -> bool:
-        raw = self._config.get(key)
-        if raw in (None, ""):
-            return default
-        if str(raw).lower() not in ("true", "false"):
-            raise StackConfigError(f"{self.key(key)} must be true or false")
-        return str(raw).lower() == "true"
-
-    def structured(self, key: str, default: Any, expected: type) -> Any:
-        raw = self._config.get(key)
-        if raw in (None, ""):
-            return default
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            raise StackConfigError(f"{self.key(key)} must be YAML (stack file) or JSON text") from None
-        if not isinstance(value, expected):
-            raise StackConfigError(f"{self.key(key)} must be a {expected.__name__}")
-        return value
-
-
 def load(stack: str | None = None) -> StackSettings:
     """Read and check the stack's configuration."""
-    reader = _Reader(pulumi.Config(PROJECT))
+    reader = Reader(pulumi.Config(PROJECT))
     stack_name = stack or pulumi.get_stack()
     secrets = _secrets(reader)
     resource_group = _resource_group(reader)
@@ -242,7 +181,7 @@ def load(stack: str | None = None) -> StackSettings:
         ),
         retention=_retention(reader),
         alerting=_alerting(reader),
-        runner_roles=_runner_roles(reader),
+        runner_roles=runner_roles(reader),
         targets=_targets(reader, {entry.name for entry in secrets}),
         secrets=secrets,
         host_settings=_host_settings(reader),
@@ -253,7 +192,7 @@ def load(stack: str | None = None) -> StackSettings:
     )
 
 
-def _runner_job(reader: _Reader) -> RunnerJobSettings:
+def _runner_job(reader: Reader) -> RunnerJobSettings:
     cpu = reader.text("runnerJobCpu", "1.0")
     if cpu not in ("0.5", "1.0", "1.5", "2.0", "4.0"):
         raise StackConfigError(f"{reader.key('runnerJobCpu')} must be one of 0.5, 1.0, 1.5, 2.0, 4.0")
@@ -267,21 +206,21 @@ def _runner_job(reader: _Reader) -> RunnerJobSettings:
     )
 
 
-def _matching(reader: _Reader, key: str, pattern: re.Pattern[str], rule: str, default: str | None = None) -> str:
+def _matching(reader: Reader, key: str, pattern: re.Pattern[str], rule: str, default: str | None = None) -> str:
     value = reader.text(key, default)
     if not pattern.fullmatch(value):
         raise StackConfigError(f"{reader.key(key)}: {value!r} is not {rule}")
     return value
 
 
-def _one_of(reader: _Reader, key: str, allowed: tuple[str, ...], default: str) -> str:
+def _one_of(reader: Reader, key: str, allowed: tuple[str, ...], default: str) -> str:
     value = reader.text(key, default)
     if value not in allowed:
         raise StackConfigError(f"{reader.key(key)} must be one of {', '.join(allowed)}, not {value!r}")
     return value
 
 
-def _resource_group(reader: _Reader) -> str:
+def _resource_group(reader: Reader) -> str:
     name = reader.text("resourceGroupName")
     # When the deployed host applies this program, its runner passes the target's resource group;
     # the program must not quietly build the host somewhere else.
@@ -294,7 +233,7 @@ def _resource_group(reader: _Reader) -> str:
     return name
 
 
-def _host_resource_group(reader: _Reader, resource_group: str) -> str:
+def _host_resource_group(reader: Reader, resource_group: str) -> str:
     """The group of everything that holds or can act on the host's data: a group of its own, so that a
     runner role on ``resourceGroupName`` (self-hosting) never covers it."""
     name = _matching(
@@ -312,14 +251,14 @@ def _host_resource_group(reader: _Reader, resource_group: str) -> str:
     return name
 
 
-def _instance_memory(reader: _Reader) -> int:
+def _instance_memory(reader: Reader) -> int:
     value = reader.integer("instanceMemoryMb", 2048, min(INSTANCE_MEMORY_MB), max(INSTANCE_MEMORY_MB))
     if value not in INSTANCE_MEMORY_MB:
         raise StackConfigError(f"{reader.key('instanceMemoryMb')} must be one of {INSTANCE_MEMORY_MB}")
     return value
 
 
-def _retention(reader: _Reader) -> Retention:
+def _retention(reader: Reader) -> Retention:
     return Retention(
         # Receipts are kept for the environment's lifetime plus seven years (README, Retention): never less.
         receipt_days=reader.integer("receiptRetentionDays", SEVEN_YEARS_DAYS, SEVEN_YEARS_DAYS, MAX_IMMUTABILITY_DAYS),
@@ -331,7 +270,7 @@ def _retention(reader: _Reader) -> Retention:
     )
 
 
-def _alerting(reader: _Reader) -> Alerting:
+def _alerting(reader: Reader) -> Alerting:
     emails = tuple(reader.structured("alertEmails", [], list))
     for email in emails:
         if not isinstance(email, str) or not _EMAIL.fullmatch(email):
@@ -343,34 +282,7 @@ def _alerting(reader: _Reader) -> Alerting:
     )
 
 
-def _runner_roles(reader: _Reader) -> tuple[RunnerRole, ...]:
-    roles = []
-    for index, entry in enumerate(reader.structured("runnerRoles", [], list)):
-        where = f"{reader.key('runnerRoles')}[{index}]"
-        if not isinstance(entry, dict) or set(entry) != {"scope", "role"}:
-            raise StackConfigError(f"{where} must be {{scope, role}}")
-        scope, role = str(entry["scope"]), str(entry["role"])
-        if scope != RESOURCE_GROUP_SCOPE and not scope.lower().startswith("/subscriptions/"):
-            raise StackConfigError(
-                f"{where}.scope must be {RESOURCE_GROUP_SCOPE!r} or an ARM scope (/subscriptions/...)"
-            )
-        if not (known_role(role) or _GUID.fullmatch(role)):
-            raise StackConfigError(
-                f"{where}.role {role!r} is neither a known built-in role name nor a role definition GUID"
-            )
-        if scope == RESOURCE_GROUP_SCOPE and _is_data_role(role):
-            # Self-hosting manages the jobs' and monitoring's group (the host's data is in a group of its own,
-            # where the runner has no role): a data role there has nothing to serve but telemetry.
-            raise StackConfigError(f"{where}.role {role!r} is a data role: never on the stack's resource group")
-        roles.append(RunnerRole(scope=scope, role=role))
-    return tuple(roles)
-
-
-def _is_data_role(role: str) -> bool:
-    return " Data " in role or role.startswith("Key Vault ")
-
-
-def _secrets(reader: _Reader) -> tuple[SecretEntry, ...]:
+def _secrets(reader: Reader) -> tuple[SecretEntry, ...]:
     entries = []
     for index, entry in enumerate(reader.structured("secrets", [], list)):
         where = f"{reader.key('secrets')}[{index}]"
@@ -388,7 +300,7 @@ def _secrets(reader: _Reader) -> tuple[SecretEntry, ...]:
     return tuple(entries)
 
 
-def _targets(reader: _Reader, secret_names: set[str]) -> tuple[Mapping[str, Any], ...]:
+def _targets(reader: Reader, secret_names: set[str]) -> tuple[Mapping[str, Any], ...]:
     """The host's targets (``RuntimeCloud__Targets``), with a credential's ``SecretName`` naming a vault secret."""
     targets = reader.structured("targets", [], list)
     for index, target in enumerate(targets):
@@ -406,7 +318,7 @@ def _targets(reader: _Reader, secret_names: set[str]) -> tuple[Mapping[str, Any]
     return tuple(targets)
 
 
-def _host_settings(reader: _Reader) -> dict[str, str]:
+def _host_settings(reader: Reader) -> dict[str, str]:
     raw = reader.structured("hostSettings", None, dict)
     if raw is None:
         raise StackConfigError(
@@ -428,7 +340,7 @@ def _setting_text(value: Any) -> str:
     return str(value)
 
 
-def _operator(reader: _Reader) -> str | None:
+def _operator(reader: Reader) -> str | None:
     value = reader.optional_text("operatorPrincipalId")
     if value is not None and not _GUID.fullmatch(value):
         raise StackConfigError(f"{reader.key('operatorPrincipalId')} must be an Entra object id (a GUID)")
@@ -438,7 +350,7 @@ def _operator(reader: _Reader) -> str | None:
 def _tags(stack: str) -> dict[str, str]:
     """Tags on every resource: the stack, and the product's management tags when the host applies it."""
     tags = {"app": "runtime-cloud-host", "stack": stack}
-    management = _Reader(pulumi.Config(RUNNER_NAMESPACE)).structured("managementTags", {}, dict)
+    management = Reader(pulumi.Config(RUNNER_NAMESPACE)).structured("managementTags", {}, dict)
     tags.update({str(key): str(value) for key, value in management.items()})
     return tags
 
