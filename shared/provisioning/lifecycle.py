@@ -389,9 +389,12 @@ class RunSteps:
             FailureReason.POLICY_UNAVAILABLE,
             FailureReason.ENVIRONMENT_UNRESOLVED,
         )
-        if failure in receipted and not run.apply_receipt_digest:
-            # Nothing was applied, but the receipt chain records that the run failed and why.
-            digest = self._records.write_apply_receipt(run, now_iso(), None, (failure, detail))
+        applying = run.state is RunState.APPLYING  # whatever ended it (the reconciler too): the journal says
+        if not run.apply_receipt_digest and outcome is not Outcome.APPLIED and (applying or failure in receipted):
+            # A run that applied nothing has one too where its reason says so: the receipt chain records why.
+            applied = self._records.applied_so_far(run) if applying else None
+            ending = (failure or FailureReason.APPLY_FAILED, detail)
+            digest = self._records.write_apply_receipt(run, now_iso(), applied, ending)
             run = run.model_copy(update={"apply_receipt_digest": digest})
         final = run.moved_to(
             FINAL_STATE_BY_OUTCOME[outcome],

@@ -98,6 +98,17 @@ class RunRecords:
             outputs={step.address: step.outputs for step in done if step.outputs},
         )
 
+    def applied_so_far(self, run: Run) -> ApplyResult:
+        """What the step journal says was applied of the reviewed plan (a run that ended while applying,
+        whatever ended it); every journalled step when the plan no longer verifies: the receipt must still
+        say what changed."""
+        try:
+            return self.journal_result(run, self.reviewed_plan(run))
+        except PlanNoLongerHolds:
+            steps = TableStepJournal(self._storage, run.id).all()
+            outputs = {step.address: step.outputs for step in steps if step.outputs}
+            return ApplyResult(runner=run.runner, runner_version="", steps=steps, outputs=outputs)
+
     def write_apply_receipt(
         self,
         run: Run,
