@@ -16,8 +16,15 @@ Resources are named, and resolved per deployment by :func:`scopes`:
   host's store (the runner job's exchange, shared/iac/jobs/access.py);
 - ``secret:*``: each secret of the stack's ``secrets`` catalogue;
 - ``runnerRoles``: each entry of the stack's ``runnerRoles`` (its role at its
-  scope); ``runnerRoles scopes``: each of their scopes, with ``Storage * Data
-  Reader`` only where the runner holds a data role of that storage service.
+  scope; ``resource-group`` is the stack's group of runner jobs and monitoring,
+  never the host's); ``runnerRoles scopes``: each of their scopes, with
+  ``Storage * Data Reader`` only where the runner holds a data role of that
+  storage service.
+
+Everything the host identity's rows name lives in the host's group
+(``hostResourceGroupName``) but Application Insights; ``test_access_matrix.py``
+also checks that no runner role's scope is that group, or at or above its
+store, receipts, secrets, identities or app.
 """
 
 from __future__ import annotations
@@ -71,7 +78,13 @@ MATRIX: tuple[Row, ...] = (
     Row(HOST, SECRETS, ("Key Vault Secrets User",), "read each catalogued secret's value (Key Vault references)"),
     Row(OBSERVER, RUNNER_SCOPES, ("Reader",), "list and read resources (control plane), no keys"),
     Row(OBSERVER, RUNNER_SCOPES, (DATA_READERS,), "list containers, queues, tables and their metadata"),
-    Row(RUNNER, RUNNER_ROLES, ("(as configured)",), "plan and apply on targets"),
+    Row(
+        RUNNER,
+        RUNNER_ROLES,
+        ("(as configured)",),
+        "plan and apply on targets (resource-group: the stack's group of jobs and monitoring); "
+        "never at, in or above the host's group",
+    ),
     Row(
         RUNNER,
         "table:RunnerJobs",
