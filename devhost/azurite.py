@@ -22,6 +22,10 @@ HOST_ACCOUNT = "devstoreaccount1"
 HOST_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 TARGET_ACCOUNT = "targetaccount1"
 TARGET_KEY = "dGFyZ2V0YWNjb3VudDFrZXl0YXJnZXRhY2NvdW50MWtleQ=="
+# The backup location's own account: wiping the store (or the target) leaves the backups alone.
+BACKUP_ACCOUNT = "backupaccount1"
+BACKUP_KEY = "YmFja3VwYWNjb3VudDFrZXliYWNrdXBhY2NvdW50MWtleQ=="
+KEYS = {HOST_ACCOUNT: HOST_KEY, TARGET_ACCOUNT: TARGET_KEY, BACKUP_ACCOUNT: BACKUP_KEY}
 
 
 def free_port() -> int:
@@ -50,7 +54,7 @@ class Azurite:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if not AZURITE_BIN.exists():
             raise FileNotFoundError(f"{AZURITE_BIN} is missing: run 'npm ci' (make does it)")
-        env = dict(os.environ, AZURITE_ACCOUNTS=f"{HOST_ACCOUNT}:{HOST_KEY};{TARGET_ACCOUNT}:{TARGET_KEY}")
+        env = dict(os.environ, AZURITE_ACCOUNTS=";".join(f"{name}:{key}" for name, key in KEYS.items()))
         self._process = subprocess.Popen(
             [
                 str(AZURITE_BIN),
@@ -88,7 +92,7 @@ class Azurite:
                 self._process.wait()
 
     def connection_string(self, account: str = HOST_ACCOUNT) -> str:
-        key = HOST_KEY if account == HOST_ACCOUNT else TARGET_KEY
+        key = KEYS.get(account, TARGET_KEY)
         base = "http://127.0.0.1"
         return (
             f"DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};"

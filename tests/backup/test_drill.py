@@ -4,7 +4,7 @@ Everything goes through a local host of the test's own, on an Azurite of its own
 (the store is wiped, so no other test may share it): runs, leases and findings
 over HTTP with tokens, the backup timer through the admin endpoint, the
 restore through its command line (``python -m tools.backup restore``). The
-backup location is Azurite's second account, which the wipe leaves alone, as
+backup location is Azurite's backup account, which the wipe leaves alone, as
 a separate storage account survives the loss of the store's in Azure.
 
 What the drill shows: what was written before the backup is back and what
@@ -24,7 +24,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from devhost.azurite import TARGET_ACCOUNT, Azurite
+from devhost.azurite import BACKUP_ACCOUNT, Azurite
 from shared.backup.location import BackupLocation
 from shared.backup.manifest import latest_manifest
 from shared.provisioning.receipts import ReceiptStore
@@ -45,14 +45,14 @@ YEAR_MINUTES = str(366 * 24 * 60)  # the timer fires once a year: the test runs 
 def backup_settings(azurite: Azurite) -> dict[str, str]:
     return {
         "RuntimeCloud__Backup__Connection": "RuntimeCloudBackup",
-        "RuntimeCloudBackup": azurite.connection_string(TARGET_ACCOUNT),
+        "RuntimeCloudBackup": azurite.connection_string(BACKUP_ACCOUNT),
         "RuntimeCloud__Backup__Schedule": "0 0 0 1 1 *",
         "RuntimeCloud__Backup__RpoMinutes": YEAR_MINUTES,
     }
 
 
 def backup_location(azurite: Azurite) -> BackupLocation:
-    blobs = clients_from_connection_string(azurite.connection_string(TARGET_ACCOUNT)).blobs
+    blobs = clients_from_connection_string(azurite.connection_string(BACKUP_ACCOUNT)).blobs
     return BackupLocation(blobs.get_container_client("runtime-cloud-backup"))
 
 

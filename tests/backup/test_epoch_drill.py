@@ -4,9 +4,9 @@ Driven from outside as test_drill.py is: runs over HTTP to a local host of the t
 of its own, exports and restores through ``python -m tools.backup``. Export #3 is a real process,
 SIGKILLed after it noted its first parts in ``progress.json`` (it pauses between parts,
 ``RuntimeCloud:Backup:PauseBetweenPartsSeconds``, so the kill lands between two of them). The store is
-wiped and restored from #2, a new run v4 is applied, the next export runs, the store is wiped and
-restored again: v3 (lost at the first restore) must not come back, v4 must be there, and the
-environment's receipt chain must verify.
+wiped and restored from #2, a new run v4 is applied, the next export runs, the store is emptied (the
+runbook's ``python -m tools.backup empty-store``) and restored again: v3 (lost at the first restore)
+must not come back, v4 must be there, and the environment's receipt chain must verify.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from devhost.azurite import Azurite
 from shared.backup.location import BackupLocation
-from shared.backup.manifest import read_manifest
+from shared.backup.manifest import latest_manifest, read_manifest
 from shared.storage.clients import clients_from_connection_string
 from tests.backup.test_drill import backup_location, backup_settings, restore_command, run_backup, wipe
 from tests.conftest import REPO, app_settings
@@ -98,7 +98,10 @@ def test_an_export_killed_before_a_restore_never_brings_lost_runs_back_nor_loses
         assert datetime.fromisoformat(after["as_of"]) >= datetime.fromisoformat(first_report["restored_at"])
 
         host.kill()
-        wipe(store)
+        emptied = restore_command(env, "empty-store", "--yes", "--force")  # the runbook's command; killed host
+        assert emptied.returncode == 0, emptied.stderr
+        assert not list(store.tables.list_tables()) and not list(store.blobs.list_containers())
+        assert latest_manifest(location) is not None  # the backup, in its own account, is still there
         again = restore_command(env, "restore")
         assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout)["backup_sequence"] == after["sequence"]
