@@ -2,9 +2,13 @@
 
 Its schedule is ``RuntimeCloud:Backup:Schedule`` (every five minutes by
 default; the settings refuse a schedule that fires less often than
-``RpoMinutes``). A failed export is logged, counted
+``RpoMinutes``). A failed export is logged (one line), counted
 (``connectsoft.factory.runtime_cloud.backup.exports``, outcome ``failed``)
-and recorded where health reads it; the next firing resumes it.
+and recorded where health reads it (the store's ``BackupState`` table, and
+the location's ``status.json`` when the location answers); the next firing
+resumes it, unless a restore came in between (a new backup epoch: it starts
+afresh). A location that does not answer fails it within about
+``RuntimeCloud:Backup:TimeoutSeconds``.
 """
 
 from __future__ import annotations
