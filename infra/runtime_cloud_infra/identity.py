@@ -32,13 +32,14 @@ job (``userAssignedIdentities/assign/action``) or give it a federated credential
 that an outside issuer can use.
 
 A ``Role Based Access Control Administrator`` grant to the runner is always
-constrained (an ABAC condition) to the roles this program gives the host, the
-observer and the operators, less the privileged ones, and to those principals:
-the runner never grants itself a role, nor anyone but those three, and within its
-scope can give them only roles the program gives them. On ``resource-group`` (the
-factory stack) that is the stack's group, which holds no data: in effect the
-host's Monitoring Metrics Publisher on Application Insights and the observer's
-Reader there.
+constrained (an ABAC condition): it may write and delete role assignments only
+of Monitoring Metrics Publisher, Reader and the Storage Blob, Queue and Table
+Data Reader roles (what this program gives the host and the observer outside the
+host's group), and only for the host and the observer. The runner never grants
+itself a role, nor anyone else, nor a data role that would widen the app's
+reach; the operators' roles are all in the host's group. On ``resource-group``
+(the factory stack) its scope is the stack's group: in effect the host's
+Monitoring Metrics Publisher on Application Insights and the observer's Reader.
 """
 
 from __future__ import annotations
@@ -220,13 +221,13 @@ def grant_runner(
     resource_group_id: pulumi.Input[str],
     subscription: pulumi.Input[str],
 ) -> list[authorization.RoleAssignment]:
-    """The stack's ``runnerRoles``. Role administration is constrained to the roles this program assigns
-    and to the host, the observer and the operators: never to the runner itself, so a program the job
+    """The stack's ``runnerRoles``. Role administration is constrained to the host's and the observer's
+    roles outside the host's group, and to those two: never to the runner itself, so a program the job
     runs cannot widen the runner's own rights (a new grant to the runner is an operator's deploy)."""
     runner = ids.runner
-    assignable = _assignable_by_runner(settings)
+    assignable = _assignable_by_runner()
+    # The operators' roles are all in the host's group, where the runner has none: not theirs to serve.
     grantees = [ids.host.principal_id, ids.observer.principal_id]
-    grantees += [settings.operator_principal_id] if settings.operator_principal_id else []
     grants = []
     for index, entry in enumerate(settings.runner_roles):
         scope = (
@@ -271,19 +272,12 @@ def _outside_host_group(settings: StackSettings, index: int, subscription: pulum
     return pulumi.Output.from_input(subscription).apply(checked)
 
 
-def _assignable_by_runner(settings: StackSettings) -> list[str]:
-    """The roles this program gives the grantees the runner may serve (host, observer, operators), less the
-    privileged ones: never a role of the runner's own, which would widen the app's reach."""
-    roles = [
-        *HOST_STORE_ROLES,
-        HOST_TELEMETRY_ROLE,
-        HOST_VAULT_ROLE,
-        OBSERVER_ROLE,
-        *OBSERVER_DATA_READERS.values(),
-        OPERATOR_VAULT_ROLE,
-        OPERATOR_STATE_ROLE,
-        *([STATE_KEY_ROLE] if settings.operator_principal_id else []),
-    ]
+def _assignable_by_runner() -> list[str]:
+    """The roles this program gives the host and the observer outside the host's group, where the runner may
+    hold role administration: the host's telemetry role, the observer's read-only ones. Never a role of the
+    runner's own (it would widen the app's reach), never a privileged one, and none of the host's data roles,
+    whose scopes are all in the host's group (given elsewhere, they would widen the app's reach too)."""
+    roles = [HOST_TELEMETRY_ROLE, OBSERVER_ROLE, *OBSERVER_DATA_READERS.values()]
     return [role for role in dict.fromkeys(roles) if role not in PRIVILEGED_ROLES]
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
-from runtime_cloud_infra.roles import BUILT_IN_ROLES, PRIVILEGED_ROLES
+from runtime_cloud_infra.roles import BUILT_IN_ROLES, PRIVILEGED_ROLES, READ_ONLY_ROLES
 
 from tests.infra.conftest import Declared, Deployment
 
@@ -68,13 +69,18 @@ def test_runner_role_administration_is_constrained_with_mocked_pulumi_engine(fac
     assert administration[0].inputs["conditionVersion"] == "2.0"
     assert "Microsoft.Authorization/roleAssignments/write" in condition
     assert "Microsoft.Authorization/roleAssignments/delete" in condition
-    for role in PRIVILEGED_ROLES:
+    granted_roles = set(re.findall(r"GuidEquals \{([^}]*)\}", condition)[0].split(", "))
+    # Only what the host and the observer hold outside the host's group: telemetry and read-only roles.
+    assert granted_roles == {
+        BUILT_IN_ROLES[role] for role in ("Monitoring Metrics Publisher", "Reader", *READ_ONLY_ROLES)
+    }
+    for role in (*PRIVILEGED_ROLES, *HOST_STORE_ROLES, "Key Vault Secrets User", "Key Vault Secrets Officer"):
         assert BUILT_IN_ROLES[role] not in condition, f"the runner could grant {role}"
-    for role in HOST_STORE_ROLES:
-        assert BUILT_IN_ROLES[role] in condition
     for kind in ("host", "observer"):
         assert _identity(factory, kind).outputs["principalId"] in condition
     assert runner.outputs["principalId"] not in condition, "the runner could grant itself"
+    operators = factory.config["runtime-cloud-infra:operatorPrincipalId"]
+    assert operators not in condition, "the operators' roles are in the host's group, where the runner has none"
 
 
 def test_the_function_app_resolves_references_as_the_host_with_mocked_pulumi_engine(deployment: Deployment) -> None:
