@@ -18,8 +18,6 @@ import logging
 import os
 import sys
 
-from shared.iac.jobs.protocol import JobRequest
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runner_job", description=__doc__)
@@ -49,15 +47,15 @@ def main(argv: list[str] | None = None) -> int:
 
     telemetry.configure()  # as the host's: Application Insights, or OTLP JSON lines locally
     storage = host_storage()
-    if args.command == "run":
-        request: JobRequest | None = parse_request(args.request)
-    else:
-        from runner_job.scaler import take_one
-
-        request = take_one(storage, iac)
     try:
-        if request is not None:
-            run_request(request, storage)
+        if args.command == "run":
+            run_request(parse_request(args.request), storage)
+        else:
+            from runner_job.scaler import take_one
+
+            taken = take_one(storage, iac)
+            if taken is not None:  # the request leaves the queue once the job claimed its row
+                run_request(taken.request, storage, claimed=lambda: taken.release(storage))
     finally:
         telemetry.flush()
     return 0

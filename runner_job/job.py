@@ -4,6 +4,7 @@ Order matters for crash safety:
 
 1. claim the job's row (``launched`` -> ``running``, under its ETag): a second
    execution of the same request leaves here, so one job never runs twice at once;
+   only then may the request leave the queue (``claimed``: see ``runner_job.scaler``);
 2. read the input, verified against the request's digest;
 3. run it with the heartbeat going; an apply records each finished step in the
    run's step journal as it goes, so a later attempt skips what this one did;
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from opentelemetry.trace import SpanKind
@@ -55,8 +57,11 @@ def parse_request(text: str) -> JobRequest:
         raise BadRequest(f"not a runner job request: {error.error_count()} problem(s)") from None
 
 
-def run_request(request: JobRequest, storage: StorageClients) -> JobResult | None:
-    """Run the job unless another execution has it; the result (None: not ours to run).
+def run_request(
+    request: JobRequest, storage: StorageClients, claimed: Callable[[], None] | None = None
+) -> JobResult | None:
+    """Run the job unless another execution has it; the result (None: not ours to run). ``claimed`` is
+    called once the row is decided (this execution's, or another's): the request may leave the queue then.
 
     The whole job is one span (a consumer of the job queue) that continues the trace of the step
     that launched it (the request's ``traceparent``), so the runner's spans sit in the run's trace."""
@@ -70,13 +75,15 @@ def run_request(request: JobRequest, storage: StorageClients) -> JobResult | Non
         environment=request.environment,
         run=request.run_id,
     ):
-        return _run_request(request, storage)
+        return _run_request(request, storage, claimed or (lambda: None))
 
 
-def _run_request(request: JobRequest, storage: StorageClients) -> JobResult | None:
+def _run_request(request: JobRequest, storage: StorageClients, claimed: Callable[[], None]) -> JobResult | None:
     jobs = JobStore(storage)
     where = ids(tenant=request.tenant, environment=request.environment, run=request.run_id)
-    if not jobs.claim(request):
+    ours = jobs.claim(request)
+    claimed()  # not before: a request deleted before its claim would be lost with a launcher killed in between
+    if not ours:
         log.info("job %s is running elsewhere or finished; this execution leaves", request.job_id, extra=where)
         return None
     started = now_iso()

@@ -1,20 +1,26 @@
 """The local stand-in for the queue-scaled Container Apps job: one forked process per job request.
 
 The local host starts ``python -m runner_job scale`` beside itself. This
-process imports the runners once, then polls the job queue; for each request
-it deletes the message (a request is only a start signal: the run's
-orchestration launches a new attempt if a job dies) and forks a child that
-runs the job and exits. Forking a process that has everything imported
-costs milliseconds where a fresh interpreter costs over a second of imports,
-and each job is still a process of its own, with its own pid (on its
-heartbeat row), that can be killed like a Container Apps replica.
+process imports the runners once, then polls the job queue; each request it
+takes stays in the queue, hidden for :attr:`IaCSettings.take_seconds`, and it
+forks a child that claims the job's row, *then* deletes the request, runs the
+job and exits. Claim before delete: a scaler (or a child) killed before the
+claim leaves the request to show again and be taken by the next poll, so the
+job still starts well within ``JobStartSeconds``; once claimed, the row is
+the job's and a request seen again only finds it taken (the execution leaves).
+The Container Apps job's ``once`` does the same in one process. Forking a
+process that has everything imported costs milliseconds where a fresh
+interpreter costs over a second of imports, and each job is still a process
+of its own, with its own pid (on its heartbeat row), that can be killed like
+a Container Apps replica.
 
-A message that is not a job request is moved to ``<queue>-poison`` at once.
-The scaler stops taking work when its standard input closes (the local host
-stopped or died); jobs in flight run to their end, as a Container Apps job
-outlives the Functions host that asked for it. Nothing is shared with a
-child: it makes its own storage clients after the fork, and the scaler makes
-no thread, so the fork is safe.
+A message that is not a job request, or one taken :data:`MAX_TAKES` times
+without its job claiming it, is moved to ``<queue>-poison``. The scaler stops
+taking work when its standard input closes (the local host stopped or died);
+jobs in flight run to their end, as a Container Apps job outlives the
+Functions host that asked for it. Nothing is shared with a child: it makes
+its own storage clients after the fork, and the scaler makes no thread, so
+the fork is safe.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import os
 import select
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient
@@ -38,7 +46,24 @@ log = app_logger("runner_job")
 
 MIN_POLL_SECONDS = 0.05
 MAX_POLL_SECONDS = 0.1  # an idle scaler reads the queue ten times a second: one cheap call
-TAKE_SECONDS = 60  # how long a taken message stays invisible before it is deleted (it is deleted at once)
+MAX_TAKES = 5  # a request whose job never claims its row after this many takes is kept aside
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A request taken from the job queue, still in it (hidden) until its job has claimed its row."""
+
+    request: JobRequest
+    queue: str
+    message_id: str
+    pop_receipt: str
+
+    def release(self, clients: StorageClients) -> None:
+        """The job claimed its row (or found it another execution's): the request is done with."""
+        try:
+            clients.queue(self.queue).delete_message(self.message_id, self.pop_receipt)
+        except Exception as error:  # noqa: BLE001 - shown again, it finds the row taken and is released then
+            log.warning("job request %s not deleted: %s", self.request.job_id, type(error).__name__)
 
 
 def scale(storage: Callable[[], StorageClients], iac: IaCSettings) -> int:
@@ -52,42 +77,57 @@ def scale(storage: Callable[[], StorageClients], iac: IaCSettings) -> int:
     while not _input_closed(delay):
         _reap(children)
         try:
-            messages = list(queue.receive_messages(max_messages=16, visibility_timeout=TAKE_SECONDS))
+            messages = list(queue.receive_messages(max_messages=16, visibility_timeout=_hidden(iac)))
         except Exception as error:  # noqa: BLE001 - the store may be down: poll again later
             log.warning("polling %s failed: %s", iac.job_queue, type(error).__name__)
             messages = []
         for message in messages:
-            request = take(queue, poison, message)
-            if request is not None:
-                children.add(_fork(request, storage))
+            taken = take(queue, poison, message)
+            if taken is not None:
+                children.add(_fork(taken, storage))
         delay = MIN_POLL_SECONDS if messages else min(MAX_POLL_SECONDS, delay * 2)
     log.info("runner job scaler stopping (its host went away); %d job(s) still running finish alone", len(children))
     return 0
 
 
-def take(queue: QueueClient, poison: QueueClient, message: object) -> JobRequest | None:
+def take(queue: QueueClient, poison: QueueClient, message: Any) -> Taken | None:
+    """The request of a received message, left in the queue for its job to release; a bad one (or one
+    taken too often) goes to the poison queue at once."""
     content = str(getattr(message, "content", ""))
     try:
         request = parse_request(content)
     except BadRequest as error:
         log.error("%s; moved to the poison queue", error)
-        poison.send_message(content)
-        request = None
-    queue.delete_message(message)  # type: ignore[arg-type]
-    return request
+        _set_aside(queue, poison, message, content)
+        return None
+    if int(getattr(message, "dequeue_count", 1) or 1) > MAX_TAKES:
+        log.error("job request %s taken %d times, never claimed; moved to the poison queue", request.job_id, MAX_TAKES)
+        _set_aside(queue, poison, message, content)
+        return None
+    return Taken(request, queue.queue_name, message.id, message.pop_receipt)
 
 
-def _fork(request: JobRequest, storage: Callable[[], StorageClients]) -> int:
+def _set_aside(queue: QueueClient, poison: QueueClient, message: Any, content: str) -> None:
+    poison.send_message(content)
+    queue.delete_message(message)
+
+
+def _hidden(iac: IaCSettings) -> int:
+    return max(1, round(iac.take_seconds))
+
+
+def _fork(taken: Taken, storage: Callable[[], StorageClients]) -> int:
     pid = os.fork()
     if pid:
         return pid
     code = 1
     try:
         telemetry.configure()  # after the fork: exporter threads never cross one (the scaler has none)
-        run_request(request, storage())  # its own clients: nothing of the parent's connections is used
+        clients = storage()  # its own clients: nothing of the parent's connections is used
+        run_request(taken.request, clients, claimed=lambda: taken.release(clients))
         code = 0
     except BaseException:
-        log.exception("runner job %s failed", request.job_id)
+        log.exception("runner job %s failed", taken.request.job_id)
     finally:
         _flush_telemetry()
         sys.stdout.flush()
@@ -128,9 +168,10 @@ def _ensure(queue: QueueClient) -> None:
         pass
 
 
-def take_one(clients: StorageClients, iac: IaCSettings, invisible_seconds: int = 300) -> JobRequest | None:
-    """One request from the job queue (the Container Apps job's execution); None when there is none."""
+def take_one(clients: StorageClients, iac: IaCSettings) -> Taken | None:
+    """One request from the job queue (the Container Apps job's execution), hidden until its job claims
+    its row; None when there is none (a bad one is kept aside)."""
     queue, poison = clients.queue(iac.job_queue), clients.queue(f"{iac.job_queue}-poison")
-    for message in queue.receive_messages(max_messages=1, visibility_timeout=invisible_seconds):
+    for message in queue.receive_messages(max_messages=1, visibility_timeout=_hidden(iac)):
         return take(queue, poison, message)
     return None

@@ -76,13 +76,25 @@ class IaCSettings(Section):
     )
     job_heartbeat_seconds: float = Field(default=10.0, gt=0, le=300, alias="JobHeartbeatSeconds")
     job_stale_seconds: float = Field(default=90.0, gt=0, le=3600, alias="JobStaleSeconds")
-    job_start_seconds: float = Field(default=600.0, gt=0, le=7200, alias="JobStartSeconds")
+    # Three minutes: a request is taken hidden, not deleted, and leaves the queue only once its job claimed
+    # its row (runner_job.scaler), so a launcher killed in between loses nothing: the request shows again
+    # after a third of this (``take_seconds``) and the next poll (KEDA's 5 s, the local scaler's 0.1 s) starts
+    # it; with a Container Apps execution's start (its image pulled, tens of seconds) a live queue starts
+    # every job well inside it. Past it nothing consumes the queue: the attempt is dead and launched again.
+    job_start_seconds: float = Field(default=180.0, gt=0, le=7200, alias="JobStartSeconds")
     job_check_seconds: float = Field(default=30.0, gt=0, le=600, alias="JobCheckSeconds")
     job_max_attempts: int = Field(default=2, ge=1, le=5, alias="JobMaxAttempts")
     # How long the step called right after a launch waits, inside its activity, for a short job to finish
     # (reading the job's row with a short backoff) before the run waits on the notice and the check timer:
     # a job of a second is found within tens of milliseconds instead of at the next queue poll. 0: never.
     job_wait_seconds: float = Field(default=2.0, ge=0, le=30, alias="JobWaitSeconds")
+
+    @property
+    def take_seconds(self) -> float:
+        """How long a taken job request stays hidden before its job claims its row (then it is deleted):
+        a third of ``JobStartSeconds``, at most a minute, so a request a dead launcher took shows again,
+        and is started, well before the attempt would be given up."""
+        return max(1.0, min(60.0, self.job_start_seconds / 3))
 
     @field_validator("job_launcher")
     @classmethod

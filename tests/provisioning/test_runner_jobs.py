@@ -326,7 +326,7 @@ def test_the_container_apps_job_takes_one_request_per_execution_and_keeps_a_bad_
 
     assert take_one(clients, iac) is None  # the bad one, kept
     taken = take_one(clients, iac)
-    assert taken is not None and taken.job_id == "run-once-apply-1"
+    assert taken is not None and taken.request.job_id == "run-once-apply-1"
     assert take_one(clients, iac) is None  # nothing left: an execution KEDA started too many ends at once
     assert [m.content for m in poison.peek_messages(max_messages=5)] == ["not a job request"]
 
