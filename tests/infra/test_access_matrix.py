@@ -242,3 +242,29 @@ def test_the_readme_shows_the_access_matrix() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
 
     assert matrix.markdown() in readme, "README (Deploying) must show tests/infra/access_matrix.py's table"
+
+
+# What the stack's group (the one a self-hosting runner manages) may hold: nothing that holds the host's data,
+# secrets or identities, nor the app that runs as them.
+STACK_GROUP_KINDS = {
+    "azure-native:app:ManagedEnvironment",
+    "azure-native:app:Job",
+    "azure-native:operationalinsights:Workspace",
+    "azure-native:applicationinsights:Component",
+    "azure-native:applicationinsights:Workbook",
+    "azure-native:monitor:ActionGroup",
+    "azure-native:monitor:ScheduledQueryRule",
+}
+
+
+def test_the_stack_group_holds_only_jobs_and_monitoring_with_mocked_pulumi_engine(deployment: Deployment) -> None:
+    stack_group = deployment.one("resources:ResourceGroup", "resource-group").inputs["resourceGroupName"]
+    host_group = deployment.one("resources:ResourceGroup", "host-resource-group").inputs["resourceGroupName"]
+    placed = {
+        (resource.type, resource.inputs["resourceGroupName"])
+        for resource in deployment.resources
+        if "resourceGroupName" in resource.inputs and resource.type != "azure-native:resources:ResourceGroup"
+    }
+
+    assert {kind for kind, group in placed if group == stack_group} == STACK_GROUP_KINDS
+    assert {group for kind, group in placed if kind not in STACK_GROUP_KINDS} == {host_group}
