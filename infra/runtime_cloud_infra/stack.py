@@ -3,11 +3,13 @@
 Two resource groups. The **host's group** (``hostResourceGroupName``) holds
 everything that holds the host's data or can act as the host: the store (its
 receipts), the backup account, the vault, the three identities, the function
-app and its plan. The runner identity has no role there, whatever
-``runnerRoles`` says: a role on a storage account's or vault's control plane
-reaches its data (keys, access policies), one on an identity lets its holder
-attach it or trust a new federated credential, and one on the function app lets
-its holder deploy code that runs as the host identity. The **stack's group**
+app and its plan. The runner identity has no role on it, nor in it but the job
+exchange's per-table, -container and -queue data roles and the state key,
+whatever ``runnerRoles`` says (identity.py refuses such a scope): a role on a
+storage account's or vault's control plane reaches its data (keys, access
+policies), one on an identity lets its holder attach it or trust a new
+federated credential, and one on the function app lets its holder deploy code
+that runs as the host identity. The **stack's group**
 (``resourceGroupName``) holds the runner jobs and monitoring: the one a
 self-hosting stack lets the runner manage (``runnerRoles`` on ``resource-group``).
 
