@@ -6,6 +6,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from azure.data.tables import TableClient
+
 from tests.conftest import RESERVED_TENANT
 from tests.provisioning.helpers import WRITE, declare, specification, target_queue_names, unique, wait_for_run_state
 
@@ -218,3 +220,18 @@ def test_racing_first_declarations_of_both_classes_agree_on_one_registration(pro
         for _, run_id in accepted
     }
     assert all(runs[run_id]["environment_class"] == "production" for c, run_id in accepted if c == "production")
+
+
+def test_an_environment_declared_before_the_registry_keeps_the_class_of_its_last_run(provisioning_host, azurite, mint):
+    writer = mint("tenant-a", scopes=WRITE)
+    environment = unique("legacy")
+    assert declare(provisioning_host, writer, specification(environment, "production")).status_code == 202
+    # As if it had been declared before there was a registry: its row is gone, its runs are not.
+    registry = TableClient.from_connection_string(azurite.connection_string(), "Environments")
+    registry.delete_entity(partition_key="tenant-a", row_key=environment)
+
+    laxer = declare(provisioning_host, writer, specification(environment, "non-production"))
+
+    assert laxer.status_code == 422, laxer.text
+    assert field_paths(laxer) == ["/specification/environment_class"]
+    assert registration(provisioning_host, writer, environment)["environment_class"] == "production"
