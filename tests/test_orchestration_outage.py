@@ -16,6 +16,8 @@ from typing import Any
 
 from devhost.azurite import Azurite
 from shared.http.endpoint import task_hub_unavailable
+from tests.autoscaling.conftest import AutoscalingApi
+from tests.autoscaling.test_pool_autoscaling import EAGER
 from tests.conftest import REPO, app_settings, git_sources_root
 from tests.gitops.helpers import FILE, OPERATOR, BareRepository, bind, spec_yaml, sync_now
 from tests.inventory.helpers import accept, applied_environment, findings, names, proposals, target_queues
@@ -50,6 +52,8 @@ def test_starting_orchestrations_answers_503_while_the_task_hub_or_the_store_is_
         repository.commit({FILE: spec_yaml(followed)})
         assert bind(host, gitops_operator, followed, repository.path).status_code == 201
         declared = unique("outage-declared")
+        scaling = AutoscalingApi(host, mint)
+        pool = scaling.create_pool("sandbox", size=2)
 
         hub.stop(grace_seconds=0)
         answers = {
@@ -57,6 +61,11 @@ def test_starting_orchestrations_answers_503_while_the_task_hub_or_the_store_is_
             "declare": declare(host, operator, specification(declared), key="outage-declare"),
             "gitops sync-now": sync_now(host, gitops_operator, followed),
             "accept proposal": accept(host, operator, proposal["id"], "revert"),
+            # Setting a policy declares the pool's baseline run; evaluating moves it on (starting its run).
+            "autoscaling policy": scaling.put_policy(pool, **EAGER),
+            "autoscaling evaluate": scaling.call(
+                "POST", f"runtime-cloud/pools/{pool.id}/autoscaling/evaluate", scaling.admin()
+            ),
         }
         for name, answer in answers.items():
             assert answer.status_code == 503, (name, answer.text)
@@ -69,10 +78,10 @@ def test_starting_orchestrations_answers_503_while_the_task_hub_or_the_store_is_
         assert run["state"] == "applied", run
         synced = sync_now(host, gitops_operator, followed)
         assert synced.status_code == 200, synced.text
+        baseline = scaling.evaluate(pool)["decision"]  # what the outage left half-way is finished now
+        assert scaling.wait_for_run(baseline["run_id"], {"applied", "failed"}, timeout=180)["state"] == "applied"
 
         store.stop(grace_seconds=0)
-        pool = "pool-" + unique("x")[-8:]
-        admin = mint(TENANT, scopes=WRITE, roles=["PlatformAdmin"])
         down = {
             "scan": host.request("POST", f"runtime-cloud/environments/{drifted}/scan", token=operator, timeout=120),
             "declare": declare(host, operator, specification(unique("outage-late"))),
@@ -82,8 +91,8 @@ def test_starting_orchestrations_answers_503_while_the_task_hub_or_the_store_is_
                 "POST", "runtime-cloud/runs/run-outage/approve", token=operator, json={"plan_digest": "0" * 64}
             ),
             "cancel": host.request("POST", "runtime-cloud/runs/run-outage/cancel", token=operator, json={}),
-            "autoscaling evaluate": host.request(
-                "POST", f"runtime-cloud/pools/{pool}/autoscaling/evaluate", token=admin, timeout=120
+            "autoscaling evaluate": scaling.call(
+                "POST", f"runtime-cloud/pools/{pool.id}/autoscaling/evaluate", scaling.admin()
             ),
         }
         for name, answer in down.items():
