@@ -14,6 +14,7 @@ import azure.durable_functions as df
 HOST_BLUEPRINTS: tuple[str, ...] = (
     "functions.host_api",
     "functions.outbox",
+    "functions.artifacts",  # mirrors receipts, outputs and drift reports to KnowledgeHost when configured
     "functions.durable_history",
     "functions.backup",  # the store's backup covers every module's tables
 )

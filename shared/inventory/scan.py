@@ -36,6 +36,7 @@ from shared.desired_state import RunnerName
 from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound
 from shared.inventory import events
 from shared.inventory.comparison import compare
+from shared.inventory.drift_report import DriftReports
 from shared.inventory.errors import ScanInProgress
 from shared.inventory.expected import expected_resources
 from shared.inventory.findings import FindingState, reconcile
@@ -98,8 +99,10 @@ class Scanner:
         targets: Sequence[ProvisioningTarget],
         observers: ObserverFactory,
         clock: Callable[[], datetime] = current_time,
+        drift_reports: DriftReports | None = None,  # None: KnowledgeHost is not configured
     ) -> None:
         self._store = store
+        self._drift_reports = drift_reports
         self._provisioning = provisioning
         self._settings = settings
         self._targets = targets
@@ -241,6 +244,9 @@ class Scanner:
         operations += [self._store.proposal_operation(p, etag) for p, etag in proposals]
         bulk = [self._store.finding_operation(f) for f in changes.written]
         self._commit(tenant, environment, operations, new_events, bulk)
+        if self._drift_reports is not None:
+            opened, resolved = [f.id for f in changes.opened], [f.id for f in changes.resolved]
+            self._drift_reports.publish(tenant, environment, now, applied.digest, active, opened, resolved)
         return ScanOutcome(
             environment,
             ObservationStatus.FRESH,

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
-from shared.settings_section import Section
+from shared.settings_section import NcrontabSchedule, Section
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -59,7 +59,15 @@ class ControlPlaneSettings(NeighbourSettings):
 
 
 class KnowledgeHostSettings(NeighbourSettings):
-    """``RuntimeCloud:KnowledgeHost``: KnowledgeHost (receipts, run outputs and drift reports as artifacts)."""
+    """``RuntimeCloud:KnowledgeHost``: KnowledgeHost (receipts, run outputs and drift reports as artifacts).
+
+    Artifacts go through an outbox (:mod:`shared.events.artifact_outbox`) that the ``artifact_publisher``
+    timer sends on ``PublishSchedule``; an artifact is dead-lettered after ``PublishAttempts`` failed
+    attempts, the first retried after ``PublishBackoffSeconds``, doubling each time (at most an hour)."""
+
+    publish_schedule: NcrontabSchedule = Field(default="*/10 * * * * *", alias="PublishSchedule")
+    publish_attempts: int = Field(default=10, ge=1, le=100, alias="PublishAttempts")
+    publish_backoff_seconds: float = Field(default=30, ge=0, le=3600, alias="PublishBackoffSeconds")
 
 
 class DeliveryHostSettings(NeighbourSettings):

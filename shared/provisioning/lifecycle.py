@@ -20,6 +20,7 @@ from typing import Any
 
 from shared import telemetry
 from shared.clock import now_iso
+from shared.events.artifact_outbox import ArtifactOutbox
 from shared.iac.jobs.protocol import JobKind
 from shared.iac.jobs.results import JobResultTampered
 from shared.iac.model import (
@@ -97,6 +98,7 @@ class RunSteps:
         policy_gate: PolicyGate | None = None,
         receipts: ReceiptSettings | None = None,
         environments: EnvironmentRegistration | None = None,
+        mirror: ArtifactOutbox | None = None,  # KnowledgeHost's outbox: receipts and outputs are mirrored
     ) -> None:
         self._storage = storage
         self._gate = policy_gate  # None: no policy gate at all (the gate itself may be configured "none")
@@ -106,9 +108,9 @@ class RunSteps:
         self._targets = targets
         self._config_platform = config_platform
         self._store = ProvisioningStore(storage, source)
-        self._receipts = ReceiptStore(storage, receipts)  # receipts are written under their first policy
+        self._receipts = ReceiptStore(storage, receipts, mirror)  # written under their first policy
         self._records = RunRecords(storage, self._store, self._receipts)
-        self._outputs = OutputsStore(storage)
+        self._outputs = OutputsStore(storage, mirror)
         self._jobs = RunnerJobs(storage, iac)
         self._job_steps = JobSteps(
             self._store,

@@ -9,6 +9,10 @@ receipts, and ``ProvisioningApplied`` carries an :class:`OutputsReference`:
 where the blob is, its SHA-256, how many outputs it holds, and the HTTP path
 that serves them (``GET /runtime-cloud/runs/{id}/outputs``). A consumer reads
 the blob (or the path) and checks the digest; every output is there.
+
+With KnowledgeHost configured the outputs are mirrored by reference too: an
+artifact ``run-outputs`` whose ``content_ref`` is that HTTP path and whose
+``sha256`` is the blob's (:mod:`shared.events.artifact_outbox`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from pydantic import BaseModel
 
 from shared.errors import NotFound, RuntimeCloudError
+from shared.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
 from shared.provisioning.receipts import RECEIPTS_CONTAINER, sha256
 from shared.storage.clients import StorageClients
 
@@ -44,8 +49,9 @@ def canonical_outputs(outputs: dict[str, Any]) -> bytes:
 
 
 class OutputsStore:
-    def __init__(self, storage: StorageClients) -> None:
+    def __init__(self, storage: StorageClients, mirror: ArtifactOutbox | None = None) -> None:
         self._container = storage.blobs.get_container_client(RECEIPTS_CONTAINER)
+        self._mirror = mirror  # None: KnowledgeHost is not configured
 
     @staticmethod
     def blob_name(tenant: str, environment: str, run_id: str) -> str:
@@ -59,7 +65,7 @@ class OutputsStore:
             self._container.upload_blob(name, data, overwrite=False, metadata={"sha256": sha256(data)})
         except ResourceExistsError:
             data = self._container.download_blob(name).readall()
-        return OutputsReference(
+        reference = OutputsReference(
             container=RECEIPTS_CONTAINER,
             blob=name,
             sha256=sha256(data),
@@ -67,6 +73,19 @@ class OutputsStore:
             bytes=len(data),
             href=f"/runtime-cloud/runs/{run_id}/outputs",
         )
+        if self._mirror is not None:  # before the reference is returned, as a receipt's digest (by reference)
+            self._mirror.record(
+                PendingArtifact(
+                    artifact_id=artifact_id(tenant, environment, run_id, "run-outputs"),
+                    kind="run-outputs",
+                    tenant=tenant,
+                    environment=environment,
+                    run_id=run_id,
+                    sha256=reference.sha256,
+                    content_ref=reference.href,
+                )
+            )
+        return reference
 
     def read(self, reference: OutputsReference) -> dict[str, Any]:
         """The outputs a reference names, checked against its digest."""

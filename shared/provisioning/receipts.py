@@ -13,6 +13,12 @@ seven years; nothing in this service deletes them. With
 ``RuntimeCloud:Receipts:Immutability`` on, a receipt is written under a
 version-level immutability policy (:mod:`shared.provisioning.receipt_retention`),
 which the retention timer extends while the environment lives.
+
+With KnowledgeHost configured, every receipt is also recorded in the
+artifacts' outbox (:mod:`shared.events.artifact_outbox`) before its digest is
+returned, and mirrored from there. A receipt's blob metadata ``source`` says
+where it came from when it was not written here: ``backup`` or ``mirror`` (a
+restore wrote it back); absent: ``store``.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from shared import clock
 from shared.errors import NotFound
+from shared.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
 from shared.iac.model import ResourceChange, StepResult
 from shared.policy.verdict import PolicyVerdict
 from shared.provisioning.receipt_immutability import upload_options
@@ -36,6 +43,7 @@ from shared.storage.clients import StorageClients
 RECEIPTS_CONTAINER = "receipts"
 
 ReceiptKind = Literal["plan", "apply"]
+ReceiptSource = Literal["store", "backup", "mirror"]  # where a stored receipt came from (its blob's metadata)
 
 
 class ReceiptHeader(BaseModel):
@@ -95,9 +103,15 @@ def sha256(data: bytes) -> str:
 
 
 class ReceiptStore:
-    def __init__(self, storage: StorageClients, immutability: ReceiptSettings | None = None) -> None:
+    def __init__(
+        self,
+        storage: StorageClients,
+        immutability: ReceiptSettings | None = None,
+        mirror: ArtifactOutbox | None = None,
+    ) -> None:
         self._container = storage.blobs.get_container_client(RECEIPTS_CONTAINER)
         self._immutability = immutability  # None: no policy of the host's (readers, tools)
+        self._mirror = mirror  # None: KnowledgeHost is not configured (or a reader)
 
     @staticmethod
     def blob_name(tenant: str, environment: str, run_id: str, kind: ReceiptKind) -> str:
@@ -105,7 +119,8 @@ class ReceiptStore:
 
     def write(self, receipt: PlanReceipt | ApplyReceipt) -> str:
         """Store the receipt once; return the digest of what is stored."""
-        name = self.blob_name(receipt.tenant, receipt.environment, receipt.run_id, receipt.kind)
+        kind: ReceiptKind = receipt.kind
+        name = self.blob_name(receipt.tenant, receipt.environment, receipt.run_id, kind)
         data = canonical_bytes(receipt)
         try:
             self._container.upload_blob(
@@ -116,13 +131,47 @@ class ReceiptStore:
                 **upload_options(self._immutability, clock.now()),
             )
         except ResourceExistsError:
-            return sha256(self._container.download_blob(name).readall())
-        return sha256(data)
+            data = self._container.download_blob(name).readall()
+        digest = sha256(data)
+        if self._mirror is not None:  # before the digest is returned: no run records an unmirrored receipt
+            self._mirror.record(
+                receipt_artifact(receipt.tenant, receipt.environment, receipt.run_id, receipt.kind, digest)
+            )
+        return digest
 
     def read(self, tenant: str, environment: str, run_id: str, kind: ReceiptKind) -> tuple[dict[str, Any], str]:
         """The receipt document and the SHA-256 of its stored bytes."""
+        document, digest, _ = self.read_with_source(tenant, environment, run_id, kind)
+        return document, digest
+
+    def read_with_source(
+        self, tenant: str, environment: str, run_id: str, kind: ReceiptKind
+    ) -> tuple[dict[str, Any], str, ReceiptSource]:
+        """:meth:`read`, and where the stored receipt came from (its blob's ``source`` metadata)."""
         try:
-            data = self._container.download_blob(self.blob_name(tenant, environment, run_id, kind)).readall()
+            download = self._container.download_blob(self.blob_name(tenant, environment, run_id, kind))
+            data = download.readall()
         except ResourceNotFoundError as error:
             raise NotFound(f"{kind} receipt of {run_id}") from error
-        return json.loads(data), sha256(data)
+        metadata = download.properties.metadata or {}
+        source: ReceiptSource = "backup" if metadata.get("source") == "backup" else "store"
+        if metadata.get("source") == "mirror":
+            source = "mirror"
+        return json.loads(data), sha256(data), source
+
+
+def receipt_artifact(tenant: str, environment: str, run_id: str, kind: ReceiptKind, digest: str) -> PendingArtifact:
+    """A receipt as the mirror keeps it: its blob's content under a deterministic id, with its digest."""
+    return PendingArtifact(
+        artifact_id=receipt_artifact_id(tenant, environment, run_id, kind),
+        kind="plan-receipt" if kind == "plan" else "apply-receipt",
+        tenant=tenant,
+        environment=environment,
+        run_id=run_id,
+        sha256=digest,
+        blob=(RECEIPTS_CONTAINER, ReceiptStore.blob_name(tenant, environment, run_id, kind)),
+    )
+
+
+def receipt_artifact_id(tenant: str, environment: str, run_id: str, kind: ReceiptKind) -> str:
+    return artifact_id(tenant, environment, run_id, "plan-receipt" if kind == "plan" else "apply-receipt")

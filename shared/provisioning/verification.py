@@ -17,7 +17,10 @@ The chain's order is the order in which runs recorded their receipts: a run
 ends (its final timeline entry) in the same write that moves the
 environment's head to its receipt, and only one run of an environment is
 active at a time. Problems are reported oldest first; ``first_broken`` is
-where an auditor starts.
+where an auditor starts. ``receipts`` lists every receipt checked with where
+it came from (``source``): ``store`` (written here), ``backup`` or ``mirror``
+(a restore wrote it back from the backup, or from KnowledgeHost when the
+backup lacked it).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from shared.errors import NotFound
-from shared.provisioning.receipts import ReceiptKind, ReceiptStore
+from shared.provisioning.receipts import ReceiptKind, ReceiptSource, ReceiptStore
 from shared.provisioning.runs import Run
 from shared.provisioning.store import ProvisioningStore
 
@@ -41,6 +44,12 @@ class ChainProblem(BaseModel):
     detail: str
 
 
+class CheckedReceipt(BaseModel):
+    run_id: str
+    receipt: ReceiptKind
+    source: ReceiptSource  # store: written here; backup, mirror: a restore wrote it back from there
+
+
 class ChainReport(BaseModel):
     tenant: str
     environment: str
@@ -50,6 +59,7 @@ class ChainReport(BaseModel):
     head: str | None
     first_broken: ChainProblem | None = None
     problems: list[ChainProblem] = Field(default_factory=list)
+    receipts: list[CheckedReceipt] = Field(default_factory=list)  # oldest first, with where each came from
 
 
 def verify_environment(store: ProvisioningStore, receipts: ReceiptStore, tenant: str, environment: str) -> ChainReport:
@@ -79,6 +89,7 @@ def verify_environment(store: ProvisioningStore, receipts: ReceiptStore, tenant:
         head=head,
         first_broken=problems[0] if problems else None,
         problems=problems,
+        receipts=walk.receipts,
     )
 
 
@@ -98,6 +109,7 @@ class _ChainWalk:
         self.problems: list[ChainProblem] = []
         self.checked = 0
         self.length = 0
+        self.receipts: list[CheckedReceipt] = []
 
     def problem(self, run_id: str | None, receipt: ReceiptKind | None, kind: ProblemKind, detail: str) -> None:
         self.problems.append(ChainProblem(run_id=run_id, receipt=receipt, problem=kind, detail=detail))
@@ -125,10 +137,11 @@ class _ChainWalk:
     def _check(self, run: Run, kind: ReceiptKind, recorded: str) -> dict[str, Any] | None:
         self.checked += 1
         try:
-            document, digest = self._receipts.read(self._tenant, self._environment, run.id, kind)
+            document, digest, source = self._receipts.read_with_source(self._tenant, self._environment, run.id, kind)
         except NotFound:
             self.problem(run.id, kind, "missing", f"the {kind} receipt recorded as {recorded} is gone")
             return None
+        self.receipts.append(CheckedReceipt(run_id=run.id, receipt=kind, source=source))
         if digest != recorded:
             self.problem(
                 run.id,

@@ -23,6 +23,7 @@ TABLES: tuple[str, ...] = (
     "RunnerJobs",
     "PolicyExceptions",
     "Environments",  # the environment registry (shared.provisioning.environment_registry)
+    "KnowledgeArtifacts",  # artifacts to mirror to KnowledgeHost (shared.events.artifact_outbox)
 )
 
 # Tables whose partitions carry outbox rows (see shared.events.outbox); the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from shared.inventory.decisions import ProposalDecisions
+from shared.inventory.drift_report import DriftReports
 from shared.inventory.observers.registry import observer_for
 from shared.inventory.rule_book import RuleBook
 from shared.inventory.scan import Scanner
@@ -12,7 +13,7 @@ from shared.inventory.store import InventoryStore
 from shared.inventory.views import InventoryViews
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
-from shared.wiring import provisioning
+from shared.wiring import neighbours, provisioning
 
 
 def event_source() -> str:
@@ -28,8 +29,14 @@ def store() -> InventoryStore:
 def scanner() -> Scanner:
     section = get_settings().runtime_cloud
     observers = functools.partial(observer_for, inventory=section.inventory, iac=section.iac)
+    mirror = neighbours.artifact_outbox()
     return Scanner(
-        store(), provisioning.api(), settings=section.inventory, targets=section.targets, observers=observers
+        store(),
+        provisioning.api(),
+        settings=section.inventory,
+        targets=section.targets,
+        observers=observers,
+        drift_reports=DriftReports(shared_host_storage(), mirror) if mirror is not None else None,
     )
 
 

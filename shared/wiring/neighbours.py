@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 
 from shared.credentials import azure_credential
+from shared.events.artifact_dispatch import ArtifactPublisher, PublishPolicy
+from shared.events.artifact_outbox import ArtifactOutbox
 from shared.neighbours.control_plane import ControlPlaneApi
 from shared.neighbours.delivery_host import DeliveryHost
 from shared.neighbours.http_client import NeighbourHttp, Token
@@ -19,6 +21,7 @@ from shared.neighbours.probe import NeighbourProbe
 from shared.neighbours.settings import NeighbourSettings
 from shared.provisioning.settings import EnvironmentSource
 from shared.settings import Settings, get_settings
+from shared.storage.clients import shared_host_storage
 
 
 def scoped_token(scope: str) -> Token:
@@ -40,6 +43,23 @@ def control_plane() -> ControlPlaneApi | None:
 def knowledge_host() -> KnowledgeHost | None:
     section = get_settings().runtime_cloud.knowledge_host
     return KnowledgeHost(section, scoped_token(section.scope)) if section.configured else None
+
+
+@functools.lru_cache(maxsize=1)
+def artifact_outbox() -> ArtifactOutbox | None:
+    """Where receipts, run outputs and drift reports wait to be mirrored; None without KnowledgeHost."""
+    return ArtifactOutbox(shared_host_storage()) if get_settings().runtime_cloud.knowledge_host.configured else None
+
+
+@functools.lru_cache(maxsize=1)
+def artifact_publisher() -> ArtifactPublisher | None:
+    """The artifacts' dispatcher (the ``artifact_publisher`` timer); None without KnowledgeHost."""
+    outbox, client = artifact_outbox(), knowledge_host()
+    if outbox is None or client is None:
+        return None
+    section = get_settings().runtime_cloud.knowledge_host
+    policy = PublishPolicy(attempts=section.publish_attempts, backoff_seconds=section.publish_backoff_seconds)
+    return ArtifactPublisher(outbox, shared_host_storage(), client, policy)
 
 
 @functools.lru_cache(maxsize=1)

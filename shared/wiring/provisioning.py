@@ -68,17 +68,18 @@ def steps() -> RunSteps:
         policy_gate=policy.gate(),
         receipts=section.receipts,
         environments=environments(),
+        mirror=neighbours.artifact_outbox(),
     )
 
 
 @functools.lru_cache(maxsize=1)
 def receipts() -> ReceiptStore:
-    return ReceiptStore(shared_host_storage(), get_settings().runtime_cloud.receipts)
+    return ReceiptStore(shared_host_storage(), get_settings().runtime_cloud.receipts, neighbours.artifact_outbox())
 
 
 @functools.lru_cache(maxsize=1)
 def outputs() -> OutputsStore:
-    return OutputsStore(shared_host_storage())
+    return OutputsStore(shared_host_storage(), neighbours.artifact_outbox())
 
 
 @functools.lru_cache(maxsize=1)

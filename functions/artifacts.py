@@ -1,0 +1,39 @@
+"""Mirrors what the artifacts' outbox holds to KnowledgeHost (receipts, run outputs, drift reports).
+
+Without ``RuntimeCloud:KnowledgeHost:BaseUrl`` nothing is recorded and the
+timer does nothing. See :mod:`shared.events.artifact_dispatch` for the order,
+retries and dead letters.
+"""
+
+from __future__ import annotations
+
+import azure.durable_functions as df
+import azure.functions as func
+
+from shared.logs import app_logger
+from shared.settings import get_settings
+from shared.timer_schedules import timer_schedule
+from shared.wiring import neighbours
+
+bp = df.Blueprint()
+log = app_logger("knowledge-host")
+
+
+@bp.timer_trigger(
+    arg_name="timer",
+    schedule=timer_schedule(
+        "RuntimeCloud:KnowledgeHost:PublishSchedule", get_settings().runtime_cloud.knowledge_host.publish_schedule
+    ),
+)
+def artifact_publisher(timer: func.TimerRequest) -> None:
+    publisher = neighbours.artifact_publisher()
+    if publisher is None:
+        return
+    report = publisher.publish_pending()
+    if report.published or report.failed or report.dead_lettered:
+        log.info(
+            "artifacts: %d published, %d to retry, %d dead-lettered",
+            len(report.published),
+            len(report.failed),
+            len(report.dead_lettered),
+        )
