@@ -185,7 +185,7 @@ class InstanceStore:
         so the history read back would pair this event with the other episode's task -- the replay after a
         move of the task hub then failed as non-deterministic. The Azure Storage provider writes history
         rows with insert-or-replace, so it never mixes two episodes' rows either."""
-        batch: list[tuple[str, dict[str, Any]]] = []
+        batch: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
         size = 0
         for offset, record in enumerate(records):
             entity = await self._history_entity(instance_id, execution_id, start + offset, record)
