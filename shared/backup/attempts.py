@@ -63,7 +63,10 @@ def run_export(
         raise ExportFailed(f"backup export failed: {text}{where}") from None
     fields = {"LastAttemptAt": now().isoformat(), "LastError": "", "ConsecutiveFailures": 0}
     record_in_store(store, {**fields, **_success(manifest)})
-    record_success(location, manifest, now())
+    try:
+        record_success(location, manifest, now())
+    except Exception as unrecorded:  # noqa: BLE001 - the export is committed (its manifest); the store says so
+        log.warning("backup success not recorded in the location: %s", one_line(unrecorded))
     return manifest
 
 
