@@ -163,25 +163,35 @@ def _declare_promotion(message_id: str | None, body: str) -> tuple[Run, bool] | 
             )
     except InvalidInput as error:
         kept_body = _withheld(body) if isinstance(error, SecretInSpecification) else body
-        kept = record_rejection(
-            shared_host_storage(), "promotions", message_id, kept_body, "invalid specification", error.errors
-        )
-        service.record_invalid_promotion(
-            promotion.tenant,
-            promotion.environment,
-            promotion.promotion_id,
-            promotion.requested_by,
-            body,
-            str(error),
-            kept,
-        )
+        _invalid_promotion(promotion, message_id, body, kept_body, error)
         return None
     try:
         requester = Requester.promoted_by(promotion.requested_by)  # delivery's word: never a system actor
         return service.declare(specification, source, promotion.promotion_id, requester)
+    except InvalidInput as error:  # the environment's registration refused it (another declaration came first)
+        _invalid_promotion(promotion, message_id, body, body, error)
+        return None
     except Conflict as error:
         record_rejection(shared_host_storage(), "promotions", message_id, body, str(error))
         return None
+
+
+def _invalid_promotion(
+    promotion: Promotion, message_id: str | None, body: str, kept_body: str, error: InvalidInput
+) -> None:
+    """Keep the message (``kept_body``) with the reason, and record the promotion's run as failed."""
+    kept = record_rejection(
+        shared_host_storage(), "promotions", message_id, kept_body, "invalid specification", error.errors
+    )
+    wiring.service().record_invalid_promotion(
+        promotion.tenant,
+        promotion.environment,
+        promotion.promotion_id,
+        promotion.requested_by,
+        body,
+        str(error),
+        kept,
+    )
 
 
 # -- approvals ------------------------------------------------------------------------------------
