@@ -42,9 +42,9 @@ class ProvisioningSettings(Section):
         return parse_allowed_sources(value)
 
     def requires_approval(self, environment_class: str) -> bool:
-        if environment_class == "production":
-            return self.production_requires_approval
-        return self.non_production_requires_approval
+        if environment_class == "non-production":
+            return self.non_production_requires_approval
+        return self.production_requires_approval  # production, or a class not known (never the laxer rule)
 
 
 class EnvironmentSource(str, Enum):
