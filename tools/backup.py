@@ -48,11 +48,13 @@ from shared.backup.epochs import MixedChain
 from shared.backup.liveness import HostActive, refuse_live_host
 from shared.backup.location import BackupLocation, open_backup_location
 from shared.backup.manifest import latest_manifest
+from shared.backup.mirror import mirror_from_environment
 from shared.backup.restore import NoBackup, StoreNotEmpty, restore_store
 from shared.backup.settings import BackupSettings, backup_settings_from_environment
 from shared.backup.status import backup_health
 from shared.clock import now
 from shared.errors import InvalidSettings
+from shared.neighbours.knowledge_host import KnowledgeHost
 from shared.storage.clients import StorageClients
 
 
@@ -152,11 +154,18 @@ def _empty_store(store: StorageClients, location: BackupLocation, *, force: bool
     return 0
 
 
+def _mirror() -> KnowledgeHost | None:
+    """KnowledgeHost, when configured: receipts the backup lacks are read back from it."""
+    from shared.wiring.neighbours import scoped_token
+
+    return mirror_from_environment(scoped_token)
+
+
 def _restore(
     args: argparse.Namespace, settings: BackupSettings, store: StorageClients, location: BackupLocation
 ) -> int:
     try:
-        report = restore_store(store, location, settings, force=args.force)
+        report = restore_store(store, location, settings, force=args.force, mirror=_mirror())
     except (NoBackup, HostActive, StoreNotEmpty, MixedChain) as error:
         return _fail("refused", error, 2)
     if not args.no_reconcile:

@@ -20,6 +20,10 @@ What a restore writes, and why:
   each checked against its digest, with their content type and metadata; a
   blob already there (``--force``, a receipts container that survived under
   immutability) is kept, never overwritten.
+- **Receipts the backup lacks** (their runs recorded them, the blobs are not
+  in it) are read back from KnowledgeHost, the audit mirror, when ``mirror``
+  is given (:mod:`shared.backup.mirror`); every receipt written back says
+  where it came from (metadata ``source``: ``backup`` or ``mirror``).
 - **Not restored**: queues (their messages were in flight; the outbox rows
   that produced events are restored, and the dispatcher sends the undispatched
   ones again with their original ids, so consumers deduplicate) and the
@@ -54,11 +58,13 @@ from shared.backup.epochs import check_chain, check_latest, start_epoch
 from shared.backup.liveness import refuse_live_host
 from shared.backup.location import BackupLocation, PartRef
 from shared.backup.manifest import Manifest, latest_manifest, read_manifest
+from shared.backup.mirror import restore_receipts_from_mirror, restored_metadata
 from shared.backup.settings import BackupSettings
 from shared.capacity import epoch
 from shared.capacity.keys import POOLS_TABLE
 from shared.errors import RuntimeCloudError
 from shared.events import sequence_floor
+from shared.neighbours.knowledge_host import KnowledgeHost
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import submit_batch
 from shared.storage.resources import CONTAINERS, TABLES, ensure_resources
@@ -91,6 +97,7 @@ class RestoreReport:
     fencing: dict[str, Any] = field(default_factory=dict)
     events: dict[str, Any] = field(default_factory=dict)  # the sequence jump and floor, streams moved on
     after_restore: dict[str, Any] = field(default_factory=dict)  # what the host did next (runs, scans)
+    mirror: dict[str, Any] = field(default_factory=dict)  # receipts read back from KnowledgeHost, and not
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,6 +130,7 @@ def restore_store(
     tables: Iterable[str] = TABLES,
     containers: Iterable[str] = CONTAINERS,
     now: Callable[[], datetime] = clock.now,
+    mirror: KnowledgeHost | None = None,
 ) -> RestoreReport:
     tables, containers = list(tables), list(containers)
     manifest = latest_manifest(location)
@@ -167,6 +175,8 @@ def restore_store(
     for container in containers:
         report.blobs[container], size = _restore_container(store, location, manifest, container)
         report.blob_bytes += size
+    if mirror is not None:  # after the rows (they name the receipts) and the blobs (what the backup held)
+        report.mirror = restore_receipts_from_mirror(store, mirror)
     report.epoch = start_epoch(store, location, manifest, restored_at).as_dict()
     return report
 
@@ -242,7 +252,7 @@ def _restore_container(
                 entry["name"],
                 data,
                 overwrite=False,  # a blob that survived (a receipt under immutability) is kept as it is
-                metadata=entry.get("metadata") or None,
+                metadata=restored_metadata(name, entry.get("metadata")),
                 content_settings=ContentSettings(content_type=entry.get("content_type")),
             )
         except ResourceExistsError:
