@@ -8,13 +8,19 @@ PYTEST_ARGS ?=
 
 .PHONY: setup run test test-storm check format bench package deploy clean
 
-setup: $(VENV)/.installed node_modules/.installed local.settings.json
+setup: $(VENV)/.installed $(VENV)/bin/runtime-cloud node_modules/.installed local.settings.json
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-infra.txt requirements-worker.txt constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --ignore-requires-python \
 	    --upgrade --target $(VENV)/functions-worker -r requirements-worker.txt
+	touch $@
+
+# The operator CLI (runtime_cloud_cli/) as the console script `runtime-cloud`: an editable install of
+# this project (pyproject.toml), its packages already installed above, with the venv's own setuptools.
+$(VENV)/bin/runtime-cloud: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -65,7 +65,12 @@ FORBIDDEN_PREFIXES = (
 # Packages requirements-dev.txt lists that the deployed app gets all the same,
 # because a runtime package requires them; anything else it lists must stay
 # off Azure.
-DEPLOYED_ANYWAY = {"aiohttp": "azure-functions-durable requires it"}
+DEPLOYED_ANYWAY = {
+    "aiohttp": "azure-functions-durable requires it",
+    # The operator CLI's (requirements-dev.txt); common-expression-language requires them on Azure too.
+    "typer": "common-expression-language requires it",
+    "rich": "common-expression-language requires it",
+}
 
 
 @pytest.fixture(scope="module")
