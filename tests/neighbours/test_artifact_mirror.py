@@ -9,6 +9,7 @@ KnowledgeHost."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from azure.data.tables import TableClient
 from devhost.azurite import Azurite
 from shared.events.artifact_outbox import artifact_id
 from tests.conftest import REPO, app_settings
+from tests.inventory.helpers import applied_environment, names, scan, target_queues
 from tests.provisioning.helpers import WRITE, declare, specification, unique, wait_for_run_state
 from tests.support.host import HostProcess, wait_until
 from tests.support.neighbours import KnowledgeHostStandIn
@@ -209,3 +211,23 @@ def test_a_host_killed_mid_publish_leaves_every_artifact_stored_exactly_once(
 
     assert_mirrored_once(knowledge_host, run, ids)
     assert knowledge_host.puts[in_flight] >= before[in_flight] + 2  # sent again after the kill, stored once
+
+
+def test_each_scans_drift_report_is_mirrored_with_its_findings(mirror_host, own_azurite, knowledge_host, mint):
+    operator = mint(TENANT, scopes=WRITE, roles=["Operator"])
+    environment, spec = applied_environment(mirror_host, operator, "kh-drift")
+    target_queues(own_azurite).delete_queue(names(spec)["queue"])  # a hands-on change: a finding
+
+    outcomes = [scan(mirror_host, operator, environment) for _ in range(2)]
+
+    def reports() -> list[dict[str, Any]]:
+        stored = list(knowledge_host.stored.values())
+        found = [a for a in stored if a["environment"] == environment and a["kind"] == "drift-report"]
+        return found if len(found) == 2 else []
+
+    mirrored = sorted(wait_until(reports, timeout=60, message="two drift reports"), key=lambda a: a["artifact_id"])
+    documents = [json.loads(report["content"]) for report in mirrored]
+    assert all("run_id" not in report for report in mirrored)  # a scan's, not a run's
+    assert [len(d["open_findings"]) for d in documents] == [o["open_findings"] for o in outcomes] == [1, 1]
+    assert documents[0]["opened"] == outcomes[0]["opened_findings"] and documents[1]["opened"] == []
+    assert all(knowledge_host.created[report["artifact_id"]] == 1 for report in mirrored)
