@@ -106,10 +106,13 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
+    from devhost.token_check import TokenRefused, check_token
+
     values = _local_values(Path(args.app_dir))
     directory = args.key_dir or values.get("RuntimeCloud__Auth__LocalSigningKeyDirectory") or ".data/auth"
+    key_dir = Path(args.app_dir) / directory if not os.path.isabs(directory) else Path(directory)
     token = mint_token(
-        Path(args.app_dir) / directory if not os.path.isabs(directory) else Path(directory),
+        key_dir,
         tenant=args.tenant,
         scopes=args.scope,
         roles=args.role,
@@ -120,6 +123,11 @@ def _token(args: argparse.Namespace) -> int:
         tenant_claim=values.get("RuntimeCloud__Auth__TenantClaim", "tid"),
         lifetime_seconds=args.lifetime,
     )
+    try:
+        check_token(Path(args.app_dir), token, values, key_dir)
+    except TokenRefused as refusal:  # no token printed: one the host refuses only wastes the caller's time
+        print(f"devhost token: the host would refuse this token (401): {refusal}", file=sys.stderr)
+        return 2
     print(token)
     return 0
 
