@@ -22,6 +22,7 @@ from shared.capacity import editions, pools
 from shared.capacity.errors import (
     CapacityUnavailable,
     ContentionExhausted,
+    EditionsManagedElsewhere,
     KindNotInEdition,
     LeaseIdInUse,
     LeaseLost,
@@ -30,6 +31,7 @@ from shared.capacity.errors import (
     PoolChangeRefused,
     PoolNotFound,
     QuotaExceeded,
+    QuotasUnavailable,
 )
 from shared.capacity.keys import utcnow
 from shared.capacity.measures import measured_acquire
@@ -38,9 +40,7 @@ from shared.capacity.models import (
     LEASE_ID,
     POOL_ID,
     AcquireRequest,
-    Edition,
     EditionSpec,
-    LeaseState,
     LeaseView,
     Pool,
     PoolSpec,
@@ -52,9 +52,18 @@ from shared.capacity.usage import tenant_usage
 from shared.errors import InvalidInput
 from shared.http import problems
 from shared.http.endpoint import endpoint
+from shared.http.paging import parse_query
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_json_body, parse_model
-from shared.http.views.capacity import EditionSaved, LeaseList, LeasesQuery, PoolList, QuotasView, TenantUsage
+from shared.http.views.capacity import (
+    EditionSaved,
+    LeaseList,
+    LeasesQuery,
+    PoolList,
+    PoolsQuery,
+    QuotasView,
+    TenantUsage,
+)
 from shared.logs import app_logger
 from shared.settings import get_settings
 from shared.timer_schedules import timer_schedule
@@ -89,6 +98,14 @@ def capacity_problems() -> Iterator[None]:
         problem.extensions.update(
             kind=error.kind, pools=error.pools, draining=error.draining, contended=error.contended
         )
+        raise problem from None
+    except QuotasUnavailable as error:  # ControlPlaneApi owns the quota and cannot be asked: never grant blind
+        problem = problems.service_unavailable("quotas-unavailable", str(error), error.retry_after_seconds)
+        problem.extensions.update(authority=error.authority, edition=error.edition)
+        raise problem from None
+    except EditionsManagedElsewhere as error:
+        problem = problems.conflict(str(error), kind="editions-managed-elsewhere")
+        problem.extensions.update(authority=error.authority)
         raise problem from None
     except ContentionExhausted as error:  # renew or release lost every race: the worker retries shortly
         raise problems.service_unavailable("lease-contended", str(error), 1) from None
@@ -137,12 +154,15 @@ def _visible_pool(caller: Caller, pool_id: str) -> Pool:
 
 
 @bp.route(route="runtime-cloud/pools", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: PoolList})
+@endpoint(scopes=[Scope.RUNTIME_READ], query=PoolsQuery, responses={200: PoolList})
 def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
+    """The pools the caller may use (every pool for a platform administrator), a page at a time in id order."""
+    query = parse_query(req, PoolsQuery)
     store, now = wiring.store(), utcnow()
-    admin = caller.has_role(Role.PLATFORM_ADMIN)
-    visible = [p for p in pools.list_pools(store) if admin or p.serves(caller.tenant)]
-    return {"pools": [pools.pool_view(store, pool, now, _viewer(caller)) for pool in visible]}
+    tenant = None if caller.has_role(Role.PLATFORM_ADMIN) else caller.tenant
+    visible, following = pools.pools_page(store, tenant, limit=query.limit, continuation=query.continuation)
+    views = [pools.pool_view(store, pool, now, _viewer(caller)) for pool in visible]
+    return {"pools": views, "continuation": following}
 
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["GET"])
@@ -192,24 +212,25 @@ def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
 
 
 @bp.route(route="runtime-cloud/quotas", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: QuotasView})
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: QuotasView}, problems=(503,))
 def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
+    """The editions and their limits: ControlPlaneApi's when it is their authority (503 when it cannot say)."""
     store = wiring.store()
-    known = {e.name: e for e in editions.list_editions(store)}
-    for name, limits in store.settings.editions.items():
-        known.setdefault(name, Edition(name=name, limits=limits))
+    with capacity_problems():
+        known = editions.visible_editions(store)
+        yours = editions.edition_of(store, caller.tenant).name
     admin = caller.has_role(Role.PLATFORM_ADMIN)
     members = editions.tenants_by_edition(store) if admin else {}
     return {
         "default_edition": store.settings.default_edition,
-        "your_edition": editions.edition_of(store, caller.tenant).name,
+        "your_edition": yours,
         "editions": [
             {
                 "edition": e.name,
                 "limits": {k.value: v for k, v in e.limits.items()},
                 **({"tenants": members.get(e.name, [])} if admin else {}),
             }
-            for e in sorted(known.values(), key=lambda e: e.name)
+            for e in known
         ],
     }
 
@@ -221,11 +242,14 @@ def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
     path={"edition": EDITION_NAME},
     body=EditionSpec,
     responses={200: EditionSaved, 201: EditionSaved},
+    problems=(409,),
 )
 def capacity_put_quota(req: func.HttpRequest, caller: Caller) -> JsonResult:
+    """Create or replace an edition; 409 naming the authority while ControlPlaneApi owns editions."""
     name = _valid_name(req.route_params["edition"], EDITION_NAME, "/edition")
     spec = parse_model(req, EditionSpec)
-    edition, created = editions.put_edition(wiring.store(), name, spec)
+    with capacity_problems():
+        edition, created = editions.put_edition(wiring.store(), name, spec)
     body = {
         "edition": edition.name,
         "limits": {k.value: v for k, v in edition.limits.items()},
@@ -235,12 +259,13 @@ def capacity_put_quota(req: func.HttpRequest, caller: Caller) -> JsonResult:
 
 
 @bp.route(route="runtime-cloud/tenants/{tenant}/usage", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: TenantUsage})
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: TenantUsage}, problems=(503,))
 def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
     tenant = req.route_params["tenant"]
     if tenant != caller.tenant and not caller.has_role(Role.PLATFORM_ADMIN):
         raise problems.not_found()
-    return tenant_usage(wiring.store(), tenant)
+    with capacity_problems():
+        return tenant_usage(wiring.store(), tenant)
 
 
 # -- leases ------------------------------------------------------------------------
@@ -268,26 +293,14 @@ def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
 @bp.route(route="runtime-cloud/leases", methods=["GET"])
 @endpoint(any_scopes=LEASE_OR_READ, query=LeasesQuery, responses={200: LeaseList})
 def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
-    params = req.params
-    errors = []
-    state = None
-    if params.get("state"):
-        try:
-            state = LeaseState(params["state"])
-        except ValueError:
-            errors.append({"path": "/state", "message": "one of active, released, expired"})
-    limit_text = params.get("limit", "100")
-    if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
-        errors.append({"path": "/limit", "message": "an integer within 1..1000"})
-    if errors:
-        raise InvalidInput(errors)
+    query = parse_query(req, LeasesQuery)
     page = wiring.leases().list_leases(
         caller.tenant,
-        pool=params.get("pool"),
-        holder=params.get("holder"),
-        state=state,
-        limit=int(limit_text),
-        continuation=params.get("continuation"),
+        pool=query.pool,
+        holder=query.holder,
+        state=query.state,
+        limit=query.limit,
+        continuation=query.continuation,
     )
     return {"leases": page.leases, "continuation": page.continuation}
 

@@ -31,15 +31,18 @@ from shared.errors import Conflict, NotFound, StoreUnavailable
 from shared.gitops.adoption import FollowsGit
 from shared.http import problems
 from shared.http.endpoint import endpoint
+from shared.http.paging import parse_query
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_model
 from shared.http.views.inventory import (
     AcceptedProposal,
     EnvironmentList,
+    EnvironmentsQuery,
     FindingList,
     FindingsQuery,
     FindingView,
     IgnoreRuleList,
+    IgnoreRulesQuery,
     IgnoreRuleView,
     InventoryView,
     ProposalList,
@@ -77,9 +80,10 @@ PURGE_SCHEDULE = timer_schedule(
 
 
 @bp.route(route="runtime-cloud/environments", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: EnvironmentList})
+@endpoint(scopes=[Scope.RUNTIME_READ], query=EnvironmentsQuery, responses={200: EnvironmentList})
 def inventory_list_environments(req: func.HttpRequest, caller: Caller) -> dict:
-    return wiring.views().environments(caller.tenant)
+    query = parse_query(req, EnvironmentsQuery)
+    return wiring.views().environments(caller.tenant, limit=query.limit, continuation=query.continuation)
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/inventory", methods=["GET"])
@@ -141,7 +145,14 @@ async def inventory_get_scan(
 @bp.route(route="runtime-cloud/environments/{environment}/findings", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=FindingsQuery, responses={200: FindingList})
 def inventory_list_findings(req: func.HttpRequest, caller: Caller) -> dict:
-    return wiring.views().findings(caller.tenant, req.route_params["environment"], state=req.params.get("state"))
+    query = parse_query(req, FindingsQuery)
+    return wiring.views().findings(
+        caller.tenant,
+        req.route_params["environment"],
+        state=query.state,
+        limit=query.limit,
+        continuation=query.continuation,
+    )
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/findings/{finding_id}", methods=["GET"])
@@ -154,9 +165,12 @@ def inventory_get_finding(req: func.HttpRequest, caller: Caller) -> dict:
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: IgnoreRuleList})
+@endpoint(scopes=[Scope.RUNTIME_READ], query=IgnoreRulesQuery, responses={200: IgnoreRuleList})
 def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller) -> dict:
-    return wiring.views().rules(caller.tenant, req.route_params["environment"])
+    query = parse_query(req, IgnoreRulesQuery)
+    return wiring.views().rules(
+        caller.tenant, req.route_params["environment"], limit=query.limit, continuation=query.continuation
+    )
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["POST"])
@@ -189,8 +203,13 @@ def inventory_delete_ignore_rule(req: func.HttpRequest, caller: Caller) -> func.
 @bp.route(route="runtime-cloud/proposals", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=ProposalsQuery, responses={200: ProposalList}, problems=(404,))
 def inventory_list_proposals(req: func.HttpRequest, caller: Caller) -> dict:
+    query = parse_query(req, ProposalsQuery)
     return wiring.views().proposals(
-        caller.tenant, environment=req.params.get("environment"), state=req.params.get("state")
+        caller.tenant,
+        environment=query.environment,
+        state=query.state.value if query.state else None,
+        limit=query.limit,
+        continuation=query.continuation,
     )
 
 

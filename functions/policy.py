@@ -25,9 +25,16 @@ from shared.errors import InvalidInput, NotFound
 from shared.field_errors import field_errors
 from shared.http import problems
 from shared.http.endpoint import endpoint
+from shared.http.paging import parse_query
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_json_body, parse_model
-from shared.http.views.policy import DryRunVerdict, EffectivePolicy, PolicyExceptionList, PolicyExceptionView
+from shared.http.views.policy import (
+    DryRunVerdict,
+    EffectivePolicy,
+    PolicyExceptionList,
+    PolicyExceptionsQuery,
+    PolicyExceptionView,
+)
 from shared.iac.model import RunnerError, TargetUnreachable
 from shared.iac.registry import runner_for
 from shared.identifiers import IDEMPOTENCY_KEY_PATTERN, is_idempotency_key
@@ -147,13 +154,17 @@ def policy_create_exception(req: func.HttpRequest, caller: Caller) -> JsonResult
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/policy/exceptions", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: PolicyExceptionList})
+@endpoint(scopes=[Scope.RUNTIME_READ], query=PolicyExceptionsQuery, responses={200: PolicyExceptionList})
 def policy_list_exceptions(req: func.HttpRequest, caller: Caller) -> dict:
-    """Every exception of the environment (active, expired and revoked), newest first."""
+    """The environment's exceptions (active, expired and revoked), a page at a time in exception id order."""
     environment = req.route_params["environment"]
+    query = parse_query(req, PolicyExceptionsQuery)
     _environment_class(caller.tenant, environment)
     moment = datetime.now(UTC)
-    return {"exceptions": [e.public_view(moment) for e in wiring.exceptions().find(caller.tenant, environment)]}
+    found, following = wiring.exceptions().page(
+        caller.tenant, environment, limit=query.limit, continuation=query.continuation
+    )
+    return {"exceptions": [e.public_view(moment) for e in found], "continuation": following}
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/policy/exceptions/{exception_id}", methods=["GET"])

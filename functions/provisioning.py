@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from asyncio import to_thread
 from typing import Any, Literal
@@ -20,6 +19,7 @@ from shared.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from shared.field_errors import field_errors
 from shared.http import problems
 from shared.http.endpoint import endpoint
+from shared.http.paging import parse_query
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_json_body
 from shared.http.views.provisioning import (
@@ -37,7 +37,7 @@ from shared.provisioning.decisions import cancel, decide
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.outcomes import Outcome
 from shared.provisioning.rejections import record_rejection
-from shared.provisioning.runs import FailureReason, Run, RunState
+from shared.provisioning.runs import FailureReason, Run
 from shared.provisioning.service import SecretInSpecification
 from shared.provisioning.sources import Declaration
 from shared.settings import get_settings
@@ -390,15 +390,12 @@ async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOr
 @bp.route(route="runtime-cloud/runs", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=RunsQuery, responses={200: RunList})
 def list_runs(req: func.HttpRequest, caller: Caller) -> dict:
-    state, environment = req.params.get("state"), req.params.get("environment")
-    try:
-        wanted = RunState(state) if state else None
-    except ValueError:
-        raise InvalidInput([{"path": "/state", "message": f"one of {[s.value for s in RunState]}"}]) from None
-    if environment and not re.fullmatch(NAME_PATTERN, environment):
-        raise InvalidInput([{"path": "/environment", "message": "an environment name"}])
-    runs = wiring.service().runs(caller.tenant, environment, wanted)
-    return {"runs": [run.public_view() for run in runs]}
+    """The tenant's runs, a page at a time, by environment then run id (filter by environment and state)."""
+    query = parse_query(req, RunsQuery)
+    runs, continuation = wiring.store().runs_page(
+        caller.tenant, query.environment, query.state, limit=query.limit, continuation=query.continuation
+    )
+    return {"runs": [run.public_view() for run in runs], "continuation": continuation}
 
 
 @bp.route(route="runtime-cloud/runs/{id}", methods=["GET"])

@@ -36,6 +36,7 @@ from shared.errors import AlreadyExists, ConcurrencyConflict
 from shared.events.cloudevents import NewEvent
 from shared.storage.conditional import read_row
 from shared.storage.optimistic import on_conflict
+from shared.storage.paging import read_page, scope_of
 
 PLATFORM_TENANT = "platform"  # the events' tenant for shared pools
 CACHE_SECONDS = 5.0
@@ -100,6 +101,25 @@ def list_pools(store: CapacityStore) -> list[Pool]:
         row=POOL_ROW,
     )
     return sorted((_pool(row) for row in rows), key=lambda p: p.id)
+
+
+def pools_page(
+    store: CapacityStore, tenant: str | None, *, limit: int, continuation: str | None
+) -> tuple[list[Pool], str | None]:
+    """A page of the pools ``tenant`` may use (None: every pool), in id order (the pool partitions' order).
+    A pool that serves other tenants is read and left out, so a page may hold fewer than ``limit``."""
+    low = pool_partition("")
+    page = read_page(
+        store.pools,
+        "PartitionKey ge @low and PartitionKey lt @high and RowKey eq @row",
+        {"low": low, "high": after(low), "row": POOL_ROW},
+        scope=scope_of("pools", tenant),
+        seal=store.seal,
+        limit=limit,
+        continuation=continuation,
+        keep=None if tenant is None else (lambda row: _pool(row).serves(tenant)),
+    )
+    return [_pool(row) for row in page.rows], page.continuation
 
 
 class _PoolCache:

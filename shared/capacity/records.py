@@ -17,20 +17,16 @@ expired even before the sweeper has marked it. Records are purged
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 from azure.core.exceptions import (
     ResourceNotFoundError,
     ServiceRequestError,
     ServiceResponseError,
 )
-from azure.core.paging import PageIterator
-from azure.data.tables import TableEntity
 
 from shared.capacity.keys import (
     lease_partition,
@@ -41,8 +37,9 @@ from shared.capacity.keys import (
 )
 from shared.capacity.models import LeaseState, LeaseView
 from shared.capacity.store import CapacityStore, LruCache, query
-from shared.errors import InvalidInput, StoreUnavailable
+from shared.errors import StoreUnavailable
 from shared.storage.conditional import insert_if_absent, read_row
+from shared.storage.paging import read_page, scope_of
 from shared.storage.rows import merge_row
 
 # Recently seen records, so renew and release find a lease's slot without a read. Only what
@@ -200,41 +197,17 @@ def list_records(
         clauses.append("State ne 'expired'")
     elif state is not None:  # active and expired records may both still say "active"
         clauses.append("State ne 'released'")
-    token = _decoded_continuation(continuation) if continuation else None
-    try:
-        query = store.leases.query_entities(" and ".join(clauses), parameters=parameters, results_per_page=limit)
-        # The Tables SDK's continuation token is a dict (PartitionKey, RowKey); ItemPaged types it str.
-        pages = cast(PageIterator[TableEntity], query.by_page(continuation_token=token))  # type: ignore[arg-type]
-        found: list[LeaseView] = []
-        for page in pages:
-            found.extend(v for v in (view(settle(dict(row)), now) for row in page) if state is None or v.state is state)
-            if len(found) >= limit or pages.continuation_token is None:
-                break
-    except (ServiceRequestError, ServiceResponseError) as error:
-        raise StoreUnavailable(str(error)) from error
-    next_token = pages.continuation_token
-    encoded = base64.urlsafe_b64encode(json.dumps(next_token).encode()).decode() if next_token else None
-    return LeasePage(found, encoded)
-
-
-def _decoded_continuation(continuation: str) -> dict[str, str | None]:
-    """The table's continuation token back from the opaque text a previous page handed out.
-
-    The text comes from the caller: anything but what this service produced is a 422, never a 500. (The
-    query's tenant filter still bounds the rows a forged token can reach.)
-    """
-    try:
-        token = json.loads(base64.urlsafe_b64decode(continuation.encode("ascii")))
-    except (ValueError, UnicodeEncodeError, RecursionError):  # not base64, not UTF-8, not JSON
-        token = None
-    if not (
-        isinstance(token, dict)
-        and token
-        and set(token) <= {"PartitionKey", "RowKey"}
-        and all(value is None or (isinstance(value, str) and len(value) <= 1024) for value in token.values())
-    ):
-        raise InvalidInput([{"path": "/continuation", "message": "not a continuation this service handed out"}])
-    return token
+    page = read_page(
+        store.leases,
+        " and ".join(clauses),
+        parameters,
+        scope=scope_of("leases", tenant, pool, holder, state.value if state else None),
+        seal=store.seal,
+        limit=limit,
+        continuation=continuation,
+    )
+    shown = (view(settle(dict(row)), now) for row in page.rows)
+    return LeasePage([v for v in shown if state is None or v.state is state], page.continuation)
 
 
 def purge_records(store: CapacityStore, older_than: timedelta) -> int:

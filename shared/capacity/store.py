@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from azure.data.tables import TableClient
+from azure.data.tables import TableClient, TableServiceClient
 
+from shared.capacity.edition_authority import EditionsAuthority
 from shared.capacity.keys import LEASES_TABLE, POOLS_TABLE, QUOTAS_TABLE, SLOTS_TABLE
 from shared.capacity.settings import CapacitySettings
 from shared.events.cloudevents import CloudEvent, NewEvent
@@ -26,6 +27,7 @@ from shared.lru_cache import LruCache as LruCache  # the capacity modules' remem
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import query_rows
 from shared.storage.conditional import submit_batch as submit_batch  # the storage adapters' one batch
+from shared.storage.paging import PageSeal, paging_seal
 
 log = app_logger("capacity")
 # The capacity modules' name for the storage adapters' one query (shared.storage.conditional.query_rows).
@@ -41,9 +43,25 @@ class CapacityStore:
     pools_outbox: Outbox
     slots_outbox: Outbox
     settings: CapacitySettings
+    # Where editions' quotas come from when not from these tables: ControlPlaneApi, when it is their
+    # authority (shared.capacity.edition_authority); None: the host's own tables and settings.
+    editions_authority: EditionsAuthority | None = None
+    tables: TableServiceClient | None = None  # the account's tables (the lists' continuation seal lives there)
+
+    @property
+    def seal(self) -> PageSeal:
+        if self.tables is None:
+            raise RuntimeError("this CapacityStore was made without its account's tables; make it with from_clients")
+        return paging_seal(self.tables)
 
     @classmethod
-    def from_clients(cls, clients: StorageClients, settings: CapacitySettings, source: str) -> CapacityStore:
+    def from_clients(
+        cls,
+        clients: StorageClients,
+        settings: CapacitySettings,
+        source: str,
+        editions_authority: EditionsAuthority | None = None,
+    ) -> CapacityStore:
         return cls(
             pools=clients.tables.get_table_client(POOLS_TABLE),
             slots=clients.tables.get_table_client(SLOTS_TABLE),
@@ -52,6 +70,8 @@ class CapacityStore:
             pools_outbox=outbox_for(clients, POOLS_TABLE, source),
             slots_outbox=outbox_for(clients, SLOTS_TABLE, source),
             settings=settings,
+            editions_authority=editions_authority,
+            tables=clients.tables,
         )
 
 

@@ -20,7 +20,7 @@ string property holds at most 64 KiB.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -35,6 +35,7 @@ from shared.inventory.model import Observation
 from shared.inventory.proposals import Proposal, ProposalState
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import read_row, submit_batch
+from shared.storage.paging import after, paging_seal, read_page, scope_of
 from shared.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
 
 INVENTORY_TABLE = "Inventory"
@@ -70,6 +71,7 @@ class Versioned(Generic[T]):
 class InventoryStore:
     def __init__(self, storage: StorageClients, source: str) -> None:
         self.table: TableClient = storage.tables.get_table_client(INVENTORY_TABLE)
+        self._tables = storage.tables
         self._blobs = storage.blobs.get_container_client(INVENTORY_CONTAINER)
         self._outbox = outbox_for(storage, INVENTORY_TABLE, source)
 
@@ -158,6 +160,45 @@ class InventoryStore:
         rows = self._query(tenant, environment, "proposal|", extra, {"s": state.value} if state else {})
         found = [Versioned(Proposal.model_validate_json(unpack(row)), row.metadata["etag"]) for row in rows]
         return sorted(found, key=lambda v: v.value.created_at, reverse=True)
+
+    def documents_page(
+        self,
+        prefix: str,
+        tenant: str,
+        environment: str | None,
+        *,
+        state: str | None,
+        limit: int,
+        continuation: str | None,
+        keep: tuple[str, Callable[[str], bool]] | None = None,
+    ) -> tuple[list[str], str | None]:
+        """A page of the documents under ``prefix`` (``finding|``, ``rule|``, ``proposal|``) of one
+        environment, or of every environment of the tenant (its stream partitions), in key order: the
+        rows read are the page's own, however many there are. ``keep`` (a name for the continuation's
+        scope, a test of the document) filters what the store cannot."""
+        query = "RowKey ge @lo and RowKey lt @hi"
+        parameters: dict[str, Any] = {"lo": prefix, "hi": after(prefix)}
+        if environment:
+            query += " and PartitionKey eq @p"
+            parameters["p"] = stream_key(tenant, environment)
+        else:
+            query += " and PartitionKey gt @low and PartitionKey lt @high"
+            parameters.update(low=stream_key(tenant, ""), high=after(stream_key(tenant, "")))
+        if state:
+            query += " and State eq @s"
+            parameters["s"] = state
+        test = keep[1] if keep else None
+        page = read_page(
+            self.table,
+            query,
+            parameters,
+            scope=scope_of(prefix, tenant, environment, state, keep[0] if keep else None),
+            seal=paging_seal(self._tables),
+            limit=limit,
+            continuation=continuation,
+            keep=(lambda row: test(unpack(row))) if test else None,
+        )
+        return [unpack(row) for row in page.rows], page.continuation
 
     def proposal(self, tenant: str, proposal_id: str) -> Versioned[Proposal] | None:
         index = read_row(self.table, tenant, f"proposal|{proposal_id}")

@@ -11,12 +11,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared.errors import InvalidInput, NotFound
-from shared.inventory.findings import FindingState
+from shared.inventory.findings import Finding, FindingState
+from shared.inventory.ignore_rules import IgnoreRule
 from shared.inventory.model import ObservationStatus
-from shared.inventory.proposals import ProposalState
+from shared.inventory.proposals import Proposal, ProposalState
 from shared.inventory.store import InventoryStore
 from shared.provisioning.api import ProvisioningApi
 from shared.storage.streams import EnvironmentRow
+
+# A finding's state as asked for -> as stored (suppressed findings are open ones a rule hides; all: any).
+_FINDINGS_STORED: dict[str, str | None] = {
+    "open": FindingState.OPEN.value,
+    "suppressed": FindingState.OPEN.value,
+    "resolved": FindingState.RESOLVED.value,
+    "all": None,
+}
 
 
 class InventoryViews:
@@ -24,8 +33,10 @@ class InventoryViews:
         self._store = store
         self._provisioning = provisioning
 
-    def environments(self, tenant: str) -> dict[str, Any]:
-        return {"environments": [self._summary(tenant, name) for name in self._provisioning.environments(tenant)]}
+    def environments(self, tenant: str, *, limit: int, continuation: str | None) -> dict[str, Any]:
+        """A page of the tenant's environments, in name order (each summary reads two rows)."""
+        names, following = self._provisioning.environments_page(tenant, limit=limit, continuation=continuation)
+        return {"environments": [self._summary(tenant, name) for name in names], "continuation": following}
 
     def inventory(self, tenant: str, environment: str) -> dict[str, Any]:
         self.require_environment(tenant, environment)
@@ -39,21 +50,24 @@ class InventoryViews:
         summary["suppressed"] = [f.public_view() for f in findings if not f.active]
         return summary
 
-    def findings(self, tenant: str, environment: str, *, state: str | None) -> dict[str, Any]:
+    def findings(
+        self, tenant: str, environment: str, *, state: str | None, limit: int, continuation: str | None
+    ) -> dict[str, Any]:
+        """A page of the environment's findings (open by default), in finding id order."""
         self.require_environment(tenant, environment)
-        if state in (None, "", "open", "suppressed"):
-            found = [
-                f
-                for f in self._store.findings(tenant, environment, FindingState.OPEN)
-                if (state == "suppressed") == bool(f.suppressed_by)
-            ]
-        elif state == "resolved":
-            found = self._store.findings(tenant, environment, FindingState.RESOLVED)
-        elif state == "all":
-            found = self._store.findings(tenant, environment)
-        else:
+        wanted = state or "open"
+        if wanted not in _FINDINGS_STORED:
             raise InvalidInput([{"path": "/state", "message": "one of open, suppressed, resolved, all"}])
-        return {"environment": environment, "findings": [f.public_view() for f in found]}
+        stored = _FINDINGS_STORED[wanted]
+        keep = None
+        if wanted in ("open", "suppressed"):  # both are stored open: whether a rule hides one is in its document
+            suppressed = wanted == "suppressed"
+            keep = (wanted, lambda text: bool(Finding.model_validate_json(text).suppressed_by) == suppressed)
+        texts, following = self._store.documents_page(
+            "finding|", tenant, environment, state=stored, limit=limit, continuation=continuation, keep=keep
+        )
+        findings = [Finding.model_validate_json(text).public_view() for text in texts]
+        return {"environment": environment, "findings": findings, "continuation": following}
 
     def finding(self, tenant: str, environment: str, finding_id: str) -> dict[str, Any]:
         self.require_environment(tenant, environment)
@@ -62,23 +76,36 @@ class InventoryViews:
             raise NotFound(f"finding {finding_id}")
         return found.public_view()
 
-    def rules(self, tenant: str, environment: str) -> dict[str, Any]:
+    def rules(self, tenant: str, environment: str, *, limit: int, continuation: str | None) -> dict[str, Any]:
+        """A page of the environment's ignore rules, in rule id order."""
         self.require_environment(tenant, environment)
         now = datetime.now(UTC)
-        rules = sorted((v.value for v in self._store.rules(tenant, environment)), key=lambda r: r.created_at)
-        return {"environment": environment, "ignore_rules": [rule.public_view(now) for rule in rules]}
+        texts, following = self._store.documents_page(
+            "rule|", tenant, environment, state=None, limit=limit, continuation=continuation
+        )
+        rules = [IgnoreRule.model_validate_json(text).public_view(now) for text in texts]
+        return {"environment": environment, "ignore_rules": rules, "continuation": following}
 
-    def proposals(self, tenant: str, *, environment: str | None, state: str | None) -> dict[str, Any]:
+    def proposals(
+        self, tenant: str, *, environment: str | None, state: str | None, limit: int, continuation: str | None
+    ) -> dict[str, Any]:
+        """A page of the tenant's proposals (of one environment), by environment then proposal id."""
         try:
             wanted = ProposalState(state) if state else None
         except ValueError:
             raise InvalidInput([{"path": "/state", "message": f"one of {[s.value for s in ProposalState]}"}]) from None
         if environment:
             self.require_environment(tenant, environment)
-        names = [environment] if environment else self._provisioning.environments(tenant)
-        found = [v.value for name in names for v in self._store.proposals(tenant, name, wanted)]
-        found.sort(key=lambda p: p.created_at, reverse=True)
-        return {"proposals": [p.public_view() for p in found]}
+        texts, following = self._store.documents_page(
+            "proposal|",
+            tenant,
+            environment,
+            state=wanted.value if wanted else None,
+            limit=limit,
+            continuation=continuation,
+        )
+        proposals = [Proposal.model_validate_json(text).public_view() for text in texts]
+        return {"proposals": proposals, "continuation": following}
 
     def proposal(self, tenant: str, proposal_id: str) -> dict[str, Any]:
         found = self._store.proposal(tenant, proposal_id)

@@ -39,6 +39,7 @@ from shared.policy.bundle import RULE_ID_PATTERN
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import insert_if_absent, query_rows, read_row, replace_if_unchanged
 from shared.storage.optimistic import on_conflict
+from shared.storage.paging import paging_seal, read_page, scope_of
 
 TABLE = "PolicyExceptions"
 ROW_PREFIX = "exc|"
@@ -106,6 +107,7 @@ def check_expiry(expires_at: datetime, now: datetime, max_days: int) -> None:
 class ExceptionStore:
     def __init__(self, storage: StorageClients) -> None:
         self._table = storage.tables.get_table_client(TABLE)
+        self._tables = storage.tables
 
     def create(
         self,
@@ -155,6 +157,21 @@ class ExceptionStore:
             parameters["environment"] = environment
         rows = query_rows(self._table, text, **parameters)
         return sorted((_exception(row) for row in rows), key=lambda e: e.created_at, reverse=True)
+
+    def page(
+        self, tenant: str, environment: str, *, limit: int, continuation: str | None
+    ) -> tuple[list[PolicyException], str | None]:
+        """A page of one environment's exceptions, in exception id order (the tenant partition's key order)."""
+        found = read_page(
+            self._table,
+            "PartitionKey eq @tenant and RowKey ge @start and RowKey lt @end and Environment eq @environment",
+            {"tenant": tenant, "start": ROW_PREFIX, "end": "exc}", "environment": environment},
+            scope=scope_of("policy-exceptions", tenant, environment),
+            seal=paging_seal(self._tables),
+            limit=limit,
+            continuation=continuation,
+        )
+        return [_exception(row) for row in found.rows], found.continuation
 
     def active(self, tenant: str, environment: str, moment: datetime) -> list[PolicyException]:
         return [e for e in self.find(tenant, environment) if e.active_at(moment)]

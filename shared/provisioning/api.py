@@ -75,6 +75,10 @@ class ProvisioningApi:
     def environments(self, tenant: str) -> list[str]:
         return self._store.environments(tenant)
 
+    def environments_page(self, tenant: str, *, limit: int, continuation: str | None) -> tuple[list[str], str | None]:
+        """A page of the tenant's environments, in name order; the continuation of the next, or None."""
+        return self._store.environments_page(tenant, limit=limit, continuation=continuation)
+
     def applied_environments(self) -> list[tuple[str, str]]:
         """(tenant, environment) of every environment with applied desired state."""
         return self._store.applied_environments()

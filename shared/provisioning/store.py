@@ -29,6 +29,7 @@ from shared.provisioning.runs import Run, RunState
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import read_row, submit_batch
 from shared.storage.optimistic import on_conflict
+from shared.storage.paging import after, paging_seal, read_page, scope_of
 from shared.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
 
 RUNS_TABLE = "ProvisioningRuns"
@@ -45,6 +46,7 @@ class IdempotencyConflict(Conflict):
 class ProvisioningStore:
     def __init__(self, storage: StorageClients, source: str) -> None:
         self._table: TableClient = storage.tables.get_table_client(RUNS_TABLE)
+        self._tables = storage.tables
         self._blobs = storage.blobs.get_container_client(SPECIFICATIONS_CONTAINER)
         self._outbox = outbox_for(storage, RUNS_TABLE, source)
 
@@ -106,6 +108,20 @@ class ProvisioningStore:
         )
         return sorted(row["Environment"] for row in rows)
 
+    def environments_page(self, tenant: str, *, limit: int, continuation: str | None) -> tuple[list[str], str | None]:
+        """A page of the tenant's environment names, in name order (the tenant index's ``env|`` rows)."""
+        page = read_page(
+            self._table,
+            "PartitionKey eq @p and RowKey ge 'env|' and RowKey lt 'env}'",
+            {"p": tenant},
+            scope=scope_of("environments", tenant),
+            seal=paging_seal(self._tables),
+            limit=limit,
+            continuation=continuation,
+            select=["Environment"],
+        )
+        return [row["Environment"] for row in page.rows], page.continuation
+
     def applied_environments(self) -> list[tuple[str, str]]:
         """(tenant, environment) of every environment with applied desired state, across tenants."""
         rows = self._table.query_entities(
@@ -166,6 +182,33 @@ class ProvisioningStore:
             (_run_from(row) for row in self._table.query_entities(query, parameters=parameters)),
             key=lambda r: r.ordinal,
         )
+
+    def runs_page(
+        self, tenant: str, environment: str | None, state: RunState | None, *, limit: int, continuation: str | None
+    ) -> tuple[list[Run], str | None]:
+        """A page of the tenant's runs (of one environment), by environment then run id: the stream
+        partitions' key order, so a page reads only its own rows however many runs there are."""
+        query = "RowKey ge 'run|' and RowKey lt 'run}'"
+        parameters: dict[str, Any] = {}
+        if environment:
+            query += " and PartitionKey eq @p"
+            parameters["p"] = stream_key(tenant, environment)
+        else:  # every stream partition of the tenant: '{tenant}|...' (the tenant's index is '{tenant}')
+            query += " and PartitionKey gt @low and PartitionKey lt @high"
+            parameters.update(low=stream_key(tenant, ""), high=after(stream_key(tenant, "")))
+        if state is not None:
+            query += " and State eq @s"
+            parameters["s"] = state.value
+        page = read_page(
+            self._table,
+            query,
+            parameters,
+            scope=scope_of("runs", tenant, environment, state.value if state else None),
+            seal=paging_seal(self._tables),
+            limit=limit,
+            continuation=continuation,
+        )
+        return [_run_from(row) for row in page.rows], page.continuation
 
     def unfinished_runs(self) -> list[Run]:
         """Runs of every tenant that have not ended (for the reconciler; a cross-partition scan)."""

@@ -51,9 +51,16 @@ def send_promotion(azurite, document: dict[str, Any] | str) -> None:
 
 
 def runs_of(host: HostProcess, token: str, environment: str) -> list[dict[str, Any]]:
-    answer = host.request("GET", f"runtime-cloud/runs?environment={environment}", token=token)
-    assert answer.status_code == 200, answer.text
-    return answer.json()["runs"]
+    """Every run of the environment, newest first (the list pages in run id order: every page is read)."""
+    runs: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"environment": environment, "limit": 200}
+    while True:
+        answer = host.request("GET", "runtime-cloud/runs", token=token, params=params)
+        assert answer.status_code == 200, answer.text
+        runs.extend(answer.json()["runs"])
+        if not answer.json()["continuation"]:
+            return sorted(runs, key=lambda run: run["created_at"], reverse=True)
+        params["continuation"] = answer.json()["continuation"]
 
 
 def wait_for_run_state(

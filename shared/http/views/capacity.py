@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from shared.capacity.models import LeaseState, LeaseView, PoolView
+from shared.capacity.models import POOL_ID, LeaseState, LeaseView, PoolView
+from shared.http.paging import PageInfo, PageQuery
 
 
-class PoolList(BaseModel):
+class PoolList(PageInfo):
     pools: list[PoolView]
 
 
@@ -42,16 +43,17 @@ class TenantUsage(BaseModel):
     kinds: dict[str, KindUsage]
 
 
-class LeaseList(BaseModel):
+class LeaseList(PageInfo):
     leases: list[LeaseView]
-    continuation: str | None = Field(description="pass it back as ?continuation= for the next page")
 
 
-class LeasesQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class LeasesQuery(PageQuery):
+    """Leases in the store's key order."""
 
-    pool: str | None = None
-    holder: str | None = None
+    pool: str | None = Field(default=None, pattern=POOL_ID.pattern, description="only this pool's leases")
+    holder: str | None = Field(default=None, min_length=1, max_length=200, description="only this holder's leases")
     state: LeaseState | None = None
-    limit: int = Field(default=100, ge=1, le=1000)
-    continuation: str | None = Field(default=None, description="from the previous page")
+
+
+class PoolsQuery(PageQuery):
+    """Pools in id order."""

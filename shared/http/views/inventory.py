@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from shared.desired_state import NAME_PATTERN
 from shared.http.contract import view_of
+from shared.http.paging import PageInfo, PageQuery
 from shared.inventory.findings import Finding
 from shared.inventory.ignore_rules import IgnoreRule
 from shared.inventory.proposals import Proposal, ProposalState
@@ -51,7 +52,7 @@ class EnvironmentSummary(BaseModel):
     suppressed_findings: int
 
 
-class EnvironmentList(BaseModel):
+class EnvironmentList(PageInfo):
     environments: list[EnvironmentSummary]
 
 
@@ -86,17 +87,17 @@ class ScanView(BaseModel):
     detail: str | None = None
 
 
-class FindingList(BaseModel):
+class FindingList(PageInfo):
     environment: str
     findings: list[FindingView]  # type: ignore[valid-type]
 
 
-class IgnoreRuleList(BaseModel):
+class IgnoreRuleList(PageInfo):
     environment: str
     ignore_rules: list[IgnoreRuleView]  # type: ignore[valid-type]
 
 
-class ProposalList(BaseModel):
+class ProposalList(PageInfo):
     proposals: list[ProposalView]  # type: ignore[valid-type]
 
 
@@ -110,14 +111,22 @@ class AcceptedProposal(ProposalView):  # type: ignore[valid-type, misc]
     run: StartedRun | None = Field(default=None, description="the provisioning run a revert or adopt started")
 
 
-class FindingsQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FindingsQuery(PageQuery):
+    """Findings in finding id order."""
 
     state: Literal["open", "suppressed", "resolved", "all"] | None = Field(default=None, description="default open")
 
 
-class ProposalsQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ProposalsQuery(PageQuery):
+    """Proposals by environment, then proposal id."""
 
     environment: str | None = Field(default=None, pattern=NAME_PATTERN)
     state: ProposalState | None = None
+
+
+class EnvironmentsQuery(PageQuery):
+    """Environments in name order."""
+
+
+class IgnoreRulesQuery(PageQuery):
+    """Ignore rules in rule id order."""

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from shared.http.contract import view_of
+from shared.http.paging import PageInfo, PageQuery
 from shared.policy.exceptions import PolicyException
 from shared.policy.verdict import PolicySummary, PolicyVerdict
 
@@ -15,7 +16,7 @@ PolicyExceptionView = view_of(
 )
 
 
-class PolicyExceptionList(BaseModel):
+class PolicyExceptionList(PageInfo):
     exceptions: list[PolicyExceptionView]  # type: ignore[valid-type]
 
 
@@ -45,3 +46,7 @@ class DryRunVerdict(BaseModel):
     requires_approval: bool = Field(description="whether a run of it would wait for an operator (if allowed)")
     summary: PolicySummary
     verdict: PolicyVerdict
+
+
+class PolicyExceptionsQuery(PageQuery):
+    """Exceptions in exception id order: active, expired and revoked alike."""

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from shared.desired_state import NAME_PATTERN
 from shared.http.contract import view_of
+from shared.http.paging import PageInfo, PageQuery
 from shared.provisioning.runs import Run, RunState
 
 RunView = view_of(Run, "RunView", exclude=("ordinal",))
 
 
-class RunList(BaseModel):
+class RunList(PageInfo):
     runs: list[RunView]  # type: ignore[valid-type]
 
 
@@ -70,8 +71,8 @@ class EnvironmentSpecification(BaseModel):
     )
 
 
-class RunsQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RunsQuery(PageQuery):
+    """Runs by environment, then run id."""
 
     state: RunState | None = Field(default=None, description="only runs in this state")
     environment: str | None = Field(default=None, pattern=NAME_PATTERN, description="only this environment's runs")
