@@ -35,6 +35,7 @@ from typing import Any
 from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import UpdateMode
+from pydantic import ValidationError
 
 from shared import clock
 from shared.errors import ConcurrencyConflict
@@ -149,17 +150,20 @@ class ArtifactPublisher:
     def _artifact(self, pending: PendingArtifact) -> Artifact:
         """The artifact as KnowledgeHost gets it: the blob's content (checked against the digest recorded
         with it: an altered receipt is never mirrored) or the reference."""
-        if pending.blob is None:
-            return Artifact(**_fields(pending), content_ref=pending.content_ref)
-        container, name = pending.blob
         try:
-            data = self._storage.blobs.get_container_client(container).download_blob(name).readall()
-        except ResourceNotFoundError:
-            raise Undeliverable(f"{container}/{name} is gone") from None
-        content = data.decode("utf-8")
-        if sha256_of(content) != pending.sha256:
-            raise Undeliverable(f"{container}/{name} no longer hashes to the {pending.sha256} recorded with it")
-        return Artifact(**_fields(pending), content=content)
+            if pending.blob is None:
+                return Artifact(**_fields(pending), content_ref=pending.content_ref)
+            container, name = pending.blob
+            try:
+                data = self._storage.blobs.get_container_client(container).download_blob(name).readall()
+            except ResourceNotFoundError:
+                raise Undeliverable(f"{container}/{name} is gone") from None
+            content = data.decode("utf-8")
+            if sha256_of(content) != pending.sha256:
+                raise Undeliverable(f"{container}/{name} no longer hashes to the {pending.sha256} recorded with it")
+            return Artifact(**_fields(pending), content=content)
+        except (ValidationError, UnicodeDecodeError) as error:  # no attempt could send it: never block the rest
+            raise Undeliverable(f"not an artifact KnowledgeHost's contract allows: {error}") from None
 
     def _failed(self, entry: Row, attempts: int, error: str) -> None:
         due = self._now() + self._policy.wait_after(attempts)

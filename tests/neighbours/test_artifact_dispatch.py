@@ -134,3 +134,16 @@ def test_a_blob_altered_after_it_was_recorded_is_never_mirrored(storage, stand_i
     assert report.dead_lettered == [artifact.artifact_id]
     assert stand_in.puts[artifact.artifact_id] == 0
     assert "no longer hashes" in outbox.record_of(tenant, environment, artifact.artifact_id)["LastError"]
+
+
+def test_an_artifact_off_knowledge_hosts_contract_is_dead_lettered_and_does_not_block_its_stream(storage, stand_in):
+    environment = unique("contract")
+    outbox = ArtifactOutbox(storage)
+    off_contract = receipt(storage, "tenant a", environment, "run-1", '{"n":1}')  # no space in a tenant's name
+    outbox.record(off_contract)
+
+    report = publisher(storage, stand_in).publish_pending()
+
+    assert report.dead_lettered == [off_contract.artifact_id] and stand_in.puts[off_contract.artifact_id] == 0
+    record = outbox.record_of("tenant a", environment, off_contract.artifact_id)
+    assert record["State"] == "dead-lettered" and "contract" in record["LastError"]
