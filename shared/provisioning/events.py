@@ -10,13 +10,17 @@ MAX_DETAIL = 2000  # a failure's detail can list many fields; the event stays sm
 
 
 def _run_fields(run: Run) -> dict[str, str | None]:
-    """What every run event says about its run."""
-    return {
+    """What every run event says about its run (and, for a promotion that named a release, the release and the
+    commit DeliveryHost resolved it to: delivery's promotion report names what it promoted)."""
+    fields: dict[str, str | None] = {
         "run_id": run.id,
         "promotion_id": run.idempotency_key,
         "environment": run.environment,
         "specification_digest": run.specification_digest,
     }
+    if run.source.release is not None:
+        fields.update(release=run.source.release, commit=run.source.commit)
+    return fields
 
 
 def _subject(run: Run) -> str:

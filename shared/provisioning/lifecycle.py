@@ -183,12 +183,12 @@ class RunSteps:
             return self._planned(run)
         if run.state is not RunState.PLANNING:
             return _failed(FailureReason.PLAN_FAILED, f"run is {run.state.value}, not planning")
+        if (unknown := unresolved(run)) is not None:  # its class (or its release's desired state) is unknown
+            return unknown
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
         target = target_for(self._targets, run.target, run.tenant)  # its tenants may have changed since
         if target is None:
             return _failed(FailureReason.PLAN_FAILED, f"target {run.target} is no longer configured")
-        if (unknown := unresolved(run)) is not None:  # its class is unknown: nothing may plan for it
-            return unknown
         try:  # the policy gate: read before the plan (a job's start read it too) and judged after it
             bundle = load_policy(self._gate, run) if self._gate else None
         except PolicyUnavailable as error:
@@ -390,6 +390,7 @@ class RunSteps:
             FailureReason.POLICY_DENIED,
             FailureReason.POLICY_UNAVAILABLE,
             FailureReason.ENVIRONMENT_UNRESOLVED,
+            FailureReason.RELEASE_UNRESOLVED,
         )
         applying = run.state is RunState.APPLYING  # whatever ended it (the reconciler too): the journal says
         if not run.apply_receipt_digest and outcome is not Outcome.APPLIED and (applying or failure in receipted):

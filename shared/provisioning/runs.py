@@ -20,6 +20,7 @@ from shared.clock import now_iso
 from shared.errors import RuntimeCloudError
 from shared.policy.verdict import PolicySummary
 from shared.provisioning.environment_rules import RegistryChange
+from shared.provisioning.releases import RELEASE_SOURCE
 
 
 class RunState(str, Enum):
@@ -88,6 +89,9 @@ class FailureReason(str, Enum):
     # The environments' authority (ControlPlaneApi) could not say what the environment is when the run was
     # declared: the run ends before any plan (shared.provisioning.environment_rules).
     ENVIRONMENT_UNRESOLVED = "environment-unresolved"
+    # The promotion named a release DeliveryHost could not resolve (not configured, down, an answer off its
+    # contract, an unknown release): the run ends before any plan, with a receipt (shared.provisioning.releases).
+    RELEASE_UNRESOLVED = "release-unresolved"
     # What a runner job handed back does not match its recorded digests (shared.iac.jobs.results):
     # none of it is receipted.
     JOB_RESULT_TAMPERED = "job-result-tampered"
@@ -107,14 +111,21 @@ class Decision(BaseModel):
     plan_digest: str
     reason: str = ""
     channel: str = "http"  # or "queue"
+    via: str | None = None  # "control-plane": an approval ControlPlaneApi sent, naming its approver (``by``)
 
 
 class SourceInfo(BaseModel):
-    kind: str  # "inline" | "git"
+    kind: str  # "inline" | "git" | "release" (and the host's own: "proposal", "autoscaling")
     repository: str | None = None
     path: str | None = None
     revision: str | None = None
-    commit: str | None = None
+    commit: str | None = None  # the Git commit the desired state came from (a Git source's, or a release's)
+    release: str | None = None  # the release id a promotion named (kind "release"); its commit is ``commit``
+
+    @property
+    def release_unresolved(self) -> bool:
+        """A release DeliveryHost did not resolve: the run has no desired state (a resolved one has a commit)."""
+        return self.kind == RELEASE_SOURCE and self.commit is None
 
 
 class Run(BaseModel):

@@ -25,6 +25,7 @@ from shared.provisioning.environment_registry import EnvironmentUnresolved
 from shared.provisioning.environment_rules import STRICTNESS, UNRESOLVED_CLASS, EnvironmentRegistration
 from shared.provisioning.git_policy import sources_for
 from shared.provisioning.git_sources import GitLimits
+from shared.provisioning.releases import RELEASE_SOURCE, ReleaseReference, Releases, ReleaseUnresolved
 from shared.provisioning.runs import (
     FailureReason,
     Run,
@@ -36,7 +37,7 @@ from shared.provisioning.runs import (
 )
 from shared.provisioning.settings import ProvisioningSettings
 from shared.provisioning.sources import Declaration, SourceError, resolve
-from shared.provisioning.store import ProvisioningStore
+from shared.provisioning.store import IdempotencyConflict, ProvisioningStore
 from shared.secret_values import find_secrets
 from shared.targets import ProvisioningTarget, target_for, unknown_target_message
 
@@ -68,6 +69,12 @@ def _undisclosing_errors(error: ValidationError, prefix: str) -> list[dict[str, 
     return errors
 
 
+def _check_release_environment(document: dict[str, Any], release: ReleaseReference) -> None:
+    if document.setdefault("environment", release.environment) != release.environment:
+        message = f"the release is for environment {release.environment}"
+        raise InvalidInput([{"path": "/specification/environment", "message": message}])
+
+
 class ProvisioningService:
     def __init__(
         self,
@@ -77,8 +84,10 @@ class ProvisioningService:
         targets: Sequence[ProvisioningTarget],
         adopted_stacks: Mapping[str, str] | None = None,
         environments: EnvironmentRegistration | None = None,
+        releases: Releases | None = None,
     ) -> None:
         self._store = store
+        self._releases = releases  # DeliveryHost (None: not configured, so no release resolves)
         self._policy = policy
         self._targets = targets
         self._adopted_stacks = dict(adopted_stacks or {})  # RuntimeCloud:IaC:PulumiAdoptedStacks
@@ -96,12 +105,17 @@ class ProvisioningService:
 
         A secret value anywhere in the document is :class:`SecretInSpecification`: specifications
         carry configuration and secrets only by reference, and are stored, receipted and evented.
+
+        A release is resolved through DeliveryHost: :class:`ReleaseUnresolved` when it cannot say (see
+        :meth:`declare_release`, which records that as a run).
         """
         try:
-            document, source = resolve(declaration, self._git_limits(tenant))
+            document, source = resolve(declaration, self._git_limits(tenant), self._releases)
         except SourceError as error:
-            path = "/git" if declaration.git else "/specification"
+            path = "/git" if declaration.git else "/release" if declaration.release else "/specification"
             raise InvalidInput([{"path": path, "message": str(error)}]) from error
+        if declaration.release is not None:  # the release's text may leave its environment out
+            _check_release_environment(document, declaration.release)
         if not declaration.git:  # first, so that the message kept of a refused promotion can withhold it
             _refuse_secrets(document)
         if document.setdefault("tenant", tenant) != tenant:
@@ -200,6 +214,57 @@ class ProvisioningService:
         self._store.save_specification(specification)
         created, emitted = self._store.create_run(run, [events.specification_declared(run)])
         return created, claimed and bool(emitted)
+
+    def declare_release(
+        self,
+        tenant: str,
+        release: ReleaseReference,
+        idempotency_key: str,
+        requester: Requester,
+        *,
+        platform_admin: bool = False,
+    ) -> tuple[Run, bool]:
+        """Declare what ``release`` holds for its environment, resolved through DeliveryHost (as :meth:`declare`).
+
+        A repeated delivery (the same key) answers the run the first one recorded, without asking DeliveryHost
+        again: its answer may have changed, the run is pinned to the first. When DeliveryHost cannot say (not
+        configured, down, an answer off its contract, an unknown release), the declaration is still recorded: a
+        run that fails ``release-unresolved`` at its first step, with a receipt, before any plan job.
+        """
+        if (earlier := self._earlier_run(tenant, idempotency_key)) is not None:
+            if earlier.environment != release.environment or earlier.source.release != release.id:
+                raise IdempotencyConflict(
+                    f"key {idempotency_key!r} was used for run {earlier.id} with other desired state"
+                )
+            return earlier, False
+        try:
+            specification, source = self.specification_from(
+                tenant, Declaration(release=release), platform_admin=platform_admin
+            )
+        except ReleaseUnresolved as error:
+            return self._declare_unresolved_release(tenant, release, idempotency_key, requester, str(error))
+        return self.declare(specification, source, idempotency_key, requester, platform_admin=platform_admin)
+
+    def _earlier_run(self, tenant: str, idempotency_key: str) -> Run | None:
+        run_id = run_id_for(tenant, idempotency_key)
+        environment = self._store.environment_of_run(tenant, run_id)
+        return self._store.find_run(tenant, environment, run_id) if environment else None
+
+    def _declare_unresolved_release(
+        self, tenant: str, release: ReleaseReference, key: str, requester: Requester, detail: str
+    ) -> tuple[Run, bool]:
+        """A run without desired state, to fail ``release-unresolved`` at its first step (step_answers.unresolved):
+        so it ends under its environment's lock, with an apply receipt in the environment's chain, like any run.
+        It declares nothing (no SpecificationDeclared event) and supersedes nothing (runs.SourceInfo)."""
+        digest = release.digest()
+        run = self._new_run(
+            tenant, release.environment, key, requester, digest, SourceInfo(kind=RELEASE_SOURCE, release=release.id)
+        )
+        entry = TimelineEntry(state=RunState.QUEUED, at=run.created_at, note=bounded_detail(detail))
+        run = run.model_copy(update={"timeline": [entry]})
+        claimed = self._store.claim_idempotency_key(tenant, key, run.id, run.environment, digest)
+        created, _ = self._store.create_run(run, [])
+        return created, claimed
 
     def record_invalid_promotion(
         self,

@@ -1,9 +1,11 @@
-"""Where a specification comes from: inline (JSON or YAML) or a Git reference.
+"""Where a specification comes from: inline (JSON or YAML), a Git reference, or a release.
 
 A Git reference (repository, path, revision) is resolved with dulwich, from a
 local repository path or an HTTPS URL that the installation allows
 (:mod:`shared.provisioning.git_sources`); the commit it resolved to is pinned
 in the run, so the run always names exactly which desired state it applied.
+A release (``{"release": {"id", "environment"}}``) is resolved through DeliveryHost
+(:mod:`shared.provisioning.releases`); its id and commit are pinned the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.errors import RuntimeCloudError
 from shared.provisioning.git_sources import NOT_ALLOWED, GitLimits, GitSourceError, read_file
+from shared.provisioning.releases import RELEASE_SOURCE, ReleaseReference, Releases, media_type_of, resolve_release
 from shared.provisioning.runs import SourceInfo
 from shared.provisioning.specification_text import SpecificationTextError, parse_specification_text
 
@@ -38,7 +41,7 @@ class GitReference(BaseModel):
 
 
 class Declaration(BaseModel):
-    """Desired state as a caller hands it over: exactly one of the three forms."""
+    """Desired state as a caller hands it over: exactly one of the four forms."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -46,21 +49,33 @@ class Declaration(BaseModel):
     specification_text: str | None = None
     format: Literal["json", "yaml"] = "json"
     git: GitReference | None = None
+    release: ReleaseReference | None = None  # resolved through DeliveryHost when declared
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> Declaration:
-        given = [name for name in ("specification", "specification_text", "git") if getattr(self, name) is not None]
+        given = [name for name in SOURCES if getattr(self, name) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of specification, specification_text or git")
+            named = f" (given: {', '.join(given)})" if given else ""
+            raise ValueError(f"give exactly one of specification, specification_text, git or release{named}")
         return self
 
 
-def resolve(declaration: Declaration, git_limits: GitLimits | None = None) -> tuple[dict[str, Any], SourceInfo]:
-    """The specification document and where it came from (Git only within ``git_limits``)."""
+SOURCES = ("specification", "specification_text", "git", "release")
+
+
+def resolve(
+    declaration: Declaration, git_limits: GitLimits | None = None, releases: Releases | None = None
+) -> tuple[dict[str, Any], SourceInfo]:
+    """The specification document and where it came from (Git only within ``git_limits``; a release through
+    ``releases``, DeliveryHost: :class:`~shared.provisioning.releases.ReleaseUnresolved` when it cannot say)."""
     if declaration.specification is not None:
         return dict(declaration.specification), SourceInfo(kind="inline")
     if declaration.specification_text is not None:
         return _parse(declaration.specification_text, declaration.format), SourceInfo(kind="inline")
+    if declaration.release is not None:
+        release = resolve_release(declaration.release, releases)
+        source = SourceInfo(kind=RELEASE_SOURCE, release=release.release_id, commit=release.commit)
+        return _parse(release.specification_text, media_type_of(release.specification_text)), source
     assert declaration.git is not None
     if git_limits is None or not git_limits.allowed:
         raise SourceError(NOT_ALLOWED)

@@ -40,8 +40,12 @@ def cancelled(detail: str) -> StepAnswer:
 
 
 def unresolved(run: Run) -> StepAnswer | None:
-    """The failure of a run whose environment its authority could not resolve when it was declared (None: it
-    was resolved). Answered before any plan starts: the run's class, and so what it needs, is unknown."""
+    """The failure of a run whose environment its authority, or whose release DeliveryHost, could not resolve
+    when it was declared (None: both were). Answered before any plan starts: the run's class, and so what it
+    needs, is unknown; a release's run has no desired state at all."""
+    if run.source.release_unresolved:
+        why = run.timeline[0].note if run.timeline else ""
+        return failed(FailureReason.RELEASE_UNRESOLVED, why or f"release {run.source.release} was not resolved")
     if run.environment_class != UNRESOLVED_CLASS:
         return None
     why = run.timeline[0].note if run.timeline else ""

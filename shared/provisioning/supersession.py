@@ -31,13 +31,15 @@ SYSTEM = SystemPrincipal.HOST.value
 def newer_run(store: ProvisioningStore, run: Run) -> Run | None:
     """The newest run of the environment declared after ``run`` that supersedes it, if any.
 
-    A newer run that never stood a chance (an invalid specification, or cancelled) does not.
+    A newer run that never stood a chance (an invalid specification, a release DeliveryHost could not resolve,
+    or cancelled) does not.
     """
     newer = [
         other
         for other in store.runs(run.tenant, run.environment)
         if other.ordinal > run.ordinal
         and other.failure_reason not in (FailureReason.INVALID_SPECIFICATION, FailureReason.CANCELLED)
+        and not other.source.release_unresolved
         and not (other.decision is not None and other.decision.decision == "cancelled")
     ]
     return max(newer, key=lambda other: other.ordinal) if newer else None
@@ -60,7 +62,7 @@ def supersede_awaiting_approval(store: ProvisioningStore, tenant: str, environme
     Returns the runs superseded now (their orchestrations are to be told).
     """
     newer = store.find_run(tenant, environment, newer_id)
-    if newer is None:
+    if newer is None or newer.source.release_unresolved:  # it holds no desired state: it replaces nothing
         return []
     return [
         run.id

@@ -51,6 +51,7 @@ def service() -> ProvisioningService:
         targets=section.targets,
         adopted_stacks=section.iac.pulumi_adopted_stacks,
         environments=environments(),
+        releases=neighbours.delivery_host(),  # None: not configured, so a promotion naming a release fails
     )
 
 
