@@ -37,6 +37,7 @@ from shared.provisioning.decisions import cancel, decide
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.outcomes import Outcome
 from shared.provisioning.rejections import record_rejection
+from shared.provisioning.releases import ReleaseReference
 from shared.provisioning.runs import FailureReason, Run
 from shared.provisioning.service import SecretInSpecification
 from shared.provisioning.sources import Declaration
@@ -74,11 +75,16 @@ async def declare_specification(
     # A PlatformAdmin may loosen an environment's registered class or move its target (through a run that needs
     # what the registered class needs); anyone else is refused 422 (shared/provisioning/environment_rules.py).
     admin = caller.has_role(Role.PLATFORM_ADMIN)
-    specification, source = await to_thread(
-        service.specification_from, caller.tenant, declaration, platform_admin=admin
-    )
     requester = Requester.of_caller(caller)
-    run, created = await to_thread(service.declare, specification, source, key, requester, platform_admin=admin)
+    if declaration.release is not None:  # resolved through DeliveryHost; a release it cannot resolve fails its run
+        run, created = await to_thread(
+            service.declare_release, caller.tenant, declaration.release, key, requester, platform_admin=admin
+        )
+    else:
+        specification, source = await to_thread(
+            service.specification_from, caller.tenant, declaration, platform_admin=admin
+        )
+        run, created = await to_thread(service.declare, specification, source, key, requester, platform_admin=admin)
     annotate(tenant=run.tenant, environment=run.environment, run=run.id)
     await start_and_wake(client, run, created=created)
     status_url = status_path(run.id)
@@ -154,6 +160,8 @@ def _declare_promotion(message_id: str | None, body: str) -> tuple[Run, bool] | 
             )
         log.warning("promotion message %s rejected: %s", message_id, errors)
         return None
+    if declaration.release is not None:
+        return _declare_release(promotion, declaration.release, message_id, body)
     service = wiring.service()
     try:
         specification, source = service.specification_from(promotion.tenant, declaration)
@@ -170,6 +178,26 @@ def _declare_promotion(message_id: str | None, body: str) -> tuple[Run, bool] | 
         return service.declare(specification, source, promotion.promotion_id, requester)
     except InvalidInput as error:  # the environment's registration refused it (another declaration came first)
         _invalid_promotion(promotion, message_id, body, body, error)
+        return None
+    except Conflict as error:
+        record_rejection(shared_host_storage(), "promotions", message_id, body, str(error))
+        return None
+
+
+def _declare_release(
+    promotion: Promotion, release: ReleaseReference, message_id: str | None, body: str
+) -> tuple[Run, bool] | None:
+    """A promotion naming a release: its run (one that fails ``release-unresolved`` when DeliveryHost cannot
+    resolve it), or None when it was kept as a rejection (and, when invalid, recorded as a failed run)."""
+    try:
+        if release.environment != promotion.environment:
+            raise InvalidInput(
+                [{"path": "/release/environment", "message": f"the promotion is for {promotion.environment}"}]
+            )
+        requester = Requester.promoted_by(promotion.requested_by)  # delivery's word: never a system actor
+        return wiring.service().declare_release(promotion.tenant, release, promotion.promotion_id, requester)
+    except InvalidInput as error:  # what the release holds is invalid, or its environment's registration refused it
+        _invalid_promotion(promotion, message_id, body, body, error)  # the message holds no desired state
         return None
     except Conflict as error:
         record_rejection(shared_host_storage(), "promotions", message_id, body, str(error))
