@@ -17,6 +17,16 @@ exceptions = typer.Typer(help="Policy exceptions of an environment: list, add, s
 app.add_typer(exceptions, name="exceptions")
 
 Environment = Annotated[str, typer.Argument(help="the environment's name")]
+VERDICT_FIELDS = (
+    "environment",
+    "environment_class",
+    "plan_counts",
+    "requires_approval",
+    "summary.outcome",
+    "summary.denied_rules",
+    "summary.warnings",
+    "summary.exceptions_used",
+)
 
 
 @app.command("dry-run")
@@ -27,7 +37,7 @@ def dry_run(
     """Check a specification against the effective policy without declaring it (exit 1 when denied)."""
     s = state(ctx)
     verdict = s.api.call("POST", "policy/dry-run", body=declaration_body(file))
-    s.out.document(verdict)
+    s.out.document(verdict, VERDICT_FIELDS)
     if (verdict.get("summary") or {}).get("outcome") == "deny":
         raise typer.Exit(Exit.NO)
 
