@@ -6,6 +6,14 @@ missing; a tenant's edition is, in order: an assignment made through the API,
 the ``TenantEditions`` setting, ``DefaultEdition``. Lookups are cached for a
 few seconds per process (limits change rarely, every acquire reads them); a
 write in this process clears the cache at once.
+
+When ControlPlaneApi is the editions' authority (``store.editions_authority``,
+see :mod:`shared.capacity.edition_authority`), an edition's limits are its
+answer, and nothing here writes them: :func:`put_edition` raises
+:class:`EditionsManagedElsewhere` (409) and seeding does nothing. Which
+edition a tenant is in is still decided here, as above (ControlPlaneApi's
+contract has no call for it); an edition ControlPlaneApi does not know is
+treated as one that no longer exists (the default edition applies).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from shared.capacity.errors import EditionsManagedElsewhere
 from shared.capacity.keys import EDITIONS_PARTITION, TENANT_EDITIONS_PARTITION, stamp, tenant_key, utcnow
 from shared.capacity.models import Edition, EditionSpec, PoolKind
 from shared.capacity.store import CapacityStore, query
@@ -61,6 +70,8 @@ def _edition(row: dict[str, Any]) -> Edition:
 
 
 def seed_editions(store: CapacityStore) -> None:
+    if store.editions_authority is not None:
+        return  # the authority's editions are not this host's to write
     for name, limits in store.settings.editions.items():
         try:
             insert_if_absent(store.pools, _edition_entity(name, limits))
@@ -73,8 +84,28 @@ def list_editions(store: CapacityStore) -> list[Edition]:
     return sorted((_edition(row) for row in rows), key=lambda e: e.name)
 
 
+def visible_editions(store: CapacityStore) -> list[Edition]:
+    """Every edition this host knows of, with its limits (the authority's, when it has one).
+
+    With an authority, the names are those the host refers to (the settings' editions, the default,
+    tenants' assignments): ControlPlaneApi's contract lists no editions; one it does not know is left out."""
+    if store.editions_authority is None:
+        known = {e.name: e for e in list_editions(store)}
+        for name, limits in store.settings.editions.items():
+            known.setdefault(name, Edition(name=name, limits=limits))
+        return sorted(known.values(), key=lambda e: e.name)
+    names = {store.settings.default_edition, *store.settings.editions, *tenants_by_edition(store)}
+    found = (get_edition(store, name) for name in sorted(names))
+    return [edition for edition in found if edition is not None]
+
+
 def get_edition(store: CapacityStore, name: str) -> Edition | None:
+    authority = store.editions_authority
+
     def load() -> Edition | None:
+        if authority is not None:
+            limits = authority.limits(name)
+            return Edition(name=name, limits=limits) if limits is not None else None
         row = read_row(store.pools, EDITIONS_PARTITION, name)
         if row is not None:
             return _edition(row)
@@ -99,7 +130,11 @@ def edition_of(store: CapacityStore, tenant: str) -> Edition:
 
 
 def put_edition(store: CapacityStore, name: str, spec: EditionSpec) -> tuple[Edition, bool]:
-    """Create or replace an edition and assign ``spec.tenants`` to it. Returns (edition, created)."""
+    """Create or replace an edition and assign ``spec.tenants`` to it. Returns (edition, created).
+
+    Refused (:class:`EditionsManagedElsewhere`) while another service is the editions' authority."""
+    if store.editions_authority is not None:
+        raise EditionsManagedElsewhere(store.editions_authority.name, store.editions_authority.setting)
     created = read_row(store.pools, EDITIONS_PARTITION, name) is None
     store.pools.upsert_entity(_edition_entity(name, spec.limits))
     for tenant in spec.tenants:

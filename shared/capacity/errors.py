@@ -120,3 +120,30 @@ class PoolChangeRefused(CapacityError):
 
 class ContentionExhausted(CapacityError):
     """Too many lost races in a row on one row; the caller retries later (503)."""
+
+
+@dataclass
+class QuotasUnavailable(CapacityError):
+    """The editions' authority (ControlPlaneApi) did not answer and the edition's quota is unknown (503)."""
+
+    authority: str
+    edition: str
+    why: str
+    retry_after_seconds: float
+
+    def __str__(self) -> str:
+        return (
+            f"the quotas of edition '{self.edition}' come from {self.authority}, which cannot be asked now "
+            f"({self.why}); no lease is granted over a quota nobody knows"
+        )
+
+
+@dataclass
+class EditionsManagedElsewhere(CapacityError):
+    """An edition or quota write while another service is their authority (409): change them there."""
+
+    authority: str
+    setting: str
+
+    def __str__(self) -> str:
+        return f"editions and their quotas are {self.authority}'s ({self.setting}): change them there, not here"

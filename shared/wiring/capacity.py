@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 
+from shared.capacity.edition_authority import EditionsAuthority
 from shared.capacity.editions import seed_editions
 from shared.capacity.leases import LeaseService
 from shared.capacity.pools import seed_pools
 from shared.capacity.store import CapacityStore
 from shared.settings import get_settings
 from shared.storage.clients import shared_host_storage
+from shared.wiring.neighbours import control_plane, control_plane_is_authority
 
 
 @functools.lru_cache(maxsize=1)
@@ -19,11 +21,20 @@ def store() -> CapacityStore:
     seeding that fails (the store is down) is not cached, and the next use tries again."""
     settings = get_settings()
     built = CapacityStore.from_clients(
-        shared_host_storage(), settings.runtime_cloud.capacity, f"/{settings.messaging.service_name}"
+        shared_host_storage(),
+        settings.runtime_cloud.capacity,
+        f"/{settings.messaging.service_name}",
+        editions_authority(),
     )
     seed_editions(built)
     seed_pools(built)
     return built
+
+
+def editions_authority() -> EditionsAuthority | None:
+    """ControlPlaneApi when it is the environments' source (it then owns editions' quotas too), else None."""
+    client = control_plane()
+    return EditionsAuthority(client) if client is not None and control_plane_is_authority(get_settings()) else None
 
 
 def leases() -> LeaseService:
