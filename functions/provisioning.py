@@ -33,7 +33,7 @@ from shared.http.views.provisioning import (
 from shared.iac.jobs.store import JobStore
 from shared.identifiers import IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN, is_idempotency_key
 from shared.logs import app_logger, ids
-from shared.provisioning.decisions import cancel, decide
+from shared.provisioning.decisions import cancel, decide, decide_as_control_plane
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.outcomes import Outcome
 from shared.provisioning.rejections import record_rejection
@@ -46,6 +46,7 @@ from shared.storage.clients import shared_host_storage
 from shared.telemetry import annotate, message_span
 from shared.timer_schedules import timer_schedule
 from shared.wiring import provisioning as wiring
+from shared.wiring.neighbours import control_plane_is_authority
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("provisioning")
@@ -308,14 +309,17 @@ async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClien
 
 
 class ApprovalMessage(BaseModel):
+    """A decision ControlPlaneApi made, on the host's ``approvals`` queue (shared.provisioning.decisions)."""
+
     model_config = ConfigDict(extra="forbid")
 
     # Tenant and run id become table keys: only characters keys can hold (else a rejection record).
     tenant: str = Field(pattern=TENANT_PATTERN)
+    environment: str = Field(pattern=NAME_PATTERN, description="the run's environment")
     run_id: str = Field(pattern=IDEMPOTENCY_KEY_PATTERN)
     decision: Literal["approve", "reject"]
-    plan_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
-    approver: str = Field(min_length=1, max_length=256, description="the person (oid, else sub)")
+    plan_digest: str = Field(pattern=r"^[0-9a-f]{64}$", description="the plan approved (the run's plan_digest)")
+    approver: str = Field(pattern=r"^\S+$", max_length=256, description="the person (oid, else sub)")
     approver_client: str | None = Field(default=None, max_length=256, description="the app they used")
     reason: str = Field(default="", max_length=2000)
     traceparent: str | None = Field(
@@ -327,7 +331,8 @@ class ApprovalMessage(BaseModel):
 @bp.queue_trigger(arg_name="message", queue_name="approvals", connection="AzureWebJobsStorage")
 @bp.durable_client_input(client_name="client")
 async def approval_received(message: func.QueueMessage, client: df.DurableOrchestrationClient) -> None:
-    """Approvals from the control plane: the same rules as over HTTP; refusals are kept."""
+    """Approvals from ControlPlaneApi (only while it is the environments' authority): the same rules as
+    over HTTP, recorded with the approver it names and ``via: control-plane``; refusals are kept."""
     body = message.get_body().decode("utf-8", errors="replace")
     with message_span("approval received", body):
         await _approval(body, message.id, client)
@@ -338,16 +343,17 @@ async def _approval(body: str, message_id: str | None, client: df.DurableOrchest
         approval = ApprovalMessage.model_validate_json(body)
         annotate(tenant=approval.tenant, run=approval.run_id)
         run = await to_thread(
-            decide,
+            decide_as_control_plane,
             wiring.store(),
+            control_plane_is_authority=control_plane_is_authority(get_settings()),
             tenant=approval.tenant,
+            environment=approval.environment,
             run_id=approval.run_id,
-            decided_by=approval.approver,
+            approver=approval.approver,
+            approver_client=approval.approver_client,
             decision="approved" if approval.decision == "approve" else "rejected",
             plan_digest=approval.plan_digest,
             reason=approval.reason,
-            channel="queue",
-            client=approval.approver_client,
         )
     except ValidationError as error:
         await to_thread(

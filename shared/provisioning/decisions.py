@@ -8,6 +8,15 @@ refused; whoever requested the run cannot approve it; one decision per run.
 application: one person approving their own run through a second client app
 is still refused. The client app is recorded beside the person.
 The decision is recorded on the run; the run's orchestration acts on it.
+
+Approvals from ControlPlaneApi (:func:`decide_as_control_plane`) come only
+while it is the environments' authority (``RuntimeCloud:Environments:Source=
+control-plane``), and name the run's environment and the person who approved
+there. The queue is the host's own storage, so whatever can write to it is
+trusted as ControlPlaneApi's channel (the host's identity and ControlPlaneApi's
+are the only writers the deployment grants); everything else is checked as for
+any approval: the approver is a named person other than the requester, the
+digest is the reviewed plan's. They are recorded with ``via: control-plane``.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from shared.storage.optimistic import on_conflict
 log = app_logger("provisioning")
 
 DecisionKind = Literal["approved", "rejected"]
+CONTROL_PLANE = "control-plane"
 
 
 def decide(
@@ -39,6 +49,7 @@ def decide(
     reason: str,
     channel: str,
     client: str | None = None,
+    via: str | None = None,
 ) -> Run:
     def check(run: Run) -> None:
         _check(run, decided_by, decision, plan_digest)
@@ -57,8 +68,53 @@ def decide(
                 plan_digest=plan_digest,
                 reason=reason,
                 channel=channel,
+                via=via,
             )
         },
+    )
+
+
+def decide_as_control_plane(
+    store: ProvisioningStore,
+    *,
+    control_plane_is_authority: bool,
+    tenant: str,
+    environment: str,
+    run_id: str,
+    approver: str,
+    approver_client: str | None,
+    decision: DecisionKind,
+    plan_digest: str,
+    reason: str,
+) -> Run:
+    """A decision ControlPlaneApi put on the approvals queue, recorded with the approver it names.
+
+    Refused (:class:`Conflict`) while ControlPlaneApi is not the environments' authority, and
+    when the run is not of ``environment``; then as :func:`decide` (four eyes, the plan's digest)."""
+    if not control_plane_is_authority:
+        raise Conflict(
+            "approvals-not-from-control-plane",
+            "approvals arrive on the queue only from ControlPlaneApi, and it is not the environments' "
+            "authority here (RuntimeCloud:Environments:Source is local): approve over HTTP",
+        )
+    if not approver.strip():
+        raise PermissionDenied("an approval names the person who approved: four eyes need a person")
+    recorded = store.environment_of_run(tenant, run_id)
+    if recorded is None:
+        raise NotFound(f"run {run_id}")
+    if recorded != environment:
+        raise Conflict("environment-mismatch", f"run {run_id} is not of environment {environment}")
+    return decide(
+        store,
+        tenant=tenant,
+        run_id=run_id,
+        decided_by=approver,
+        decision=decision,
+        plan_digest=plan_digest,
+        reason=reason,
+        channel="queue",
+        client=approver_client,
+        via=CONTROL_PLANE,
     )
 
 

@@ -191,7 +191,14 @@ def test_an_approval_message_naming_ids_a_key_cannot_hold_is_kept_as_a_rejection
     message_id = send(
         azurite,
         "approvals",
-        {"tenant": "tenant/a", "run_id": "run#1", "decision": "approve", "plan_digest": "0" * 64, "approver": "bob"},
+        {
+            "tenant": "tenant/a",
+            "environment": "prod",
+            "run_id": "run#1",
+            "decision": "approve",
+            "plan_digest": "0" * 64,
+            "approver": "bob",
+        },
     )
 
     kept = kept_rejection(azurite, "approvals", message_id)
