@@ -11,7 +11,8 @@ writes it back, **only** when the mirror's digest is the one the run
 recorded (the client has already checked that the content hashes to it): the
 chain then verifies exactly as before the loss. Anything else is reported,
 never written: ``absent`` (the mirror does not hold it), ``refused`` (it
-holds another digest), ``unavailable`` (it did not answer).
+holds another digest, or content that does not hash to its own),
+``unavailable`` (it did not answer).
 
 Every receipt a restore writes says where it came from in its blob's
 metadata ``source``: ``backup`` (:func:`restored_metadata`) or ``mirror``; the
@@ -28,7 +29,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.neighbours.errors import ArtifactNotFound, NeighbourError
+from shared.neighbours.errors import ArtifactNotFound, NeighbourAnswerInvalid, NeighbourError
 from shared.neighbours.http_client import Token
 from shared.neighbours.knowledge_host import KnowledgeHost
 from shared.neighbours.settings import KnowledgeHostSettings
@@ -77,6 +78,8 @@ def _from_mirror(mirror: KnowledgeHost, container: Any, run: dict[str, Any], kin
         stored = mirror.get(receipt_artifact_id(run["tenant"], run["environment"], run["id"], kind))
     except ArtifactNotFound:
         return "absent"
+    except NeighbourAnswerInvalid:
+        return "refused"  # its content does not hash to its digest (or worse): nothing of it is written
     except NeighbourError:
         return "unavailable"
     if stored.sha256 != digest or stored.content is None:

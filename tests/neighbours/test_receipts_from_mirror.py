@@ -18,8 +18,12 @@ import pytest
 from devhost.azurite import Azurite
 from shared.backup.location import BackupLocation, PartRef
 from shared.backup.manifest import Manifest, manifest_name
-from shared.provisioning.receipts import ReceiptStore
+from shared.backup.mirror import restore_receipts_from_mirror
+from shared.neighbours.knowledge_host import Artifact, KnowledgeHost, sha256_of
+from shared.neighbours.settings import KnowledgeHostSettings
+from shared.provisioning.receipts import ReceiptStore, receipt_artifact_id
 from shared.storage.clients import clients_from_connection_string
+from shared.storage.resources import ensure_resources
 from tests.backup.test_drill import backup_location, backup_settings, restore_command, run_backup, wipe
 from tests.conftest import REPO, app_settings
 from tests.neighbours.test_artifact_mirror import TENANT, all_published, applied_run, artifact_ids
@@ -90,3 +94,47 @@ def test_a_receipt_the_backup_lacks_is_restored_from_the_mirror_and_the_chain_ve
     assert sources == {(run["id"], "plan"): "backup", (run["id"], "apply"): "mirror"}
     asked = [r.path for r in knowledge_host.requests if r.method == "GET" and r.path.startswith("/v1/artifacts/")]
     assert len(asked) == 1  # only what the backup lacked
+
+
+def test_the_mirror_writes_back_only_the_receipt_its_run_recorded(azurite, knowledge_host):
+    """In process, against Azurite and the stand-in: a receipt the mirror holds altered under its digest, or
+    with another digest than its run recorded, or not at all, is reported and never written back."""
+    store = clients_from_connection_string(azurite.connection_string())
+    ensure_resources(store)
+    environment, client = (
+        unique("mirror-refuse"),
+        KnowledgeHost(KnowledgeHostSettings.model_validate({"BaseUrl": knowledge_host.url, "Retries": 0})),
+    )
+    recorded = {"run-altered": '{"run":"altered"}', "run-other": '{"run":"other"}', "run-absent": '{"run":"absent"}'}
+    for run_id, text in recorded.items():
+        store.tables.get_table_client("ProvisioningRuns").upsert_entity(
+            {
+                "PartitionKey": f"{TENANT}|{environment}",
+                "RowKey": f"run|{run_id}",
+                "Document": json.dumps(
+                    {"tenant": TENANT, "environment": environment, "id": run_id, "plan_digest": sha256_of(text)}
+                ),
+            }
+        )
+    for run_id, text in (("run-altered", recorded["run-altered"]), ("run-other", '{"run":"not this one"}')):
+        artifact = receipt_artifact_id(TENANT, environment, run_id, "plan")
+        client.put(
+            Artifact.of_content(
+                artifact_id=artifact,
+                kind="plan-receipt",
+                tenant=TENANT,
+                environment=environment,
+                run_id=run_id,
+                content=text,
+            )
+        )
+    knowledge_host.tamper(receipt_artifact_id(TENANT, environment, "run-altered", "plan"), '{"run":"forged"}')
+
+    report = restore_receipts_from_mirror(store, client)
+
+    names = {run_id: ReceiptStore.blob_name(TENANT, environment, run_id, "plan") for run_id in recorded}
+    assert {names["run-altered"], names["run-other"]} <= set(report["refused"])
+    assert names["run-absent"] in report["absent"]
+    assert not set(names.values()) & set(report["restored"])
+    receipts = store.blobs.get_container_client("receipts")
+    assert not any(receipts.get_blob_client(name).exists() for name in names.values())
