@@ -61,7 +61,7 @@ def list_exceptions(
         ("exception", "id"),
         ("rule", "rule"),
         ("resource", "resource"),
-        ("state", "state"),
+        ("active", "active"),
         ("expires", "expires_at"),
     ]
     path = f"environments/{environment}/policy/exceptions"
