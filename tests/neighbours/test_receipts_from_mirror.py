@@ -101,10 +101,8 @@ def test_the_mirror_writes_back_only_the_receipt_its_run_recorded(azurite, knowl
     with another digest than its run recorded, or not at all, is reported and never written back."""
     store = clients_from_connection_string(azurite.connection_string())
     ensure_resources(store)
-    environment, client = (
-        unique("mirror-refuse"),
-        KnowledgeHost(KnowledgeHostSettings.model_validate({"BaseUrl": knowledge_host.url, "Retries": 0})),
-    )
+    environment = unique("mirror-refuse")
+    client = KnowledgeHost(KnowledgeHostSettings.model_validate({"BaseUrl": knowledge_host.url, "Retries": 0}))
     recorded = {"run-altered": '{"run":"altered"}', "run-other": '{"run":"other"}', "run-absent": '{"run":"absent"}'}
     for run_id, text in recorded.items():
         store.tables.get_table_client("ProvisioningRuns").upsert_entity(
