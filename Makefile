@@ -18,7 +18,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-infra.txt
 	touch $@
 
 # The operator CLI (runtime_cloud_cli/) as the console script `runtime-cloud`: an editable install of
-# this project (pyproject.toml), its packages already installed above, with the venv's own setuptools.
+# this project (pyproject.toml; build backend flit-core, from requirements-dev.txt), no dependencies of its own.
 $(VENV)/bin/runtime-cloud: pyproject.toml $(VENV)/.installed
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
