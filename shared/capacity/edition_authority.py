@@ -85,4 +85,4 @@ class EditionsAuthority:
             known = self._known.get(edition)
         if known is not None and time.monotonic() - known[0] < STALE_SECONDS:
             return dict(known[1])
-        raise QuotasUnavailable(self.name, edition, why, QUIET_SECONDS)
+        raise QuotasUnavailable(self.name, edition, why, max(1.0, QUIET_SECONDS))
