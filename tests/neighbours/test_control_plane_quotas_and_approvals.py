@@ -85,7 +85,7 @@ def pool_region(host: HostProcess, mint) -> str:
         "PUT",
         f"runtime-cloud/pools/{unique('pool')}",
         token=mint("platform-ops", scopes=ADMIN, roles=["PlatformAdmin"]),
-        json={"kind": "sandbox", "region": region, "size": 8, "max": 64},
+        json={"kind": "sandbox", "region": region, "size": 8, "min": 0, "max": 64},
     )
     assert answer.status_code == 201, answer.text
     return region
@@ -239,3 +239,17 @@ def test_edition_writes_answer_409_naming_control_plane_and_reads_show_its_value
     assert shown["gold"]["tenants"] == ["tenant-gold"]  # the refused write assigned nobody
     assert shown["standard"]["limits"] == {"sandbox": 2, "build": 1}
     assert "cold" not in shown  # ControlPlaneApi knows no such edition
+
+
+def test_with_the_local_source_an_approval_on_the_queue_is_kept_as_a_rejection(runtime_host, azurite, mint):
+    """The session's host keeps its environments itself: no approval comes from ControlPlaneApi."""
+    requester = mint("tenant-a", scopes=WRITE, client_id="studio-web", object_id="alice")
+    answer = declare(runtime_host, requester, specification(unique("local-approve"), "production"))
+    assert answer.status_code == 202, answer.text
+    run = wait_for_run_state(runtime_host, requester, answer.json()["run_id"], {"awaiting-approval"})
+
+    kept = kept_rejection(azurite, send_approval(azurite, run, approver="bob"))
+
+    assert "ControlPlaneApi" in kept["reason"] and "approve over HTTP" in kept["reason"], kept
+    still = runtime_host.request("GET", f"runtime-cloud/runs/{run['id']}", token=requester).json()
+    assert still["state"] == "awaiting-approval" and still["decision"] is None, still
