@@ -43,6 +43,7 @@ from shared.policy.bundle import EffectiveBundle
 from shared.policy.exceptions import NewPolicyException, PolicyException, check_expiry
 from shared.policy.facts import PlanFacts
 from shared.policy.sources import PolicyUnavailable
+from shared.provisioning.releases import ReleaseUnresolved
 from shared.provisioning.sources import Declaration
 from shared.settings import get_settings
 from shared.targets import target_for
@@ -87,7 +88,12 @@ def policy_effective(req: func.HttpRequest, caller: Caller) -> dict:
 def policy_dry_run(req: func.HttpRequest, caller: Caller) -> dict:
     """Check a specification against the effective policy without declaring it: no run, nothing written."""
     declaration = _model(Declaration, parse_json_body(req))
-    specification, _ = provisioning.service().specification_from(caller.tenant, declaration)
+    try:
+        specification, _ = provisioning.service().specification_from(caller.tenant, declaration)
+    except ReleaseUnresolved as error:  # a release is checked as what DeliveryHost says it holds
+        if error.unknown:
+            raise InvalidInput([{"path": "/release", "message": str(error)}]) from None
+        raise problems.service_unavailable("release-unresolved", str(error), 30) from None
     settings = get_settings().runtime_cloud
     target = target_for(settings.targets, specification.target, caller.tenant)
     if target is None:  # specification_from refuses unknown targets; a target removed since is the same answer

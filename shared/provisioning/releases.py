@@ -26,7 +26,7 @@ from shared.desired_state import NAME_PATTERN as ENVIRONMENT_PATTERN
 from shared.errors import RuntimeCloudError
 from shared.neighbours.delivery_host import NAME as DELIVERY_HOST
 from shared.neighbours.delivery_host import Release
-from shared.neighbours.errors import NeighbourError
+from shared.neighbours.errors import NeighbourError, ReleaseUnknown
 from shared.neighbours.models import NAME_PATTERN as RELEASE_PATTERN
 
 RELEASE_SOURCE = "release"  # SourceInfo.kind of a run declared by naming a release
@@ -55,9 +55,10 @@ class ReleaseUnresolved(RuntimeCloudError):
     """DeliveryHost could not say what the release holds: the declaration becomes a run failing
     ``release-unresolved``."""
 
-    def __init__(self, reference: ReleaseReference, detail: str) -> None:
+    def __init__(self, reference: ReleaseReference, detail: str, *, unknown: bool = False) -> None:
         super().__init__(f"release {reference.id} for environment {reference.environment} was not resolved: {detail}")
         self.reference = reference
+        self.unknown = unknown  # DeliveryHost answered that it knows no such release (else: it could not answer)
 
 
 def resolve_release(reference: ReleaseReference, releases: Releases | None) -> Release:
@@ -66,6 +67,8 @@ def resolve_release(reference: ReleaseReference, releases: Releases | None) -> R
         raise ReleaseUnresolved(reference, f"{DELIVERY_HOST} is not configured (RuntimeCloud:DeliveryHost:BaseUrl)")
     try:
         return releases.release(reference.id, reference.environment)
+    except ReleaseUnknown as error:
+        raise ReleaseUnresolved(reference, str(error), unknown=True) from None
     except NeighbourError as error:  # unknown (404), unavailable or an answer off its contract: all fail fast
         raise ReleaseUnresolved(reference, str(error)) from None
 

@@ -245,3 +245,21 @@ def test_a_release_and_desired_state_together_are_refused(release_host, own_azur
     refused = [b for b in bodies if json.loads(b["message"]).get("promotion_id") == message["promotion_id"]]
     assert refused and "exactly one of" in json.dumps(refused[0]), refused
     assert delivery_host.count("GET", f"/v1/releases/{release_id}/environments/{environment}") == 0
+
+
+def test_a_policy_dry_run_of_a_release_checks_what_it_holds(release_host, delivery_host, mint):
+    writer = mint("tenant-a", scopes=WRITE)
+    environment, release_id = unique("rel-dry"), unique("release")
+    delivery_host.publish(release_id, environment, json.dumps(specification(environment)))
+
+    def dry_run(release: str) -> Any:
+        body = {"release": {"id": release, "environment": environment}}
+        return release_host.request("POST", "runtime-cloud/policy/dry-run", token=writer, json=body)
+
+    checked, unknown = dry_run(release_id), dry_run(unique("never-published"))
+
+    assert checked.status_code == 200, checked.text
+    assert checked.json()["environment"] == environment and checked.json()["plan_counts"]["create"] == 2
+    assert unknown.status_code == 422, unknown.text
+    assert [e["path"] for e in unknown.json()["errors"]] == ["/release"]
+    assert runs_of(release_host, writer, environment) == []  # a dry run declares nothing
