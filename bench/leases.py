@@ -207,7 +207,7 @@ def measure(azurite: Azurite, host: HostProcess, root: Path, settings: dict[str,
             "PUT",
             f"runtime-cloud/pools/{pool_id}",
             admin,
-            json={"kind": "build", "region": pool_id, "size": CAPACITY, "max": CAPACITY},
+            json={"kind": "build", "region": pool_id, "size": CAPACITY, "min": 0, "max": CAPACITY},
         )
         assert answer.status_code == 201, answer.text
         acquires[clients] = []

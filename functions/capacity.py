@@ -46,6 +46,7 @@ from shared.capacity.models import (
     PoolSpec,
     PoolView,
     RenewRequest,
+    with_ttl_bound,
 )
 from shared.capacity.retention import purge_expired_history
 from shared.capacity.usage import tenant_usage
@@ -54,7 +55,7 @@ from shared.http import problems
 from shared.http.endpoint import endpoint
 from shared.http.paging import parse_query
 from shared.http.responses import JsonResult
-from shared.http.validation import parse_json_body, parse_model
+from shared.http.validation import parse_model
 from shared.http.views.capacity import (
     EditionSaved,
     LeaseList,
@@ -270,17 +271,21 @@ def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
 
 # -- leases ------------------------------------------------------------------------
 
+# The lease bodies as the host takes them: ttl_seconds at most its MaxTtlSeconds, in the document too.
+AcquireBody = with_ttl_bound(AcquireRequest, get_settings().runtime_cloud.capacity.max_ttl_seconds)
+RenewBody = with_ttl_bound(RenewRequest, get_settings().runtime_cloud.capacity.max_ttl_seconds)
+
 
 @bp.route(route="runtime-cloud/leases", methods=["POST"])
 @endpoint(
     scopes=[Scope.CAPACITY_LEASE],
-    body=AcquireRequest,
+    body=AcquireBody,
     responses={201: LeaseView},
     response_headers={201: ("Location", "Idempotent-Replayed")},
     problems=(404, 409, 429, 503),
 )
 def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
-    request = parse_model(req, AcquireRequest)
+    request = parse_model(req, AcquireBody)
     with capacity_problems(), measured_acquire(caller.tenant, request.kind.value) as granted:
         lease, replayed = wiring.leases().acquire(caller.tenant, request)
         granted(lease.pool, lease.lease_id)
@@ -316,13 +321,13 @@ def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
 @endpoint(
     scopes=[Scope.CAPACITY_LEASE],
     path={"id": LEASE_ID},
-    body=RenewRequest,
+    body=RenewBody,
     body_required=False,
     responses={200: LeaseView},
     problems=(409, 503),
 )
 def capacity_renew_lease(req: func.HttpRequest, caller: Caller) -> object:
-    body = RenewRequest.model_validate(parse_json_body(req)) if req.get_body() else RenewRequest()
+    body = parse_model(req, RenewBody) if req.get_body() else RenewBody()
     with capacity_problems():
         return wiring.leases().renew(caller.tenant, _route_id(req, "id", LEASE_ID), body.ttl_seconds)
 

@@ -121,7 +121,9 @@ MATRIX: dict[str, Case] = {
     # capacity
     "GET /runtime-cloud/pools": LISTED,
     "GET /runtime-cloud/pools/{id}": NOT_FOUND,
-    "PUT /runtime-cloud/pools/{id}": Case("admin-only", body=lambda a: {"kind": "sandbox", "size": 0}),
+    "PUT /runtime-cloud/pools/{id}": Case(
+        "admin-only", body=lambda a: {"kind": "sandbox", "size": 0, "min": 0, "max": 1}
+    ),
     "POST /runtime-cloud/pools/{id}/drain": ADMIN_ONLY,
     "GET /runtime-cloud/pools/{id}/autoscaling": NOT_FOUND,
     "PUT /runtime-cloud/pools/{id}/autoscaling": Case("admin-only", body=lambda a: {"min_slots": 0, "max_slots": 1}),

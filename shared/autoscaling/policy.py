@@ -24,13 +24,14 @@ in. Every default is here, in one place:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from shared.desired_state import MAX_RESOURCES, EnvironmentClass, PulumiProgram, ResourceType, RunnerName
 from shared.errors import FieldError
+from shared.json_types import JsonTyped
 
 
-class _Strict(BaseModel):
+class _Strict(JsonTyped):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from shared.errors import FieldError
+from shared.identifiers import TENANT_PATTERN
+from shared.json_types import JsonTyped
 
 POOL_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 EDITION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -49,21 +51,24 @@ class LeaseState(str, Enum):
     EXPIRED = "expired"
 
 
-class _Request(BaseModel):
+class _Request(JsonTyped):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class PoolSpec(_Request):
     """Body of ``PUT /runtime-cloud/pools/{id}``: create a pool or resize it within min/max."""
 
+    # A PUT states the pool's bounds: min and max are required, so a resize that leaves one out is a 422
+    # naming it, never a silent reset to a default. (kind, region, scope and tenant cannot change: a PUT
+    # whose defaults differ from an existing pool's is a 409, not a change.)
     kind: PoolKind
     region: str = Field(default="local", min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")
     scope: PoolScope = PoolScope.SHARED
-    tenant: str | None = Field(default=None, min_length=1, max_length=128)
-    size: int = Field(ge=0, le=MAX_POOL_SIZE)
-    min: int = Field(default=0, ge=0, le=MAX_POOL_SIZE)
-    max: int = Field(default=MAX_POOL_SIZE, ge=0, le=MAX_POOL_SIZE)
-    draining: bool | None = None  # None keeps the current flag; false re-opens a drained pool
+    tenant: str | None = Field(default=None, pattern=TENANT_PATTERN, description="a dedicated pool's tenant")
+    size: int = Field(ge=0, le=MAX_POOL_SIZE, description="within min..max")
+    min: int = Field(ge=0, le=MAX_POOL_SIZE, description="at most max")
+    max: int = Field(ge=0, le=MAX_POOL_SIZE)
+    draining: bool | None = Field(default=None, description="null keeps the current flag; false re-opens")
     # Slots per table partition; fixed at creation (default: the SlotsPerShard setting).
     slots_per_shard: int | None = Field(default=None, ge=1, le=64)
 
@@ -119,13 +124,11 @@ class EditionSpec(_Request):
 
     # The bound is on each value, so an out-of-range limit is reported at /limits/{kind}.
     limits: dict[PoolKind, Annotated[int, Field(ge=0, le=MAX_POOL_SIZE)]] = Field(default_factory=dict)
-    tenants: list[str] = Field(default_factory=list, max_length=1000)
+    tenants: list[Annotated[str, Field(pattern=TENANT_PATTERN)]] = Field(default_factory=list, max_length=1000)
 
     @field_validator("tenants")
     @classmethod
     def _tenant_names(cls, tenants: list[str]) -> list[str]:
-        if any(not t or len(t) > 128 for t in tenants):
-            raise ValueError("tenant names are 1..128 characters")
         return list(dict.fromkeys(tenants))
 
 
@@ -144,15 +147,12 @@ class AcquireRequest(_Request):
     region: str | None = Field(default=None, min_length=1, max_length=64)
     purpose: Purpose
     holder: str = Field(min_length=1, max_length=200)
-    ttl_seconds: int = Field(ge=1)
-    lease_id: str | None = None
-
-    @field_validator("lease_id")
-    @classmethod
-    def _lease_id(cls, value: str | None) -> str | None:
-        if value is not None and not LEASE_ID.fullmatch(value):
-            raise ValueError("1..128 characters: letters, digits, '.', '_' or '-', starting with a letter or digit")
-        return value
+    ttl_seconds: int = Field(ge=1, description="at most the host's MaxTtlSeconds")
+    lease_id: str | None = Field(
+        default=None,
+        pattern=LEASE_ID.pattern,
+        description="1..128 characters: letters, digits, '.', '_' or '-', starting with a letter or digit",
+    )
 
     def same_request(self, other: dict[str, Any]) -> bool:
         """Does a stored lease answer this request (for an idempotent retry)?"""
@@ -164,8 +164,24 @@ class AcquireRequest(_Request):
         )
 
 
+Ttl = TypeVar("Ttl", bound=BaseModel)
+
+
+def with_ttl_bound(model: type[Ttl], max_seconds: int) -> type[Ttl]:
+    """``model`` with ``ttl_seconds`` at most ``max_seconds`` (the host's ``MaxTtlSeconds``): the handler
+    validates with it and the API document shows it, so the bound is stated where it is enforced."""
+    info = model.model_fields["ttl_seconds"]
+    bounded = Annotated[int, Field(ge=1, le=max_seconds)]
+    annotation = bounded if info.is_required() else bounded | None
+    bound = Field(default=... if info.is_required() else info.default, description=info.description)
+    return cast(
+        type[Ttl],
+        create_model(model.__name__, __base__=model, __doc__=model.__doc__, ttl_seconds=(annotation, bound)),
+    )
+
+
 class RenewRequest(_Request):
-    ttl_seconds: int | None = Field(default=None, ge=1)
+    ttl_seconds: int | None = Field(default=None, ge=1, description="at most the host's MaxTtlSeconds")
 
 
 class LeaseView(BaseModel):

@@ -43,7 +43,7 @@ def test_setting_a_policy_provisions_the_pools_current_slots_before_any_scaling(
 def test_an_administrator_cannot_resize_an_autoscaled_pool_by_hand_until_the_policy_is_disabled(autoscaling):
     api = autoscaling
     pool = api.create_pool(size=2, max=16)
-    spec = {"kind": pool.kind, "region": pool.region, "max": 16}
+    spec = {"kind": pool.kind, "region": pool.region, "min": 0, "max": 16}
     assert api.put_policy(pool, min_slots=1, max_slots=6).status_code == 201
 
     refused = api.call("PUT", f"runtime-cloud/pools/{pool.id}", api.admin(), json={**spec, "size": 5})

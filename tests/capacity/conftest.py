@@ -63,7 +63,7 @@ class CapacityApi:
             "PUT",
             f"runtime-cloud/pools/{pool.id}",
             self.admin(),
-            json={"kind": kind, "region": pool.region, "size": size, "max": max(size, 64), **spec},
+            json={"kind": kind, "region": pool.region, "size": size, "min": 0, "max": max(size, 64), **spec},
         )
         assert answer.status_code == 201, answer.text
         return pool

@@ -27,7 +27,7 @@ def test_draining_stops_new_grants_and_keeps_held_leases(capacity):
         "PUT",
         f"runtime-cloud/pools/{pool.id}",
         capacity.admin(),
-        json={"kind": "sandbox", "region": pool.region, "size": 3, "max": 64, "draining": False},
+        json={"kind": "sandbox", "region": pool.region, "size": 3, "min": 0, "max": 64, "draining": False},
     )
     assert reopened.status_code == 200 and reopened.json()["draining"] is False
     assert capacity.acquire(tenant, pool).status_code == 201
@@ -42,7 +42,7 @@ def test_shrinking_never_revokes_a_held_lease(capacity, azurite):
         "PUT",
         f"runtime-cloud/pools/{pool.id}",
         capacity.admin(),
-        json={"kind": "sandbox", "region": pool.region, "size": 1, "max": 64},
+        json={"kind": "sandbox", "region": pool.region, "size": 1, "min": 0, "max": 64},
     )
 
     assert shrunk.status_code == 200, shrunk.text
@@ -63,7 +63,7 @@ def test_shrinking_never_revokes_a_held_lease(capacity, azurite):
         "PUT",
         f"runtime-cloud/pools/{pool.id}",
         capacity.admin(),
-        json={"kind": "sandbox", "region": pool.region, "size": 3, "max": 64},
+        json={"kind": "sandbox", "region": pool.region, "size": 3, "min": 0, "max": 64},
     )
     assert (grown.json()["size"], grown.json()["free"]) == (3, 3)
     resized = [
@@ -80,7 +80,7 @@ def test_shrinking_never_revokes_a_held_lease(capacity, azurite):
 
 def test_pool_changes_need_the_platform_admin_role(capacity, mint):
     pool_id = unique("pool")
-    body = {"kind": "build", "region": "local", "size": 1}
+    body = {"kind": "build", "region": "local", "size": 1, "min": 0, "max": 4}
     operator = mint("tenant-x", scopes=["factory.runtime.write", "factory.runtime.read"], roles=["Operator"])
     no_scope = mint("tenant-x", scopes=["factory.runtime.read"], roles=["PlatformAdmin"])
 
@@ -104,17 +104,23 @@ def test_pool_bodies_are_validated_field_by_field(capacity):
     pool_id = unique("pool")
     cases = [
         ({"kind": "gpu", "size": 1}, "/kind"),
-        ({"kind": "build", "size": 5, "max": 4}, "/size"),
-        ({"kind": "build", "size": 1, "colour": "blue"}, "/colour"),
+        ({"kind": "build", "size": 5, "min": 0, "max": 4}, "/size"),
+        ({"kind": "build", "size": 1, "min": 0, "max": 4, "colour": "blue"}, "/colour"),
         ({"kind": "build"}, "/size"),
-        ({"kind": "build", "size": 1, "scope": "dedicated"}, "/tenant"),
+        ({"kind": "build", "size": 1, "min": 0}, "/max"),  # a resize restates its bounds: none resets silently
+        ({"kind": "build", "size": 1, "max": 4}, "/min"),
+        ({"kind": "build", "size": 1, "min": 0, "max": 4, "draining": 0}, "/draining"),  # JSON's types only
+        ({"kind": "build", "size": "1", "min": 0, "max": 4}, "/size"),
+        ({"kind": "build", "size": 1, "min": 0, "max": 4, "scope": "dedicated"}, "/tenant"),
     ]
     for body, path in cases:
         answer = capacity.call("PUT", f"runtime-cloud/pools/{pool_id}", capacity.admin(), json=body)
         assert answer.status_code == 422, (body, answer.text)
         assert answer.json()["type"] == PROBLEM + "validation-failed"
         assert path in [error["path"] for error in answer.json()["errors"]], (body, answer.json())
-    bad_id = capacity.call("PUT", "runtime-cloud/pools/Not_Valid", capacity.admin(), json={"kind": "build", "size": 1})
+    bad_id = capacity.call(
+        "PUT", "runtime-cloud/pools/Not_Valid", capacity.admin(), json={"kind": "build", "size": 1, "min": 0, "max": 4}
+    )
     assert bad_id.status_code == 422
 
 
@@ -125,7 +131,7 @@ def test_a_pool_cannot_change_its_kind_or_sharding(capacity):
         "PUT",
         f"runtime-cloud/pools/{pool.id}",
         capacity.admin(),
-        json={"kind": "browser", "region": pool.region, "size": 1},
+        json={"kind": "browser", "region": pool.region, "size": 1, "min": 0, "max": 4},
     )
 
     assert answer.status_code == 409 and answer.json()["type"] == PROBLEM + "pool-change-refused"
@@ -133,7 +139,7 @@ def test_a_pool_cannot_change_its_kind_or_sharding(capacity):
         "PUT",
         f"runtime-cloud/pools/{pool.id}",
         capacity.admin(),
-        json={"kind": "build", "region": pool.region, "size": 2, "slots_per_shard": 1},
+        json={"kind": "build", "region": pool.region, "size": 2, "min": 0, "max": 4, "slots_per_shard": 1},
     )
     assert reshard.status_code == 409 and "slots_per_shard" in reshard.json()["detail"]
 

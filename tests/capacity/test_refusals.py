@@ -97,9 +97,9 @@ def test_validation_errors_point_at_the_offending_field(capacity):
 
     cases = [
         ({"kind": "sandbox", "size": 2, "min": 3, "max": 1}, "/min"),
-        ({"kind": "sandbox", "size": 9, "max": 4}, "/size"),
-        ({"kind": "sandbox", "size": 1, "scope": "dedicated"}, "/tenant"),
-        ({"kind": "sandbox", "size": 1, "tenant": "tenant-a"}, "/tenant"),
+        ({"kind": "sandbox", "size": 9, "min": 0, "max": 4}, "/size"),
+        ({"kind": "sandbox", "size": 1, "min": 0, "max": 4, "scope": "dedicated"}, "/tenant"),
+        ({"kind": "sandbox", "size": 1, "min": 0, "max": 4, "tenant": "tenant-a"}, "/tenant"),
     ]
     for body, path in cases:
         answer = capacity.call("PUT", f"runtime-cloud/pools/{unique('pool')}", admin, json=body)

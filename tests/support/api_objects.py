@@ -126,7 +126,7 @@ def create_api_objects(
             "PUT",
             f"runtime-cloud/pools/{pool_id}",
             token=admin_token,
-            json={"kind": "sandbox", "size": 1, "max": 2, "scope": "dedicated", "tenant": tenant},
+            json={"kind": "sandbox", "size": 1, "min": 0, "max": 2, "scope": "dedicated", "tenant": tenant},
         ),
         201,
     )
