@@ -86,7 +86,9 @@ def only_run(host: HostProcess, token: str, environment: str) -> dict[str, Any]:
 def promotions_left(azurite: Azurite) -> int:
     """Messages in the promotions queue, those being handled included (they are deleted once handled)."""
     queue = QueueClient.from_connection_string(azurite.connection_string(), "promotions")
-    return int(queue.get_queue_properties().approximate_message_count)
+    count = queue.get_queue_properties().approximate_message_count
+    assert count is not None, "the queue's properties carry its message count"
+    return count
 
 
 def jobs_of(azurite: Azurite, run_id: str) -> list[dict[str, Any]]:
