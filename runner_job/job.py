@@ -12,7 +12,11 @@ Order matters for crash safety:
    notice. A job killed before 4 leaves a row whose heartbeat goes stale; one
    killed after the result but before the notice is found finished by the
    orchestration's next check. The result records its log's digest and the row
-   the result's, which the host checks before it receipts anything.
+   the result's, which the host checks before it receipts anything;
+5. a plan whose run needs no approval then waits for the host's go or stop
+   (:mod:`shared.iac.jobs.handover`): on go it runs the apply's request in this
+   same execution (steps 1-4 again, on the apply's own row), so an unattended
+   run starts one job, not two.
 
 The job touches only what :mod:`shared.iac.jobs.access` names (its identity has
 rights on nothing else): it learns of a cancel from its own row, never the run's.
@@ -32,8 +36,9 @@ from runner_job.execute import execute
 from runner_job.heartbeat import Heartbeat
 from shared.clock import now_iso
 from shared.iac.jobs.event_log import EventLog
+from shared.iac.jobs.handover import Handover
 from shared.iac.jobs.lock_owners import JobLockOwners
-from shared.iac.jobs.protocol import JobFailure, JobNotice, JobRequest, JobResult
+from shared.iac.jobs.protocol import JobFailure, JobKind, JobNotice, JobRequest, JobResult
 from shared.iac.jobs.store import JobInputTampered, JobStore, folder_of
 from shared.iac.pulumi.saved_plans import PLANS_CONTAINER, SavedPlans
 from shared.iac.settings import IaCSettings
@@ -58,10 +63,11 @@ def parse_request(text: str) -> JobRequest:
 
 
 def run_request(
-    request: JobRequest, storage: StorageClients, claimed: Callable[[], None] | None = None
+    request: JobRequest, storage: StorageClients, claimed: Callable[[], None] | None = None, via: str | None = None
 ) -> JobResult | None:
     """Run the job unless another execution has it; the result (None: not ours to run). ``claimed`` is
     called once the row is decided (this execution's, or another's): the request may leave the queue then.
+    ``via``: the plan job whose execution runs this one (handed over, never queued).
 
     The whole job is one span (a consumer of the job queue) that continues the trace of the step
     that launched it (the request's ``traceparent``), so the runner's spans sit in the run's trace."""
@@ -75,22 +81,46 @@ def run_request(
         environment=request.environment,
         run=request.run_id,
     ):
-        return _run_request(request, storage, claimed or (lambda: None))
+        result, handover_seconds = _run_request(request, storage, claimed or (lambda: None), via)
+    if handover_seconds and result is not None and result.failure is None:
+        _then_apply(request, storage, handover_seconds)
+    return result
 
 
-def _run_request(request: JobRequest, storage: StorageClients, claimed: Callable[[], None]) -> JobResult | None:
+def _then_apply(plan: JobRequest, storage: StorageClients, seconds: float) -> None:
+    """The handover's wait, and the apply the host handed over (run here: no job start of its own)."""
+    where = ids(tenant=plan.tenant, environment=plan.environment, run=plan.run_id)
+    try:
+        apply = Handover(storage).wait(plan, seconds)
+    except Exception as error:  # noqa: BLE001 - the store down: the host's go (if any) finds no taker and
+        # the apply's row, never claimed, is dead past JobStartSeconds: the run launches it again
+        log.warning("job %s: the handover could not be read: %s", plan.job_id, type(error).__name__, extra=where)
+        return
+    if apply is None:
+        log.info("job %s: no apply handed over; this execution ends", plan.job_id, extra=where)
+        return
+    log.info("job %s goes on with %s in this execution", plan.job_id, apply.job_id, extra=where)
+    run_request(apply, storage, via=plan.job_id)
+
+
+def _run_request(
+    request: JobRequest, storage: StorageClients, claimed: Callable[[], None], via: str | None
+) -> tuple[JobResult | None, float]:
+    """The job's result (None: not ours) and how long it waits for an apply handed over (0: it does not)."""
     jobs = JobStore(storage)
     where = ids(tenant=request.tenant, environment=request.environment, run=request.run_id)
-    ours = jobs.claim(request)
+    ours = jobs.claim(request, via)
     claimed()  # not before: a request deleted before its claim would be lost with a launcher killed in between
     if not ours:
         log.info("job %s is running elsewhere or finished; this execution leaves", request.job_id, extra=where)
-        return None
+        return None, 0.0
     started = now_iso()
+    handover_seconds = 0.0
     folder = folder_of(request.tenant, request.environment, request.run_id, request.job_id)
     events = EventLog(jobs.container, f"{folder}/events.jsonl")
     try:
         document = jobs.read_input(request)
+        handover_seconds = document.handover_seconds if request.kind is JobKind.PLAN else 0.0
         iac = IaCSettings.model_validate(document.iac)  # the launching app's, whichever process runs the job
         with Heartbeat(jobs, request, document.heartbeat_seconds), tempfile.TemporaryDirectory() as scratch:
             result = execute(
@@ -118,10 +148,11 @@ def _run_request(request: JobRequest, storage: StorageClients, claimed: Callable
     finally:
         events.close()
     result = result.model_copy(update={"events_sha256": events.sha256})  # the host checks the log against it
-    jobs.finish(request, result)
+    awaits = bool(handover_seconds) and result.failure is None
+    jobs.finish(request, result, awaits_next=awaits)
     notify(storage, request)
     log.info("runner job %s finished (%s)", request.job_id, _outcome(result), extra=where)
-    return result
+    return result, handover_seconds if awaits else 0.0
 
 
 def notify(storage: StorageClients, request: JobRequest) -> None:

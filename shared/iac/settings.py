@@ -88,6 +88,10 @@ class IaCSettings(Section):
     # (reading the job's row with a short backoff) before the run waits on the notice and the check timer:
     # a job of a second is found within tens of milliseconds instead of at the next queue poll. 0: never.
     job_wait_seconds: float = Field(default=2.0, ge=0, le=30, alias="JobWaitSeconds")
+    # How long a plan job of a run that needs no approval waits, after handing over its plan, for the host's
+    # go (it then applies in the same execution: one job start per run) or stop; past it, it ends and the
+    # apply takes a job of its own from the queue. 0: never (every run starts two jobs).
+    job_handover_seconds: float = Field(default=60.0, ge=0, le=600, alias="JobHandoverSeconds")
 
     @property
     def take_seconds(self) -> float:

@@ -15,7 +15,10 @@ Two things happen here rather than in the plan step, to save a run time:
 - **the apply job starts from the plan step** when the run needs no approval
   (:meth:`JobSteps.launch_apply`), after the policy verdict and the plan
   receipt are recorded: one activity round less, and the job is already
-  running while the orchestration takes the plan's answer.
+  running while the orchestration takes the plan's answer. Such a run's plan
+  job waits for it (``hands_over``): the apply is handed to that execution,
+  not queued, so the run starts one job (:mod:`shared.iac.jobs.handover`);
+  a plan answered otherwise tells the waiting job to stop.
 
 Every call is idempotent: a job id names one attempt of one step, its input
 is written once and its row inserted once, and a request sent twice runs once
@@ -24,7 +27,7 @@ is written once and its row inserted once, and a request sent twice runs once
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from shared.iac.jobs.protocol import JobKind
 from shared.iac.model import PlanResult
@@ -49,7 +52,9 @@ class JobSteps:
         targets: Sequence[ProvisioningTarget],
         config_platform: ConfigPlatformClient,
         policy_gate: PolicyGate | None,
+        requires_approval: Callable[[str], bool] = lambda environment_class: True,
     ) -> None:
+        self._requires_approval = requires_approval  # by the run's class: a plan job waits to apply when not
         self._store = store
         self._records = records
         self._jobs = jobs
@@ -76,13 +81,17 @@ class JobSteps:
             if (unavailable := self._policy_unavailable(run)) is not None:
                 return unavailable
             return self._launch(run, kind, attempt, None)
-        return self._launch_apply(ref, attempt)
+        return self._launch_apply(ref, attempt, None)
 
-    def launch_apply(self, ref: RunRef, answer: StepAnswer) -> StepAnswer:
-        """The plan step's answer, with the apply job launched when the run goes on without approval."""
-        if not self._jobs.enabled or answer.get("outcome") != Outcome.PLANNED or answer.get("requires_approval"):
-            return answer
-        ticket = self._launch_apply(ref, 1)
+    def launch_apply(self, ref: RunRef, answer: StepAnswer, plan_job: JobTicket | None = None) -> StepAnswer:
+        """The plan step's answer, with the apply job launched when the run goes on without approval: handed
+        to the plan job when it waits for it (``hands_over``), else queued. A waiting plan job whose run does
+        not go on is told to stop."""
+        waiting = plan_job.get("job_id") if plan_job and plan_job.get("hands_over") else None
+        goes_on = answer.get("outcome") == Outcome.PLANNED and not answer.get("requires_approval")
+        ticket = self._launch_apply(ref, 1, waiting) if self._jobs.enabled and goes_on else JobTicket()
+        if waiting and not ticket:
+            self._jobs.stop_handover(ref.run_id, waiting)
         return {**answer, "apply_job": dict(ticket)} if ticket else answer
 
     def pending(self, ref: RunRef, job: JobTicket, wait_seconds: float = 0.0) -> StepAnswer | None:
@@ -100,7 +109,7 @@ class JobSteps:
             self._jobs.request_cancel(ref.run_id)
         return {"outcome": Outcome.WAITING, "job_state": check["state"], "detail": check["detail"]}
 
-    def _launch_apply(self, ref: RunRef, attempt: int) -> JobTicket:
+    def _launch_apply(self, ref: RunRef, attempt: int, via: str | None) -> JobTicket:
         run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
         if run.cancel_requested and run.state in (RunState.PLANNING, RunState.AWAITING_APPROVAL):
             return JobTicket()
@@ -110,17 +119,29 @@ class JobSteps:
         plan = self._records.reviewed_plan(run)
         if plan is None:
             return JobTicket()
-        return self._launch(run, JobKind.APPLY, attempt, plan)
+        return self._launch(run, JobKind.APPLY, attempt, plan, via)
 
-    def _launch(self, run: Run, kind: JobKind, attempt: int, plan: PlanResult | None) -> JobTicket:
+    def _launch(
+        self, run: Run, kind: JobKind, attempt: int, plan: PlanResult | None, via: str | None = None
+    ) -> JobTicket:
         ref = RunRef(run.tenant, run.environment, run.id)
         target = target_for(self._targets, run.target, run.tenant)
         if target is None:
             return JobTicket()  # the step itself fails the run, naming the missing target
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
         configuration = resolve_configuration(specification.configuration, run.environment, self._config_platform)
+        hands_over = kind is JobKind.PLAN and not self._requires_approval(run.environment_class)
         return self._jobs.launch(
-            run, specification, target, kind, attempt, plan, configuration, lambda: self._cancel_requested(ref)
+            run,
+            specification,
+            target,
+            kind,
+            attempt,
+            plan,
+            configuration,
+            lambda: self._cancel_requested(ref),
+            hands_over=hands_over,
+            via=via,
         )
 
     def _cancel_requested(self, ref: RunRef) -> bool:

@@ -119,6 +119,7 @@ class RunSteps:
             targets=targets,
             config_platform=config_platform,
             policy_gate=policy_gate,
+            requires_approval=policy.requires_approval,
         )
 
     # -- waiting for the environment ------------------------------------------------------
@@ -173,7 +174,7 @@ class RunSteps:
         the answer)."""
         if job and (pending := self._job_steps.pending(ref, job, wait_seconds)):
             return pending
-        return self._job_steps.launch_apply(ref, self._plan(ref, job))
+        return self._job_steps.launch_apply(ref, self._plan(ref, job), job)
 
     def _plan(self, ref: RunRef, job: JobTicket | None) -> StepAnswer:
         run, _ = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import TypedDict
 
 from shared.desired_state import EnvironmentSpecification
+from shared.iac.jobs.handover import Handover
 from shared.iac.jobs.launcher import QueueJobLauncher
 from shared.iac.jobs.liveness import liveness
 from shared.iac.jobs.protocol import JobFailure, JobInput, JobKind, JobResult, job_id_for
@@ -70,6 +71,7 @@ class JobTicket(TypedDict, total=False):
     input_sha256: str  # the digest of the input the host wrote: checked again before its result is taken
     dead: str  # set by the orchestration when the last attempt died: why
     notice: str  # the name of the event this attempt's completion notice is raised as (a ticket from before: none)
+    hands_over: bool  # a plan job that waits for the host's go to apply in its own execution (JobHandoverSeconds)
 
 
 def notice_event(job_id: str) -> str:
@@ -89,6 +91,7 @@ class RunnerJobs:
         self._results = JobResults(storage)
         self._iac = iac
         self._launcher = QueueJobLauncher(storage, iac.job_queue)
+        self._handover = Handover(storage)
 
     @property
     def enabled(self) -> bool:
@@ -104,12 +107,18 @@ class RunnerJobs:
         plan: PlanResult | None,
         configuration: ResolvedConfiguration,
         cancelled: Callable[[], bool],
+        *,
+        hands_over: bool = False,
+        via: str | None = None,
     ) -> JobTicket:
         """Write the job's input, record the launch and queue the request (idempotent per attempt).
 
         ``cancelled`` reads the run's cancel once the job's row exists, before the request is sent: a
         cancel recorded meanwhile, whose own pass over the run's job rows missed this one, is set on it
-        here (see :func:`shared.provisioning.decisions.cancel`), so the job stops before its first step."""
+        here (see :func:`shared.provisioning.decisions.cancel`), so the job stops before its first step.
+
+        ``hands_over``: a plan job that waits, once planned, for the apply (:mod:`shared.iac.jobs.handover`);
+        ``via``: such a waiting plan job, to which an apply is handed instead of the queue when it still waits."""
         job_id = job_id_for(run.id, kind, attempt)
         document = JobInput(
             job_id=job_id,
@@ -126,6 +135,7 @@ class RunnerJobs:
             configuration_unresolved=configuration.unresolved,
             configuration_note=configuration.note,
             heartbeat_seconds=self._iac.job_heartbeat_seconds,
+            handover_seconds=self._iac.job_handover_seconds if hands_over else 0.0,
             iac=self._iac.model_dump(mode="json", by_alias=True),
         )
         request = self._store.write_input(document, self._iac.job_results_queue)
@@ -134,8 +144,9 @@ class RunnerJobs:
         if cancelled():
             self._store.request_cancel(run.id)
         # Sent again by a retried activity: the second execution finds the job claimed and leaves.
-        self._launcher.launch(request)
-        return JobTicket(
+        if via is None or not self._handover.hand_over(run.id, via, request):
+            self._launcher.launch(request)
+        ticket = JobTicket(
             job_id=job_id,
             kind=kind.value,
             attempt=attempt,
@@ -145,6 +156,13 @@ class RunnerJobs:
             input_sha256=request.input_sha256,
             notice=notice_event(job_id),
         )
+        if document.handover_seconds:
+            ticket["hands_over"] = True
+        return ticket
+
+    def stop_handover(self, run_id: str, plan_job_id: str) -> None:
+        """No apply follows this plan job: a job waiting for one ends now (nothing when it does not wait)."""
+        self._handover.stop(run_id, plan_job_id)
 
     def request_cancel(self, run_id: str) -> None:
         """Ask the run's unfinished jobs to stop (their rows' ``CancelRequested``; idempotent)."""

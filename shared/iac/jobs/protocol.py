@@ -66,6 +66,9 @@ class JobInput(BaseModel):
     configuration_unresolved: list[str] = Field(default_factory=list)
     configuration_note: str = ""
     heartbeat_seconds: float = 10.0
+    # A plan whose run needs no approval: how long the job waits, once its plan is handed over, for the
+    # host's go (the apply's request, run in this execution) or stop (see :mod:`.handover`). 0: it ends.
+    handover_seconds: float = 0.0
     # The launching app's ``RuntimeCloud:IaC`` settings (no secrets: names and paces), so a job runs the
     # same whichever scaler or replica executes it.
     iac: dict[str, Any] = Field(default_factory=dict)

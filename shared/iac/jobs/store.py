@@ -41,6 +41,8 @@ JOBS_TABLE = "RunnerJobs"
 LAUNCHED, RUNNING, FINISHED = "launched", "running", "finished"
 # Set by the host when an operator cancels the run; the job's cancel watch reads it (never the run's row).
 CANCEL_REQUESTED = "CancelRequested"
+# The handover (see :mod:`.handover`): a finished plan job that ``AwaitsNext`` reads its row's ``Next``.
+AWAITS_NEXT, NEXT, VIA = "AwaitsNext", "Next", "Via"
 CLAIM_TRIES = 3  # a claim that lost its ETag to a cancel's merge reads the row again
 
 
@@ -229,9 +231,10 @@ class JobStore:
             raise JobInputTampered(f"the input of job {request.job_id} is another job's")
         return document
 
-    def claim(self, request: JobRequest) -> bool:
+    def claim(self, request: JobRequest, via: str | None = None) -> bool:
         """Take the job for this process; False when another execution has it or it is finished.
 
+        ``via``: the plan job whose execution took this job over (no start of its own), recorded as ``Via``.
         A conflict is read again: another execution's claim leaves the row ``running`` (this one then
         leaves), while the host's cancel flag leaves it ``launched`` (this one claims it, and stops)."""
         for _ in range(CLAIM_TRIES):
@@ -243,6 +246,8 @@ class JobStore:
             row.update(
                 State=RUNNING, ClaimedAt=claimed, HeartbeatAt=claimed, Pid=os.getpid(), Host=socket.gethostname()
             )
+            if via:
+                row[VIA] = via
             try:
                 replace_if_unchanged(self._table, row, etag)
             except ConcurrencyConflict:
@@ -259,8 +264,10 @@ class JobStore:
         """The heartbeat: a merge of one property (no ETag: only the executing job writes it while running)."""
         self._table.upsert_entity({"PartitionKey": request.run_id, "RowKey": request.job_id, "HeartbeatAt": now_iso()})
 
-    def finish(self, request: JobRequest, result: JobResult) -> None:
-        """Store the result once, then mark the row finished (the result is there before the row says so)."""
+    def finish(self, request: JobRequest, result: JobResult, awaits_next: bool = False) -> None:
+        """Store the result once, then mark the row finished (the result is there before the row says so).
+
+        ``awaits_next``: the job goes on waiting for the host's go or stop on this row (:mod:`.handover`)."""
         name = f"{folder_of(request.tenant, request.environment, request.run_id, request.job_id)}/result.json"
         data = result.model_dump_json().encode()
         try:
@@ -274,6 +281,7 @@ class JobStore:
                 "State": FINISHED,
                 "HeartbeatAt": now_iso(),
                 "ResultSha256": sha256(data),
+                **({AWAITS_NEXT: True} if awaits_next else {}),
             }
         )
 
