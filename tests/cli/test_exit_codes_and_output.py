@@ -109,3 +109,18 @@ def test_lists_follow_continuation_pages_and_print_json(cli: Cli):
         assert cli(*worker, "leases", "release", lease_id).code == 0
     active = cli(*worker, "--json", "leases", "list", "--holder", holder, "--state", "active")
     assert active.json() == []
+
+
+def test_capacity_and_host_reads_print_json(cli: Cli):
+    reader = as_person(f"cli-{uuid.uuid4().hex[:8]}", "olivia")  # no edition assigned: the default one
+
+    pools = cli(*reader, "--json", "pools", "list")
+    editions = cli(*reader, "--json", "editions", "list")
+    quotas = cli(*reader, "--json", "quotas", "show")
+    backup = cli(*reader, "--json", "backup", "status")
+
+    assert pools.code == 0 and "sandbox-local" in {pool["id"] for pool in pools.json()}
+    assert editions.code == 0 and {"free", "standard", "enterprise"} <= {e["edition"] for e in editions.json()}
+    assert quotas.code == 0 and quotas.json()["your_edition"] == "standard"
+    assert backup.json()["status"] in ("healthy", "degraded")
+    assert backup.code == (0 if backup.json()["status"] == "healthy" else 1)
