@@ -25,6 +25,13 @@ between the jobs (plan job finished -> apply job launched; apply job finished
 promotions than environments, waiting runs are superseded by newer ones, as
 the product intends; they count as ended runs.
 
+The Azure latency model (:mod:`bench._azure_model`): the same runs through
+the local job path with every job start delayed by a Container Apps start's
+costs, scaled; it records ``provisioning_job_starts_unattended`` (job starts of
+a non-production run: 1 since a plan job is handed its apply) and the modeled
+promotion -> plan ready / -> applied of a non-production run, a production run
+and a burst of 50 promotions to 50 environments (``provisioning_azure_*``).
+
 Run: ``.venv/bin/python bench/provisioning.py [promotions] [environments]``.
 """
 
@@ -45,9 +52,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from azure.storage.queue import QueueClient
 
+from bench._azure_model import SCALE, Driver, StartCosts, measured_process_start, model
 from bench._results import record
 from devhost.azurite import Azurite
 from devhost.tokens import mint_token
+from runner_job.scaler import START_DELAY_VARIABLE
 from shared.desired_state import EnvironmentSpecification
 from shared.iac.embedded.runner import EmbeddedRunner
 from shared.targets import ProvisioningTarget
@@ -250,20 +259,70 @@ def main(promotions: int, environments: int) -> None:
         f"runner job launch (queued -> its process claimed it): median {launch * 1000:.0f} ms of {len(launches)} jobs"
     )
     print("between jobs (median): " + ", ".join(f"{name} {value * 1000:.0f} ms" for name, value in gaps.items()))
+    azure = azure_model()
+    print_model(azure)
     record(
         "provisioning",
         {
             "provisioning_overhead_ratio": overhead,
             "provisioning_run_ratio": per_run / baseline,
             "provisioning_runs_per_minute": len(runs) / wall * 60,
+            "provisioning_job_starts_unattended": azure["non-production"]["job_starts"],
+            "provisioning_job_starts_production": azure["production"]["job_starts"],
+            "provisioning_azure_nonprod_plan_ready_s": azure["non-production"]["modeled_plan_ready_s"],
+            "provisioning_azure_nonprod_applied_s": azure["non-production"]["modeled_applied_s"],
+            "provisioning_azure_prod_plan_ready_s": azure["production"]["modeled_plan_ready_s"],
+            "provisioning_azure_prod_applied_s": azure["production"]["modeled_applied_s"],
+            "provisioning_azure_burst50_applied_s": azure["burst"]["modeled_all_applied_s"],
         },
         {
             "single_run_ms": round(single * 1000),
             "single_runner_ms": round(single_baseline * 1000),
             "job_launch_ms": round(launch * 1000),
-            "jobs_per_run": 2,
             **{f"{name}_ms": round(value * 1000) for name, value in gaps.items()},
+            "azure_model": azure,
         },
+    )
+
+
+def azure_model(burst: int = 50) -> dict:
+    """The Azure latency model (:mod:`bench._azure_model`) on a host of its own, its job starts delayed."""
+    costs = StartCosts(process_start=measured_process_start(REPO))
+    delay = costs.per_start * SCALE
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        azurite = Azurite(root / "azurite").start()
+        settings = {**provisioning_settings(azurite, root / "auth"), START_DELAY_VARIABLE: f"{delay:.3f}"}
+        host = HostProcess(REPO, settings, root / "host.log").start()
+        try:
+            token = mint_token(root / "auth", tenant="bench", scopes=["factory.runtime.read"])
+            approver = mint_token(
+                root / "auth", tenant="bench", scopes=["factory.runtime.write"], roles=["Operator"], client_id="ops"
+            )
+            driver = Driver(host, azurite, token, approver, specification)
+            return model(driver, costs, delay, SINGLE_RESOURCES, burst)
+        finally:
+            host.stop()
+            azurite.stop()
+
+
+def print_model(azure: dict) -> None:
+    inputs = azure["inputs"]
+    print(
+        "Azure model, per job start: "
+        + ", ".join(f"{name} {inputs[name]:.1f} s" for name in ("polling_interval", "platform_start", "image_pull"))
+        + f", process start {inputs['process_start']:.2f} s (measured): {inputs['per_start_s']:.1f} s on the path"
+    )
+    for name in ("non-production", "production"):
+        run = azure[name]
+        print(
+            f"  {name}: {run['job_starts']:.0f} job start(s); promotion -> plan ready "
+            f"{run['modeled_plan_ready_s']:.1f} s, -> applied {run['modeled_applied_s']:.1f} s; shares {run['shares']}"
+        )
+    burst = azure["burst"]
+    print(
+        f"  burst: {burst['promotions']} promotions, {burst['job_starts']} job starts in {burst['waves']} wave(s): "
+        f"all applied after {burst['modeled_all_applied_s']:.0f} s (local {burst['measured_wall_s']:.1f} s)"
     )
 
 

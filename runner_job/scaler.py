@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import select
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,9 @@ log = app_logger("runner_job")
 MIN_POLL_SECONDS = 0.05
 MAX_POLL_SECONDS = 0.1  # an idle scaler reads the queue ten times a second: one cheap call
 MAX_TAKES = 5  # a request whose job never claims its row after this many takes is kept aside
+# The latency model (bench/provisioning.py) delays each forked job's start by this many seconds: what a
+# Container Apps execution pays before its process runs (KEDA's poll, the platform's start, the image).
+START_DELAY_VARIABLE = "RUNNER_JOB_START_DELAY_SECONDS"
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,7 @@ def _fork(taken: Taken, storage: Callable[[], StorageClients]) -> int:
         return pid
     code = 1
     try:
+        time.sleep(float(os.environ.get(START_DELAY_VARIABLE) or 0))  # a modeled start: unset locally
         telemetry.configure()  # after the fork: exporter threads never cross one (the scaler has none)
         clients = storage()  # its own clients: nothing of the parent's connections is used
         run_request(taken.request, clients, claimed=lambda: taken.release(clients))
