@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from runtime_cloud_cli.client import Api, ApiError
@@ -95,7 +96,8 @@ def follow(
     """Read the run until it is final or in ``stop_at``, showing its state as it changes."""
     deadline = None if timeout is None else time.monotonic() + timeout
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, transient=True, disable=quiet) as progress:
+    # On stderr: stdout stays the run's document alone, for a pipe.
+    with Progress(*columns, console=Console(stderr=True), transient=True, disable=quiet) as progress:
         task = progress.add_task(f"{run_id}: ...", total=None)
         while True:
             run: dict[str, Any] = api.call("GET", f"runs/{run_id}")
