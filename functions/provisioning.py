@@ -145,7 +145,9 @@ def _declare_promotion(message_id: str | None, body: str) -> tuple[Run, bool] | 
     try:
         document = safe_json.loads(body)
         promotion = Promotion.model_validate(document)
-        declaration = Declaration.model_validate({k: v for k, v in document.items() if k in Declaration.model_fields})
+        declaration = Declaration.model_validate(
+            {k: v for k, v in document.items() if k in Declaration.model_fields and v is not None}
+        )
     except (safe_json.MalformedJson, ValidationError, AttributeError) as error:
         errors = field_errors(error) if isinstance(error, ValidationError) else [{"path": "/", "message": str(error)}]
         kept = record_rejection(shared_host_storage(), "promotions", message_id, body, "not a promotion", errors)

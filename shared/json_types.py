@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationInfo, field_validator
+
+from shared.errors import FieldError
 
 _NUMBERS = (int, float)
 
@@ -55,3 +58,35 @@ class JsonTyped(BaseModel):
         if problem:
             raise ValueError(problem)
         return value
+
+
+def exactly_one_of(*names: str) -> Callable[[dict[str, Any]], None]:
+    """A model's ``json_schema_extra``: exactly one of the fields ``names`` is given, and never as null.
+
+    The model enforces the same with :func:`one_given` in its validator; a field left out stays None.
+    """
+
+    def extra(schema: dict[str, Any]) -> None:
+        for name in names:
+            field = schema["properties"][name]
+            options = [option for option in field.pop("anyOf", []) if option.get("type") != "null"]
+            field.pop("default", None)
+            field.update(options[0] if len(options) == 1 else {"anyOf": options} if options else {})
+        schema["oneOf"] = [{"required": [name]} for name in names]
+
+    return extra
+
+
+def one_given(model: BaseModel, *names: str) -> str:
+    """The one field of ``names`` the body gave (see :func:`exactly_one_of`); a FieldError naming the
+    field to fix otherwise."""
+    for name in names:
+        if name in model.model_fields_set and getattr(model, name) is None:
+            raise FieldError((name,), "leave it out rather than null")
+    given = [name for name in names if getattr(model, name) is not None]
+    if len(given) != 1:
+        where = given[1] if given else names[0]
+        said = f" (given: {', '.join(given)})" if given else ""
+        choices = f"{', '.join(names[:-1])} or {names[-1]}"
+        raise FieldError((where,), f"give exactly one of {choices}{said}")
+    return given[0]

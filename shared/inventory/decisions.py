@@ -48,6 +48,7 @@ from shared.inventory.model import FindingKind
 from shared.inventory.proposals import OptionName, Proposal, ProposalDecision, ProposalState, Supersession
 from shared.inventory.settings import InventorySettings
 from shared.inventory.store import InventoryStore, Versioned
+from shared.json_types import exactly_one_of, one_given
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.runs import Run, SourceInfo, run_id_for
 from shared.storage.optimistic import on_conflict
@@ -62,7 +63,9 @@ class FindingDecision(BaseModel):
 
 
 class AcceptBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Exactly one of ``option`` (the whole proposal) and ``decisions`` (each finding)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=exactly_one_of("option", "decisions"))
 
     option: OptionName | None = Field(default=None, description="the whole proposal's option")
     decisions: list[FindingDecision] | None = Field(
@@ -73,10 +76,7 @@ class AcceptBody(BaseModel):
 
     @model_validator(mode="after")
     def _one_form(self) -> AcceptBody:
-        if self.option is not None and self.decisions is not None:
-            raise FieldError(("decisions",), "give option (the whole proposal) or decisions (each finding), not both")
-        if self.option is None and self.decisions is None:
-            raise FieldError(("option",), "give option (the whole proposal) or decisions (each finding)")
+        one_given(self, "option", "decisions")
         seen: set[str] = set()
         for index, decision in enumerate(self.decisions or []):
             if decision.finding in seen:

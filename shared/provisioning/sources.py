@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.errors import RuntimeCloudError
+from shared.json_types import exactly_one_of, one_given
 from shared.provisioning.git_sources import NOT_ALLOWED, GitLimits, GitSourceError, read_file
 from shared.provisioning.releases import RELEASE_SOURCE, ReleaseReference, Releases, media_type_of, resolve_release
 from shared.provisioning.runs import SourceInfo
@@ -40,10 +41,13 @@ class GitReference(BaseModel):
     )
 
 
+SOURCES = ("specification", "specification_text", "git", "release")
+
+
 class Declaration(BaseModel):
     """Desired state as a caller hands it over: exactly one of the four forms."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=exactly_one_of(*SOURCES))
 
     specification: dict[str, Any] | None = None
     specification_text: str | None = None
@@ -53,14 +57,8 @@ class Declaration(BaseModel):
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> Declaration:
-        given = [name for name in SOURCES if getattr(self, name) is not None]
-        if len(given) != 1:
-            named = f" (given: {', '.join(given)})" if given else ""
-            raise ValueError(f"give exactly one of specification, specification_text, git or release{named}")
+        one_given(self, *SOURCES)
         return self
-
-
-SOURCES = ("specification", "specification_text", "git", "release")
 
 
 def resolve(
