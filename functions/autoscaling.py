@@ -15,7 +15,7 @@ from asyncio import to_thread
 
 import azure.durable_functions as df
 import azure.functions as func
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from orchestrations.provisioning_client import start_and_wake
 from shared.auth import Caller, Role, Scope
@@ -24,10 +24,9 @@ from shared.autoscaling.records import DecisionList, DecisionRecord, ScalerStatu
 from shared.autoscaling.scaler import Evaluation
 from shared.capacity import pools
 from shared.capacity.models import POOL_ID
-from shared.errors import InvalidInput
-from shared.field_errors import field_errors
 from shared.http import problems
 from shared.http.endpoint import endpoint
+from shared.http.paging import parse_query
 from shared.http.responses import JsonResult
 from shared.http.validation import parse_model
 from shared.logs import app_logger
@@ -42,9 +41,16 @@ log = app_logger("autoscaling")
 DECISION_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
 
 
+MAX_DECISION_NUMBER = 10**12  # far beyond any pool's decisions (one a tick for centuries)
+
+
 class DecisionsQuery(BaseModel):
+    """Decisions newest first; ``before`` pages to older ones (the previous page's ``before``)."""
+
     limit: int = Field(default=50, ge=1, le=500)
-    before: int | None = Field(default=None, ge=1, description="a decision number: list older decisions")
+    before: int | None = Field(
+        default=None, ge=1, le=MAX_DECISION_NUMBER, description="a decision number: list older decisions"
+    )
 
 
 class EvaluationView(BaseModel):
@@ -101,7 +107,7 @@ async def autoscaling_put_policy(
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, query=DecisionsQuery, responses={200: DecisionList})
 def autoscaling_list_decisions(req: func.HttpRequest, caller: Caller) -> object:
     pool_id = _visible_pool(req, caller)
-    query = _query(req)
+    query = parse_query(req, DecisionsQuery)
     found = wiring.scaler().decisions(pool_id, query.limit, query.before)
     older = found[-1].number if len(found) == query.limit and found[-1].number > 1 else None
     return DecisionList(decisions=found, before=older)
@@ -152,22 +158,3 @@ async def autoscaling_evaluate(timer: func.TimerRequest, client: df.DurableOrche
         await _start_runs(client, evaluation)
     moving = [e.pool for e in evaluations if e.decision is not None and not e.decision.phase.is_final]
     log.info("autoscaling: %d pool(s) evaluated, decisions in flight: %s", len(evaluations), moving)
-
-
-def _query(req: func.HttpRequest) -> DecisionsQuery:
-    errors = []
-    values: dict[str, int] = {}
-    for name in ("limit", "before"):
-        text = req.params.get(name)
-        if text is None:
-            continue
-        if not text.isdigit() or len(text) > 10:
-            errors.append({"path": f"/{name}", "message": "a positive integer"})
-        else:
-            values[name] = int(text)
-    if errors:
-        raise InvalidInput(errors)
-    try:
-        return DecisionsQuery.model_validate(values)
-    except ValidationError as error:
-        raise InvalidInput(field_errors(error)) from None

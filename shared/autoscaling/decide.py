@@ -173,6 +173,43 @@ def _down(
     return max(floor, highest, size - policy.scale_down_step), "utilization-low"
 
 
+def held_by_setup(policy: AutoscalingPolicy, draining: bool) -> str | None:
+    """Why a pool is not decided on at all (its policy off, the pool draining, bounds that cross), or None."""
+    if not policy.enabled:
+        return "the policy is disabled"
+    if draining:
+        return "the pool is draining"
+    if policy.min_slots > policy.max_slots:
+        return f"min_slots {policy.min_slots} exceeds max_slots {policy.max_slots} within the pool's min..max"
+    return None
+
+
+def hold_reason(
+    policy: AutoscalingPolicy,
+    samples: Sequence[Sample],
+    size: int,
+    held_now: int,
+    last: LastDecision | None,
+    now: float,
+) -> str:
+    """Why :func:`decide` held (answered None), in the terms of the policy an operator can change."""
+    if not samples:
+        return "no samples yet"
+    if _up(policy, samples, size, now) is not None:
+        return (
+            f"a scale-up is wanted but the last decision is within scale_up_cooldown_seconds ({policy.cooldown(True)})"
+        )
+    if size >= policy.max_slots and (need(held_now, policy) > size or any(s.denied for s in samples)):
+        return f"at max_slots ({policy.max_slots}) although more is wanted"
+    if max(policy.min_slots, held_now) >= size:
+        return f"at the floor: {size} slot(s), min_slots {policy.min_slots}, {held_now} lease(s) held"
+    if not _cooled(policy, last, Direction.DOWN, now):
+        return f"the last decision is within scale_down_cooldown_seconds ({policy.cooldown(False)})"
+    if not observed_for(samples, now, policy.stabilization_seconds):
+        return f"not yet observed for stabilization_seconds ({policy.stabilization_seconds})"
+    return f"utilization is within target_utilization ({policy.target_utilization})"
+
+
 def _cooled(policy: AutoscalingPolicy, last: LastDecision | None, direction: Direction, now: float) -> bool:
     return last is None or now - last.at >= policy.cooldown(direction is Direction.UP)
 

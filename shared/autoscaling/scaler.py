@@ -41,7 +41,17 @@ from typing import Any
 
 from shared.auth.principal import Requester, SystemPrincipal
 from shared.autoscaling import store as rows
-from shared.autoscaling.decide import Decision, Direction, LastDecision, Sample, decide, summarize, trimmed
+from shared.autoscaling.decide import (
+    Decision,
+    Direction,
+    LastDecision,
+    Sample,
+    decide,
+    held_by_setup,
+    hold_reason,
+    summarize,
+    trimmed,
+)
 from shared.autoscaling.infrastructure import environment_for, infrastructure_digest, owner_of, specification_for
 from shared.autoscaling.policy import AutoscalingPolicy
 from shared.autoscaling.records import DecisionRecord, Phase, ScalerState, ScalerStatus
@@ -196,12 +206,15 @@ class PoolScaler:
             if record is not None and not record.phase.is_final:
                 return self._advance(pool, policy, state, record, now)
             state = replace(state, active=0)  # a decision that finished without its state row: repair
-        decided = None
-        if policy.enabled and not pool.draining and policy.min_slots <= policy.max_slots:
+        decided, held = None, held_by_setup(policy, pool.draining)
+        if held is None:
             decided = self._decide(pool, policy, state, now)
         if decided is None:
             rows.commit(self._capacity, owner, pool.id, state)
-            return Evaluation(pool.id, note="hold")
+            why = held or hold_reason(
+                policy, state.samples, pool.size, state.samples[-1].held, state.last, now.timestamp()
+            )
+            return Evaluation(pool.id, note=f"hold: {why}")
         number = state.number + 1
         record = self._new_record(pool, decided, number, now)
         last = (

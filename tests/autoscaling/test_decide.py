@@ -8,7 +8,17 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from shared.autoscaling.decide import Direction, LastDecision, Sample, decide, flaps, need, trimmed
+from shared.autoscaling.decide import (
+    Direction,
+    LastDecision,
+    Sample,
+    decide,
+    flaps,
+    held_by_setup,
+    hold_reason,
+    need,
+    trimmed,
+)
 from shared.autoscaling.infrastructure import environment_for, slot_resource_name, slots_declared, specification_for
 from shared.autoscaling.policy import AutoscalingPolicy
 
@@ -164,3 +174,23 @@ def test_long_pool_ids_still_make_valid_names():
     assert len(environment_for(pool)) <= 63 and len(slot_resource_name(pool, 9999)) <= 63
     assert environment_for(pool) != environment_for(pool[:-1] + "r")
     specification_for(pool, None, policy(), 2, "local-storage")  # validates every name
+
+
+def test_every_hold_says_why():
+    samples_up = [Sample(100, 2, 2, denied=1)]
+    recent = LastDecision(at=70, direction=Direction.DOWN)
+    cases = [
+        (policy(), [], 2, 0, None, 100, "no samples yet"),
+        (policy(), samples_up, 2, 2, recent, 100, "scale_up_cooldown_seconds (60)"),
+        (policy(max_slots=2), samples_up, 2, 2, None, 100, "at max_slots (2)"),
+        (policy(), steady(0, 1, until=600), 1, 0, None, 600, "at the floor: 1 slot(s)"),
+        (policy(), steady(1, 6, until=400), 6, 1, LastDecision(300, Direction.UP), 400, "scale_down_cooldown"),
+        (policy(idle_seconds=0), steady(1, 6, until=240), 6, 1, None, 240, "stabilization_seconds (300)"),
+        (policy(), steady(2, 4, until=60), 4, 2, None, 60, "not yet observed for stabilization_seconds"),
+    ]
+    for chosen, samples, size, held, last, now, expected in cases:
+        assert decide(chosen, samples, size, held, last, now) is None, expected
+        assert expected in hold_reason(chosen, samples, size, held, last, now)
+    assert held_by_setup(policy(enabled=False), draining=False) == "the policy is disabled"
+    assert held_by_setup(policy(), draining=True) == "the pool is draining"
+    assert held_by_setup(policy(), draining=False) is None
