@@ -44,6 +44,11 @@ def test_a_production_promotion_from_declared_to_applied_then_a_proposal_decided
     assert verified.code == 0, verified.stderr
     assert verified.json()["verified"] is True and verified.json()["receipts_checked"] >= 2
 
+    log = cli(*alice, "--json", "runs", "log", run_id, "--follow", "--interval", "0.5")
+    assert log.code == 0, log.stderr
+    lines = [json.loads(line) for line in log.stdout.splitlines()]
+    assert any(f"queue/{names(spec)['queue']}: created" in (entry.get("log") or "") for entry in lines), lines
+
     listed = cli(*alice, "--json", "runs", "list", "--environment", environment)
     assert listed.code == 0, listed.stderr
     assert [run["id"] for run in listed.json()] == [run_id]
