@@ -81,15 +81,18 @@ def test_a_runner_job_touches_only_the_tables_containers_and_queues_its_identity
     try:
         with StorageRecorder(azurite).running() as recorder:
             run_id = declare(host, token, specification(environment, resources=resources)).json()["run_id"]
-            for _ in ("plan", "apply"):  # each job takes its request from the queue, as the Container Apps job
-                wait_for_request(azurite, queue)
-                run_job(host, "once", storage=recorder.connection_string())
+            # One execution takes the plan's request from the queue, as the Container Apps job, and is then
+            # handed the apply (a non-production run): both jobs' storage requests are recorded.
+            wait_for_request(azurite, queue)
+            run_job(host, "once", storage=recorder.connection_string())
             run = wait_for_run_state(host, token, run_id, {"applied", "failed"}, timeout=120)
     finally:
         host.stop()
 
     assert run["state"] == "applied", run
-    assert set(job_rows(azurite, run_id)) == {f"{run_id}-plan-1", f"{run_id}-apply-1"}
+    rows = job_rows(azurite, run_id)
+    assert set(rows) == {f"{run_id}-plan-1", f"{run_id}-apply-1"}
+    assert rows[f"{run_id}-apply-1"]["Via"] == f"{run_id}-plan-1"
     assert recorder.accounts() == {HOST_ACCOUNT}  # (the target's account is reached directly, with its own rights)
     tables, containers, queues = (recorder.resources(service) for service in ("table", "blob", "queue"))
     granted_queues = runner_job_queues(IaCSettings(JobQueue=queue, JobResultsQueue=f"{queue}-results"))
@@ -140,7 +143,8 @@ def test_a_job_s_result_log_or_input_altered_before_the_host_reads_them_fails_th
     azurite, key_dir, mint, tmp_path
 ):
     queue = unique("tamper")
-    host = start_host(azurite, key_dir, tmp_path, queue)
+    # No handover: the apply is an execution of its own, whose storage requests the recorder alters.
+    host = start_host(azurite, key_dir, tmp_path, queue, RuntimeCloud__IaC__JobHandoverSeconds="0")
     token = mint("tenant-a", scopes=WRITE)
     try:
         for alter in (alter_result, alter_log, alter_input):
