@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-storm check format bench package deploy clean
+.PHONY: setup run test test-storm chaos check format bench package deploy clean
 
 setup: $(VENV)/.installed $(VENV)/bin/runtime-cloud node_modules/.installed local.settings.json
 
@@ -41,6 +41,12 @@ test: setup
 # The full-size capacity storm (pytest.ini deselects it from `make test`, which runs a smaller one).
 test-storm: setup
 	$(PY) -m pytest -m storm tests/capacity/test_storm.py $(PYTEST_ARGS)
+
+# The chaos run (README, Chaos run): two local hosts on one Azurite under load and faults, then the
+# invariants; not part of `make test`. CHAOS_ARGS='--minutes 4 --seed 1234' replays a run.
+CHAOS_ARGS ?=
+chaos: setup
+	$(PY) -m tools.chaos $(CHAOS_ARGS)
 
 # The checks CI runs before the tests (README, Development): lint, types, import layers.
 check: $(VENV)/.installed

@@ -1,0 +1,1 @@
+"""Operator and developer tools (python -m tools.<name>)."""
