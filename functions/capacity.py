@@ -22,6 +22,7 @@ from shared.capacity import editions, pools
 from shared.capacity.errors import (
     CapacityUnavailable,
     ContentionExhausted,
+    EditionInUse,
     EditionsManagedElsewhere,
     KindNotInEdition,
     LeaseIdInUse,
@@ -103,6 +104,10 @@ def capacity_problems() -> Iterator[None]:
     except QuotasUnavailable as error:  # ControlPlaneApi owns the quota and cannot be asked: never grant blind
         problem = problems.service_unavailable("quotas-unavailable", str(error), error.retry_after_seconds)
         problem.extensions.update(authority=error.authority, edition=error.edition)
+        raise problem from None
+    except EditionInUse as error:
+        problem = problems.conflict(str(error), kind="edition-in-use")
+        problem.extensions.update(edition=error.edition)
         raise problem from None
     except EditionsManagedElsewhere as error:
         problem = problems.conflict(str(error), kind="editions-managed-elsewhere")
@@ -257,6 +262,24 @@ def capacity_put_quota(req: func.HttpRequest, caller: Caller) -> JsonResult:
         "tenants_assigned": spec.tenants,
     }
     return JsonResult(body, status=201 if created else 200)
+
+
+@bp.route(route="runtime-cloud/quotas/{edition}", methods=["DELETE"])
+@endpoint(
+    scopes=[Scope.RUNTIME_WRITE],
+    roles=[Role.PLATFORM_ADMIN],
+    path={"edition": EDITION_NAME},
+    responses={204: None},
+    problems=(409,),
+)
+def capacity_delete_quota(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
+    """Delete an edition no tenant is assigned to (409 ``edition-in-use`` otherwise, or for one the settings
+    define); 404 for an edition the API never created."""
+    name = _route_id(req, "edition", EDITION_NAME)
+    with capacity_problems():
+        if not editions.delete_edition(wiring.store(), name):
+            raise problems.not_found()
+    return func.HttpResponse(status_code=204)
 
 
 @bp.route(route="runtime-cloud/tenants/{tenant}/usage", methods=["GET"])

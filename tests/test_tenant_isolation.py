@@ -132,6 +132,7 @@ MATRIX: dict[str, Case] = {
     "POST /runtime-cloud/pools/{id}/autoscaling/evaluate": ADMIN_ONLY,
     "GET /runtime-cloud/quotas": LISTED,
     "PUT /runtime-cloud/quotas/{edition}": Case("admin-only", body=lambda a: {"tenants": [a.tenant]}),
+    "DELETE /runtime-cloud/quotas/{edition}": ADMIN_ONLY,
     "GET /runtime-cloud/tenants/{tenant}/usage": NOT_FOUND,
     "POST /runtime-cloud/leases": Case(
         "own-lease",

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from shared.capacity.errors import EditionsManagedElsewhere
+from shared.capacity.errors import EditionInUse, EditionsManagedElsewhere
 from shared.capacity.keys import EDITIONS_PARTITION, TENANT_EDITIONS_PARTITION, stamp, tenant_key, utcnow
 from shared.capacity.models import Edition, EditionSpec, PoolKind
 from shared.capacity.store import CapacityStore, query
@@ -159,3 +159,23 @@ def tenants_by_edition(store: CapacityStore) -> dict[str, list[str]]:
     for tenant, edition in sorted(assigned.items()):
         grouped.setdefault(edition, []).append(tenant)
     return grouped
+
+
+def delete_edition(store: CapacityStore, name: str) -> bool:
+    """Delete an edition nobody uses; False when there is no such edition (created through the API).
+
+    :class:`EditionInUse` while tenants are assigned to it, or while it is the default or one the
+    settings define (it would be seeded again at the next start); :class:`EditionsManagedElsewhere`
+    while another service is the editions' authority."""
+    if store.editions_authority is not None:
+        raise EditionsManagedElsewhere(store.editions_authority.name, store.editions_authority.setting)
+    if read_row(store.pools, EDITIONS_PARTITION, name) is None:
+        return False
+    if name == store.settings.default_edition or name in store.settings.editions:
+        raise EditionInUse(name, "the settings define it (DefaultEdition or Editions)")
+    tenants = tenants_by_edition(store).get(name, [])
+    if tenants:
+        raise EditionInUse(name, f"{len(tenants)} tenant(s) are assigned to it; move them to another edition first")
+    store.pools.delete_entity(EDITIONS_PARTITION, name)
+    forget_cached()
+    return True

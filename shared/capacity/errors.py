@@ -147,3 +147,14 @@ class EditionsManagedElsewhere(CapacityError):
 
     def __str__(self) -> str:
         return f"editions and their quotas are {self.authority}'s ({self.setting}): change them there, not here"
+
+
+@dataclass
+class EditionInUse(CapacityError):
+    """An edition that cannot be deleted (409): tenants are assigned to it, or the settings define it."""
+
+    edition: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"edition '{self.edition}' cannot be deleted: {self.why}"

@@ -112,3 +112,22 @@ def test_leases_need_the_lease_scope(capacity, mint):
     assert capacity.call("GET", "runtime-cloud/leases", reader).status_code == 200
     nobody = mint("tenant-r", scopes=["factory.health.read"])
     assert capacity.call("GET", "runtime-cloud/leases", nobody).status_code == 403
+
+
+def test_an_edition_nobody_uses_can_be_deleted_and_one_in_use_cannot(capacity):
+    admin, name, tenant = capacity.admin(), unique("edition"), unique("tenant")
+    assigned = capacity.call("PUT", f"runtime-cloud/quotas/{name}", admin, json={"limits": {}, "tenants": [tenant]})
+    assert assigned.status_code == 201, assigned.text
+
+    in_use = capacity.call("DELETE", f"runtime-cloud/quotas/{name}", admin)
+    default = capacity.call("DELETE", "runtime-cloud/quotas/standard", admin)
+    moved = capacity.call("PUT", f"runtime-cloud/quotas/{unique('other')}", admin, json={"tenants": [tenant]})
+    deleted = capacity.call("DELETE", f"runtime-cloud/quotas/{name}", admin)
+    again = capacity.call("DELETE", f"runtime-cloud/quotas/{name}", admin)
+
+    assert (in_use.status_code, in_use.json()["type"]) == (409, PROBLEM + "edition-in-use"), in_use.text
+    assert (default.status_code, default.json()["type"]) == (409, PROBLEM + "edition-in-use"), default.text
+    assert moved.status_code == 201 and deleted.status_code == 204, deleted.text
+    assert again.status_code == 404
+    listed = capacity.call("GET", "runtime-cloud/quotas", admin).json()["editions"]
+    assert name not in [edition["edition"] for edition in listed]
