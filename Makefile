@@ -17,10 +17,13 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-infra.txt
 	    --upgrade --target $(VENV)/functions-worker -r requirements-worker.txt
 	touch $@
 
-# The operator CLI (runtime_cloud_cli/) as the console script `runtime-cloud`: an editable install of
-# this project (pyproject.toml; build backend flit-core, from requirements-dev.txt), no dependencies of its own.
-$(VENV)/bin/runtime-cloud: pyproject.toml $(VENV)/.installed
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+# The operator CLI (runtime_cloud_cli/) as the console script `runtime-cloud`: this project installed
+# (pyproject.toml; build backend flit-core, from requirements-dev.txt), which puts the CLI's package alone
+# into the venv (an editable install would put the whole checkout on every interpreter's path); again
+# whenever its sources change. Its dependencies are requirements-dev.txt's.
+CLI_SOURCES := $(wildcard runtime_cloud_cli/*.py runtime_cloud_cli/*/*.py)
+$(VENV)/bin/runtime-cloud: pyproject.toml $(CLI_SOURCES) $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall .
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -1,5 +1,7 @@
-"""The operator CLI as an operator runs it: the ``runtime-cloud`` console script `make setup` installs, in a
-process of its own, against the session's local host."""
+"""The operator CLI as an operator runs it, in a process of its own, against the session's local host.
+
+The tests run the checkout's code (``python -m runtime_cloud_cli`` in the repository), which is what the
+``runtime-cloud`` console script `make setup` installs runs (a copy, renewed when the sources change)."""
 
 from __future__ import annotations
 
@@ -35,7 +37,13 @@ Cli = Callable[..., Result]
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 180) -> Result:
     done = subprocess.run(
-        [str(CONSOLE_SCRIPT), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, "-m", "runtime_cloud_cli", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     return Result(done.returncode, done.stdout, done.stderr)
 
@@ -43,7 +51,6 @@ def run_cli(args: list[str], env: dict[str, str], timeout: float = 180) -> Resul
 @pytest.fixture(scope="session")
 def cli_env(runtime_host: HostProcess, key_dir: Path) -> dict[str, str]:
     """The CLI's environment: the session host's URL, and the local issuer's key that host trusts."""
-    assert CONSOLE_SCRIPT.exists(), f"{CONSOLE_SCRIPT} is missing: `make setup` installs the runtime-cloud command"
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("RUNTIME_CLOUD_")}
     return {
         **inherited,

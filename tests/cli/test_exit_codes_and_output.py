@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 
 from devhost.azurite import free_port
-from tests.cli.conftest import Cli, as_person
+from tests.cli.conftest import CONSOLE_SCRIPT, Cli, as_person
 
 READ = ["factory.runtime.read"]
 GROUPS = [
@@ -22,6 +23,15 @@ GROUPS = [
     "editions",
     "backup",
 ]
+
+
+def test_make_setup_installs_the_console_script(cli_env: dict[str, str]):
+    assert CONSOLE_SCRIPT.exists(), f"{CONSOLE_SCRIPT} is missing: `make setup` installs the runtime-cloud command"
+    shown = subprocess.run([str(CONSOLE_SCRIPT), "--help"], env=cli_env, capture_output=True, text=True, timeout=60)
+
+    assert shown.returncode == 0, shown.stderr
+    assert "Usage: runtime-cloud" in shown.stdout
+    assert all(f" {group} " in shown.stdout for group in GROUPS)
 
 
 def test_help_lists_the_command_groups(cli: Cli):
