@@ -11,6 +11,11 @@ digests hold (:mod:`shared.iac.jobs.results`); one that does not raises
 :class:`~shared.iac.jobs.results.JobResultTampered` (an apply's carries what the
 step journal holds), and the run fails ``job-result-tampered``.
 
+A run that needs no approval starts one job, not two: its plan job waits
+(``JobHandoverSeconds``) and :meth:`RunnerJobs.launch` hands it the apply's
+request (``via``) instead of the queue while it still waits
+(:mod:`shared.iac.jobs.handover`).
+
 **A job that stops reporting** (no heartbeat past ``JobStaleSeconds``, or no
 start within ``JobStartSeconds``) is launched once more by default
 (``JobMaxAttempts`` = 2), then the run fails with a receipt. Why retry: a

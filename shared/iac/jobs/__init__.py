@@ -12,7 +12,8 @@ needs no CLI on the Functions host. The protocol, one concept per module:
   job scaled by that queue picks it up; locally the local host's job scaler);
 - :mod:`.event_log`: engine events and log lines streamed into the job's log blob.
 - :mod:`.lock_owners`: whose is a Pulumi stack lock a dead job may have left (from the job rows);
-- :mod:`.health`: the job path's health (queue answers, requests taken, heartbeats fresh).
+- :mod:`.health`: the job path's health (queue answers, requests taken, heartbeats fresh);
+- :mod:`.handover`: a plan job of an unattended run handed its apply, run in the same execution.
 
 Invariants: a job id names one attempt of one step of one run
 (``{run}-{plan|apply}-{attempt}``); its input is written once and read back

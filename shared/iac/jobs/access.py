@@ -15,7 +15,8 @@ compares the role assignments with them), and
 request it makes, and checks that each one names a resource here.
 
 - tables: ``RunnerJobs`` (claim, heartbeat, finish, cancel flag, stack-lock
-  owners), ``ProvisioningSteps`` (the apply's step journal);
+  owners, the handover's answer on the plan job's own row),
+  ``ProvisioningSteps`` (the apply's step journal);
 - containers: ``runner-jobs`` (its input; its result, log and outputs),
   ``pulumi-plans`` (saved update plans), ``pulumi-state`` (the Pulumi azblob
   backend, reached by the Pulumi CLI);
