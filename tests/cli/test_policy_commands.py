@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import yaml
 
 from tests.cli.conftest import Cli, as_person
 from tests.provisioning.helpers import specification, unique
@@ -13,8 +14,8 @@ from tests.provisioning.helpers import specification, unique
 def test_dry_run_then_an_exception_added_listed_and_revoked(cli: Cli, tmp_path: Path):
     operator = as_person("tenant-a", "olivia", "Operator")
     environment = unique("cli-policy")
-    spec_file = tmp_path / "spec.json"
-    spec_file.write_text(json.dumps(specification(environment)))
+    spec_file = tmp_path / "spec.yaml"  # sent as specification_text (the host parses YAML)
+    spec_file.write_text(yaml.safe_dump(specification(environment)))
 
     dry = cli(*operator, "--json", "policy", "dry-run", str(spec_file))
     assert dry.code == 0, dry.stderr
