@@ -1,8 +1,9 @@
 """``runtime-cloud``: the operator CLI's root command, its global options and its command groups.
 
-Exit codes (README, Operator CLI): 0 ok; 1 the answer is "no" (a run ended other than applied, receipts that
-do not verify, a denied dry run, unhealthy backups); 2 usage or invalid input (400, 422); 3 not found; 4
-refused (403, 409); 5 authentication (no token, 401); 6 the host unavailable (unreachable, 5xx, 429).
+Exit codes (README, Operator CLI; runtime_cloud_cli/exit_codes.py): 0 ok; 1 the answer is "no" (a run
+ended other than applied, receipts that do not verify, a denied dry run, unhealthy backups); 2 usage or
+invalid input (400, 422); 3 not found; 4 refused (403, 409); 5 authentication (no token, 401); 6 the host
+unavailable (unreachable, 5xx, 429).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from runtime_cloud_cli import auth
 from runtime_cloud_cli.client import Api, ApiError
 from runtime_cloud_cli.commands import capacity, environments, gitops, host, policy, proposals, runs
 from runtime_cloud_cli.context import State
-from runtime_cloud_cli.exit_codes import Exit
 from runtime_cloud_cli.output import Output
 
 DEFAULT_URL = "http://127.0.0.1:8130"
@@ -118,6 +118,3 @@ def main() -> None:
     except ApiError as error:
         Output(as_json=False).error(str(error))
         sys.exit(int(error.exit_code))
-
-
-__all__ = ["Exit", "app", "main"]
