@@ -97,11 +97,17 @@ def follow(
     deadline = None if timeout is None else time.monotonic() + timeout
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     # On stderr: stdout stays the run's document alone, for a pipe.
-    with Progress(*columns, console=Console(stderr=True), transient=True, disable=quiet) as progress:
+    console = Console(stderr=True)
+    seen: str | None = None
+    with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
         task = progress.add_task(f"{run_id}: ...", total=None)
         while True:
             run: dict[str, Any] = api.call("GET", f"runs/{run_id}")
-            progress.update(task, description=f"{run_id} ({run['environment']}): {_progress_note(run)}")
+            note = f"{run_id} ({run['environment']}): {_progress_note(run)}"
+            progress.update(task, description=note)
+            if run["state"] != seen and not quiet and not console.is_terminal:  # a CI log: one line a state
+                console.print(note, highlight=False, markup=False)
+            seen = run["state"]
             if run["state"] in FINAL_STATES or run["state"] in stop_at:
                 return run
             if deadline is not None and time.monotonic() > deadline:

@@ -50,7 +50,10 @@ def test_watch_exits_1_when_the_run_is_rejected(cli: Cli, tmp_path: Path):
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps({"specification": specification(unique("cli-no"), "production")}))
     run_id = cli(*alice, "--json", "declare", str(spec_file)).json()["run_id"]
-    assert cli(*alice, "runs", "watch", run_id, "--until", "awaiting-approval", "--interval", "0.5").code == 0
+    waiting = cli(*alice, "runs", "watch", run_id, "--until", "awaiting-approval", "--interval", "0.5")
+    assert waiting.code == 0, waiting.stderr
+    assert f"{run_id} (" in waiting.stderr and "awaiting approval by another person" in waiting.stderr  # its states
+    assert "awaiting-approval" in waiting.stdout  # the run, for people
 
     rejected = cli(*bob, "--json", "runs", "reject", run_id, "--reason", "not this week")
     watched = cli(*alice, "--json", "runs", "watch", run_id, "--interval", "0.5")
