@@ -28,12 +28,19 @@ MAX_WINDOWS = 20
 MAX_DURATION_MINUTES = 7 * 24 * 60
 
 
+# Six fields of NCRONTAB's characters (the document states the shape; each field's range is checked too).
+SCHEDULE_SHAPE = r"^\s*[0-9A-Za-z*,/?#-]+(?:\s+[0-9A-Za-z*,/?#-]+){5}\s*$"
+
+
 class SyncWindow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Literal["allow", "deny"]
     schedule: str = Field(
-        max_length=200, description="6-field NCRONTAB (second minute hour day month day-of-week), UTC"
+        max_length=200,
+        pattern=SCHEDULE_SHAPE,
+        description="6-field NCRONTAB (second minute hour day month day-of-week), UTC; each field's values "
+        "within its range",
     )
     duration_minutes: int = Field(ge=1, le=MAX_DURATION_MINUTES)
 

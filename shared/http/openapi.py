@@ -63,6 +63,7 @@ PROBLEM_REASONS: dict[int, str] = {
     415: "the body is not JSON",
     422: "a field, parameter or the body is not valid (see errors)",
     429: "the tenant's quota is used up (see Retry-After)",
+    431: "a header or the request line (path and query) is longer than the host accepts",
     500: "an unexpected failure, logged under the reference in detail",
     503: "a dependency did not answer, or no capacity is free (see Retry-After)",
 }
@@ -286,7 +287,7 @@ def _responses(contract: Contract, schemas: SchemaRegistry, has_path_parameters:
 
 
 def _problem_statuses(contract: Contract, has_path_parameters: bool) -> list[int]:
-    statuses = {500, 503, *contract.problems}
+    statuses = {431, 500, 503, *contract.problems}  # any request line can be too long (431)
     if not contract.security:  # an endpoint with its own scheme answers bad credentials as it documents
         statuses.add(401)
     if contract.scopes or contract.any_scopes or contract.roles:
