@@ -135,6 +135,13 @@ class ActivityDispatcher:
 
     async def _handle(self, item: WorkItem, held: HeldMessage) -> None:
         try:
+            await self._handle_held(item, held)
+        except asyncio.CancelledError:  # the dispatcher stopped: the next host (or this one) runs it again
+            held.abandon()
+            raise
+
+    async def _handle_held(self, item: WorkItem, held: HeldMessage) -> None:
+        try:
             if held.dequeue_count > MAX_DEQUEUE:
                 raise ActivityFailure(
                     "AbandonedException",

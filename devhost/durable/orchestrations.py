@@ -154,13 +154,19 @@ class OrchestrationDispatcher:
         task.add_done_callback(self._tasks.discard)
 
     async def _run_session(self, instance_id: str, session: _Session) -> None:
+        batch: list[HeldMessage] = []
         try:
             while session.inbox:
                 batch, session.inbox = session.inbox, []
                 async with self._slots:
                     await self._work(instance_id, batch)
                 self._held -= len(batch)
+                batch = []
                 self._room_changed.set()
+        except asyncio.CancelledError:  # shutdown: what this session held shows again for the next host
+            for held in [*batch, *session.inbox]:
+                held.abandon()
+            raise
         finally:
             del self._sessions[instance_id]
 

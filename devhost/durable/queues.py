@@ -278,6 +278,14 @@ class HeldMessage:
         self._renewer.cancel()
         await asyncio.gather(self._renewer, return_exceptions=True)
 
+    def abandon(self) -> None:
+        """Stop holding the message, with no call to the store: it shows again once its current hold
+        lapses. For a handler cancelled because its dispatcher stopped (the hub's lease lost, the
+        extension restarting): the renewer is a task of its own, and left running it would keep the
+        message hidden for as long as this process lives, so no host would ever handle it."""
+        self._stopping.set()
+        self._renewer.cancel()
+
     async def delete(self) -> None:
         await self._stop()
         try:
