@@ -161,6 +161,7 @@ def test_the_generator_documents_each_contract_and_leaves_out_a_route_without_on
         "413",
         "415",
         "422",
+        "431",
         "500",
         "503",
     ]
