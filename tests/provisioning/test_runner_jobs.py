@@ -149,6 +149,8 @@ def test_a_job_killed_mid_apply_runs_again_and_applies_nothing_twice(azurite, ke
         assert len(created_before_the_kill) < len(names), "the job finished before it was killed"
         rows = job_rows(azurite, run_id)
         assert rows[f"{run_id}-apply-1"]["State"] == "running"  # dead where it stood
+        # It was handed to the plan's execution (one start); its retry is a job of its own, from the queue.
+        assert rows[f"{run_id}-apply-1"]["Via"] == f"{run_id}-plan-1" and not rows[f"{run_id}-apply-2"].get("Via")
         assert rows[f"{run_id}-apply-2"]["State"] == "finished"
         assert [m.content for m in first.peek_messages(max_messages=5)] == ["kept"]
         receipt = apply_receipt(host, token, run_id)
