@@ -173,3 +173,29 @@ def test_the_generator_documents_each_contract_and_leaves_out_a_route_without_on
     assert document["paths"]["/widgets/search"]["get"]["parameters"] == listed["parameters"]  # a shared query model
     assert document["components"]["schemas"]["Widget"]["additionalProperties"] is False
     schemathesis.openapi.from_dict(document).validate()
+
+
+def test_timestamps_counts_and_alternatives_are_stated(document):
+    schemas = document["components"]["schemas"]
+    run = schemas["RunView"]["properties"]
+    counts = next(option for option in run["plan_counts"]["anyOf"] if option.get("type") == "object")
+    lease = schemas["LeaseView"]["properties"]
+    accept = schemas["AcceptBody"]
+
+    assert run["created_at"]["format"] == "date-time"
+    assert lease["granted_at"]["format"] == "date-time"
+    assert {"format": "date-time", "type": "string"} in lease["ended_at"]["anyOf"]
+    assert set(counts["required"]) == {"create", "update", "delete", "no-change", "replace"}
+    assert counts["additionalProperties"] is False
+    assert accept["oneOf"] == [{"required": ["option"]}, {"required": ["decisions"]}]
+    assert len(schemas["Declaration"]["oneOf"]) == 4
+
+
+def test_lists_document_their_paging(document):
+    runs = document["paths"]["/runtime-cloud/runs"]["get"]
+    parameters = {p["name"]: p["schema"] for p in runs["parameters"]}
+
+    assert parameters["limit"]["maximum"] == 200 and parameters["limit"]["minimum"] == 1
+    assert parameters["continuation"]["minLength"] == 1
+    assert parameters["environment"]["pattern"]
+    assert "continuation" in document["components"]["schemas"]["RunList"]["required"]

@@ -183,10 +183,38 @@ class SchemaRegistry:
         components: dict[str, Any] = definitions.get("$defs", {})
         for placeholder, key in self._placeholders:
             placeholder.update(refs[key])
+        for component in components.values():
+            _mark_timestamps(component)
         for model, parameter, schema in self._query_placeholders:
             component = components[refs[(model, "validation")]["$ref"].rsplit("/", 1)[-1]]
             schema.update(_without_null(component["properties"][parameter]))
         return dict(sorted(components.items()))
+
+
+# The API's naming rule for timestamps: a string field named ``at`` or ``..._at`` (and a finding's
+# ``first_seen``/``last_seen``) holds an RFC 3339 date-time with its offset, whether the model types it
+# ``datetime`` or keeps the text it stored; the document says so for every one of them.
+TIMESTAMP_FIELD = re.compile(r"^(?:at|.+_at|first_seen|last_seen)$")
+
+
+def _mark_timestamps(schema: Any) -> None:
+    """Add ``format: date-time`` to every timestamp field's string schema, however deeply nested."""
+    if isinstance(schema, list):
+        for item in schema:
+            _mark_timestamps(item)
+        return
+    if not isinstance(schema, dict):
+        return
+    for name, field in (schema.get("properties") or {}).items():
+        if TIMESTAMP_FIELD.match(name) and isinstance(field, dict):
+            for option in [field, *field.get("anyOf", [])]:
+                if option.get("type") == "string":
+                    option.setdefault("format", "date-time")
+    for key, value in schema.items():
+        if key != "properties":
+            _mark_timestamps(value)
+    for field in (schema.get("properties") or {}).values():
+        _mark_timestamps(field)
 
 
 def _without_null(schema: dict[str, Any]) -> dict[str, Any]:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from shared.desired_state import EnvironmentSpecification
 from shared.errors import RuntimeCloudError
@@ -34,6 +34,22 @@ class Action(str, Enum):
     # must see that the resource (and its data) is destroyed. The embedded runner never
     # plans it.
     REPLACE = "replace"
+
+
+# A plan's counts: how many changes of each action (every action named, 0 when none). Kept as a plain
+# mapping where it is stored and sent; the document states its keys.
+PlanCounts = Annotated[
+    dict[str, int],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "description": "how many of the plan's changes take each action",
+            "properties": {action.value: {"type": "integer", "minimum": 0} for action in Action},
+            "required": [action.value for action in Action],
+            "additionalProperties": False,
+        }
+    ),
+]
 
 
 class FieldChange(BaseModel):

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from shared.auth.principal import PrincipalKind, Requester
 from shared.clock import now_iso
 from shared.errors import RuntimeCloudError
+from shared.iac.model import PlanCounts
 from shared.policy.verdict import PolicySummary
 from shared.provisioning.environment_rules import RegistryChange
 from shared.provisioning.releases import RELEASE_SOURCE
@@ -149,7 +150,7 @@ class Run(BaseModel):
     created_at: str
     timeline: list[TimelineEntry] = Field(default_factory=list)
     plan_digest: str | None = None
-    plan_counts: dict[str, int] | None = None
+    plan_counts: PlanCounts | None = None
     requires_approval: bool | None = None
     # The policy gate's verdict on the plan, summarised for the approver (the plan receipt has all of it).
     policy: PolicySummary | None = None

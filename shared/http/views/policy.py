@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from shared.http.contract import view_of
 from shared.http.paging import PageInfo, PageQuery
+from shared.iac.model import PlanCounts
 from shared.policy.exceptions import PolicyException
 from shared.policy.verdict import PolicySummary, PolicyVerdict
 
@@ -42,7 +43,7 @@ class DryRunVerdict(BaseModel):
 
     environment: str
     environment_class: str
-    plan_counts: dict[str, int]
+    plan_counts: PlanCounts
     requires_approval: bool = Field(description="whether a run of it would wait for an operator (if allowed)")
     summary: PolicySummary
     verdict: PolicyVerdict
