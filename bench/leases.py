@@ -394,7 +394,7 @@ def in_process_cycle_factory(
     from shared.capacity.models import AcquireRequest, EditionSpec, PoolKind, PoolSpec, Purpose
 
     editions.put_edition(store, "bench", EditionSpec(limits={PoolKind.BUILD: CAPACITY}, tenants=tenants))
-    pools.put_pool(store, pool_id, PoolSpec(kind=PoolKind.BUILD, region=pool_id, size=CAPACITY, max=CAPACITY))
+    pools.put_pool(store, pool_id, PoolSpec(kind=PoolKind.BUILD, region=pool_id, size=CAPACITY, min=0, max=CAPACITY))
     service = LeaseService(store)
 
     def make(index: int) -> Callable[[], None]:

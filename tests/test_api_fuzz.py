@@ -140,12 +140,26 @@ def with_small_pools(case: Any) -> None:
 # days) or on two fields at once (size within min..max, min_slots at most max_slots, a Pulumi program only
 # for the pulumi runner). A schema-valid request refused by one of them is a 422 naming that field and
 # nothing else; any other refusal of a schema-valid request is a failure.
+# A specification's: the Git allow-list and a release's resolution; the runner's program (resources or
+# Pulumi) at the root; the caller's tenant, a configured target, the environment's registered class;
+# unique resource addresses, names reserved for the product, metadata size; unique reference names.
+SPECIFICATION_RULES = (
+    "/git",
+    "/release",
+    "/specification",
+    "/specification/tenant",
+    "/specification/target",
+    "/specification/environment_class",
+    "/specification/resources",
+    "/specification/configuration",
+    "/specification/secrets",
+)
 BEYOND_THE_SCHEMA: dict[str, tuple[str, ...]] = {
     "PUT /runtime-cloud/environments/{environment}/gitops": ("/repository", "/sync_windows"),
     "POST /runtime-cloud/environments/{environment}/ignore-rules": ("/resource", "/expires_at"),
     "POST /runtime-cloud/environments/{environment}/policy/exceptions": ("/expires_at", "/rule"),
-    "POST /runtime-cloud/policy/dry-run": ("/git", "/release", "/specification"),
-    "POST /runtime-cloud/specifications": ("/git", "/release", "/specification"),
+    "POST /runtime-cloud/policy/dry-run": SPECIFICATION_RULES,
+    "POST /runtime-cloud/specifications": SPECIFICATION_RULES,
     "PUT /runtime-cloud/pools/{id}": ("/min", "/size", "/tenant"),
     "PUT /runtime-cloud/pools/{id}/autoscaling": ("/min_slots", "/max_slots", "/infrastructure"),
     "POST /runtime-cloud/proposals/{id}/accept": ("/decisions", "/expires_at"),
@@ -158,7 +172,11 @@ def beyond_the_schema(case: Any, response: requests.Response, failure: Exception
     if not isinstance(failure, RejectedPositiveData) or response.status_code != 422 or not pointers:
         return False
     errors = response.json().get("errors") or [{"path": ""}]
-    return all(any(error["path"].startswith(pointer) for pointer in pointers) for error in errors)
+    return all(any(_at_or_under(error["path"], pointer) for pointer in pointers) for error in errors)
+
+
+def _at_or_under(path: str, pointer: str) -> bool:
+    return path == pointer or path.startswith(pointer + "/")
 
 
 OPAQUE = ("continuation", "cursor")  # handed out by the host; the document cannot say which strings those are

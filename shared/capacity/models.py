@@ -172,7 +172,7 @@ def with_ttl_bound(model: type[Ttl], max_seconds: int) -> type[Ttl]:
     validates with it and the API document shows it, so the bound is stated where it is enforced."""
     info = model.model_fields["ttl_seconds"]
     bounded = Annotated[int, Field(ge=1, le=max_seconds)]
-    annotation = bounded if info.is_required() else bounded | None
+    annotation: Any = bounded if info.is_required() else bounded | None
     bound = Field(default=... if info.is_required() else info.default, description=info.description)
     return cast(
         type[Ttl],

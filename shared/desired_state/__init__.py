@@ -25,6 +25,7 @@ from shared.desired_state.specification import (
     MAX_RESOURCES,
     MAX_SPECIFICATION_BYTES,
     ConfigReference,
+    DeclaredSpecification,
     EnvironmentClass,
     EnvironmentSpecification,
     PulumiProgram,
@@ -32,6 +33,7 @@ from shared.desired_state.specification import (
 )
 
 __all__ = [
+    "DeclaredSpecification",
     "MAX_METADATA_BYTES",
     "MAX_RESOURCES",
     "MAX_SPECIFICATION_BYTES",

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 METADATA_KEY = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -64,3 +65,40 @@ class EmbeddedResource(Strict):
             if key.startswith(RESERVED_METADATA_PREFIX):
                 raise ValueError(f"metadata key {key!r}: the prefix rc_ is reserved for management tags")
         return self
+
+
+# The document's view of a resource: one schema per type, told apart by ``type`` (a discriminated union),
+# each with its name's rule. The checks above still run for each (the reserved table name, metadata size
+# and keys), and say what the schema cannot.
+STORAGE_NAME = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"  # with 3..63 characters: lower-case, digits, single hyphens
+TABLE_NAME = r"^[A-Za-z][A-Za-z0-9]{2,62}$"
+Metadata = dict[Annotated[str, Field(pattern=METADATA_KEY.pattern)], str]
+
+
+class BlobContainerResource(EmbeddedResource):
+    type: Literal[ResourceType.BLOB_CONTAINER]
+    name: str = Field(min_length=3, max_length=63, pattern=STORAGE_NAME)
+    metadata: Metadata = Field(default_factory=dict, description="keys not starting rc_; at most 8 KiB in all")
+
+
+class QueueResource(EmbeddedResource):
+    type: Literal[ResourceType.QUEUE]
+    name: str = Field(min_length=3, max_length=63, pattern=STORAGE_NAME)
+    metadata: Metadata = Field(default_factory=dict, description="keys not starting rc_; at most 8 KiB in all")
+
+
+class TableResource(EmbeddedResource):
+    type: Literal[ResourceType.TABLE]
+    name: str = Field(pattern=TABLE_NAME, description=f"case-insensitive; not {OWNERSHIP_TABLE}")
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=0, description="tables carry none")
+
+
+Resource = Annotated[BlobContainerResource | QueueResource | TableResource, Field(discriminator="type")]
+_RESOURCE: TypeAdapter[Any] = TypeAdapter(Resource)
+
+
+def resource_of(resource: EmbeddedResource | dict[str, Any]) -> EmbeddedResource:
+    """The resource as its type's own model (what a specification holds)."""
+    data = resource.model_dump() if isinstance(resource, EmbeddedResource) else resource
+    found: EmbeddedResource = _RESOURCE.validate_python(data)
+    return found

@@ -18,9 +18,16 @@ import hashlib
 import json
 from enum import Enum
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
-from shared.desired_state.resources import NAME_PATTERN, EmbeddedResource, ResourceType, Strict
+from shared.desired_state.resources import (
+    NAME_PATTERN,
+    EmbeddedResource,
+    Resource,
+    ResourceType,
+    Strict,
+    resource_of,
+)
 from shared.desired_state.runners import RunnerName
 from shared.identifiers import TENANT_PATTERN
 from shared.uniqueness import repeated
@@ -60,7 +67,9 @@ class EnvironmentSpecification(Strict):
     environment_class: EnvironmentClass
     target: str = Field(min_length=1)
     runner: RunnerName
-    resources: list[EmbeddedResource] = Field(default_factory=list)
+    resources: list[Resource] = Field(
+        default_factory=list, description="the embedded runner's resources (unique addresses), at most 2000"
+    )
     pulumi: PulumiProgram | None = None
     configuration: list[ConfigReference] = Field(default_factory=list)
     secrets: list[SecretReference] = Field(default_factory=list)
@@ -102,4 +111,15 @@ class EnvironmentSpecification(Strict):
         return hashlib.sha256(self.canonical_json()).hexdigest()
 
     def with_resources(self, resources: list[EmbeddedResource]) -> EnvironmentSpecification:
-        return self.model_copy(update={"resources": sorted(resources, key=lambda r: r.address)})
+        typed = [resource_of(resource) for resource in resources]
+        return self.model_copy(update={"resources": sorted(typed, key=lambda r: r.address)})
+
+
+# A specification as a caller declares it: the tenant may be left out (it is the caller's). Made rather
+# than subclassed: it narrows nothing, it only lets one field be absent.
+DeclaredSpecification: type[EnvironmentSpecification] = create_model(
+    "DeclaredSpecification",
+    __base__=EnvironmentSpecification,
+    __doc__="A specification as a caller declares it: the tenant may be left out (it is the caller's).",
+    tenant=(str | None, Field(default=None, pattern=TENANT_PATTERN, description="the caller's tenant, or left out")),
+)

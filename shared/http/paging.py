@@ -21,7 +21,7 @@ from shared.storage.paging import MAX_CONTINUATION_CHARS
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 
-Query = TypeVar("Query", bound="PageQuery")
+Query = TypeVar("Query", bound=BaseModel)
 
 
 class PageQuery(BaseModel):

@@ -61,7 +61,7 @@ def declared_specification(
     reverted = [f for f in findings if decided.get(f.id) == "revert"]
     if applied.runner is not RunnerName.EMBEDDED:
         return _program(applied, adopted, kept)
-    resources = {resource.address: resource for resource in applied.resources}
+    resources: dict[str, EmbeddedResource] = {resource.address: resource for resource in applied.resources}
     result = Declared(applied)
     result.diff = [change for f in adopted if (change := _adopt(resources, f)) is not None]
     result.kept = [change for f in kept if (change := _adopt(resources, f)) is not None]

@@ -13,8 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
+from shared.desired_state import DeclaredSpecification
 from shared.errors import RuntimeCloudError
 from shared.json_types import exactly_one_of, one_given
 from shared.provisioning.git_sources import NOT_ALLOWED, GitLimits, GitSourceError, read_file
@@ -44,12 +47,27 @@ class GitReference(BaseModel):
 SOURCES = ("specification", "specification_text", "git", "release")
 
 
+class SpecificationDocument(dict[str, Any]):
+    """An inline specification: read as the JSON object it is, checked for secrets and then validated as an
+    :class:`~shared.desired_state.EnvironmentSpecification` by the service (the secret check comes first, so
+    that a refused message can be kept without them). The document states that model's schema
+    (:class:`~shared.desired_state.DeclaredSpecification`: the tenant may be left out)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.dict_schema(keys_schema=core_schema.str_schema(), values_schema=core_schema.any_schema())
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return handler(DeclaredSpecification.__pydantic_core_schema__)
+
+
 class Declaration(BaseModel):
     """Desired state as a caller hands it over: exactly one of the four forms."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=exactly_one_of(*SOURCES))
 
-    specification: dict[str, Any] | None = None
+    specification: SpecificationDocument | None = None
     specification_text: str | None = None
     format: Literal["json", "yaml"] = "json"
     git: GitReference | None = None
