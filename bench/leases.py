@@ -220,7 +220,7 @@ def measure(azurite: Azurite, host: HostProcess, root: Path, settings: dict[str,
             )
         )
 
-    from shared.storage.clients import transport_options
+    from storage_protocol.client_options import transport_options
 
     counting = CountingTransport(RequestsTransport(**transport_options({})))  # as the product's clients
     store = in_process_store(azurite, settings, transport=counting)

@@ -42,9 +42,10 @@ APP_ROOT = {
     "functions",
     "orchestrations",
     "shared",
+    "storage_protocol",  # the storage protocol the app shares with the local host (its table batch, client options)
     "policies",  # the sample policy bundle tree: RuntimeCloud__Policy__Directory=policies reads it in Azure
 }
-APP_PACKAGES = ("functions", "orchestrations", "shared")
+APP_PACKAGES = ("functions", "orchestrations", "shared", "storage_protocol")
 # The app's own top-level modules: imports of these are not third-party.
 APP_MODULES = {"function_app", *APP_PACKAGES}
 

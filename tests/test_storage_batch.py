@@ -1,4 +1,4 @@
-"""The lean table batch (shared.storage.batch) answers exactly as the SDK's submit_transaction does.
+"""The lean table batch (storage_protocol.table_batch, sync client) answers as the SDK's submit_transaction does.
 
 Both are sent to Azurite with the same operations, on twin partitions: the
 rows they leave, the metadata they answer and the errors they raise (type,
@@ -16,9 +16,9 @@ from azure.core import MatchConditions
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
 from shared.errors import AlreadyExists, ConcurrencyConflict
-from shared.storage.batch import send_batch
 from shared.storage.clients import clients_from_connection_string
 from shared.storage.conditional import submit_batch
+from storage_protocol.table_batch import send_batch
 
 Send = Callable[[TableClient, Sequence[Any]], Any]
 WAYS: dict[str, Send] = {"lean": send_batch, "sdk": lambda table, ops: table.submit_transaction(list(ops))}

@@ -3,8 +3,8 @@
     .venv/bin/python tools/package.py [--output dist/runtime-cloud-host.zip]
 
 (`make package` runs this.) The zip has the app root at its root -- host.json,
-function_app.py, requirements.txt and the functions/, orchestrations/ and shared/
-packages -- which is what a Flex Consumption one-deploy (`az functionapp deployment
+function_app.py, requirements.txt and the functions/, orchestrations/, shared/ and
+storage_protocol/ packages -- which is what a Flex Consumption one-deploy (`az functionapp deployment
 source config-zip --build-remote true`) expects. It carries no installed packages:
 the remote build installs requirements.txt on Azure, for Azure's Linux and Python.
 
@@ -41,7 +41,7 @@ DEFAULT_OUTPUT = Path("dist") / "runtime-cloud-host.zip"
 # The Functions host cannot index the app without these (v2 programming model).
 REQUIRED_FILES = ("function_app.py", "host.json", "requirements.txt")
 # The app's own packages; an empty one in the zip means .funcignore swallowed it.
-REQUIRED_PACKAGES = ("functions", "orchestrations", "shared")
+REQUIRED_PACKAGES = ("functions", "orchestrations", "shared", "storage_protocol")
 
 # Never shipped, whatever .funcignore says (fnmatch patterns on the zip path).
 # .data/ holds the development issuer's private key and Azurite's data; local

@@ -34,8 +34,8 @@ from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsE
 from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient
 
-from devhost.durable.clients import client_options
 from devhost.durable.payloads import INLINE_LIMIT, PayloadStore
+from storage_protocol.client_options import client_options
 
 log = logging.getLogger("devhost.durable")
 

@@ -6,7 +6,7 @@ start with the execution id, so a ``continue_as_new`` writes the new
 execution beside the old one, moves the instance row over, and only then
 deletes the old rows: the history stays bounded and a crash in between
 loses nothing. An episode's new rows go in one entity-group batch (as the
-provider writes them), sent by ``table_batch`` rather than the SDK's
+provider writes them), sent by ``storage_protocol.table_batch`` rather than the SDK's
 ``submit_transaction``: the same request and answers for a quarter of the CPU.
 """
 
@@ -25,7 +25,7 @@ from azure.data.tables.aio import TableClient
 from devhost.durable.history import Origin, Record
 from devhost.durable.instances import InstanceState, ParentRef, RuntimeStatus
 from devhost.durable.payloads import PayloadStore
-from devhost.durable.table_batch import send_batch
+from storage_protocol.table_batch import send_batch_async
 
 BATCH_OPERATIONS = 100
 BATCH_CHARACTERS = 1_500_000  # well under the 4 MiB transaction limit (UTF-16)
@@ -191,12 +191,12 @@ class InstanceStore:
             entity = await self._history_entity(instance_id, execution_id, start + offset, record)
             weight = sum(len(v) for v in entity.values() if isinstance(v, str))
             if batch and (len(batch) >= BATCH_OPERATIONS or size + weight > BATCH_CHARACTERS):
-                await send_batch(self._history, batch)
+                await send_batch_async(self._history, batch)
                 batch, size = [], 0
             batch.append(("upsert", entity, {"mode": UpdateMode.REPLACE}))
             size += weight
         if batch:
-            await send_batch(self._history, batch)
+            await send_batch_async(self._history, batch)
 
     async def delete_other_executions(self, instance_id: str, execution_id: str) -> None:
         """Drop history rows that do not belong to ``execution_id`` (after a continue-as-new or restart)."""
@@ -211,7 +211,7 @@ class InstanceStore:
             if keep is None or not e["RowKey"].startswith(keep)
         ]
         for start in range(0, len(stale), BATCH_OPERATIONS):
-            await send_batch(self._history, [("delete", e) for e in stale[start : start + BATCH_OPERATIONS]])
+            await send_batch_async(self._history, [("delete", e) for e in stale[start : start + BATCH_OPERATIONS]])
 
     async def purge(self, instance_id: str) -> None:
         """Delete the instance, all its history and its large payloads."""

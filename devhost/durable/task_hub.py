@@ -13,12 +13,12 @@ import asyncio
 from azure.data.tables.aio import TableServiceClient
 from azure.storage.blob.aio import BlobServiceClient, ContainerClient
 
-from devhost.durable.clients import client_options
 from devhost.durable.instance_cache import InstanceCache
 from devhost.durable.payloads import PayloadStore
 from devhost.durable.queues import TaskHubQueues
 from devhost.durable.settings import DurableSettings
 from devhost.durable.store import InstanceStore
+from storage_protocol.client_options import client_options
 
 
 class TaskHub:

@@ -9,7 +9,6 @@ managed identity authenticates (the process's one credential, from
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from azure.storage.queue import QueueClient, QueueServiceClient, TextBase64Decod
 
 from shared.credentials import azure_credential
 from shared.storage.connection import IdentityConnection, read_connection
+from storage_protocol.client_options import transport_options
 
 
 @dataclass(frozen=True)
@@ -49,25 +49,6 @@ QUEUE_CODEC: dict[str, Any] = {
     "message_encode_policy": TextBase64EncodePolicy(),
     "message_decode_policy": TextBase64DecodePolicy(),
 }
-
-
-_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
-
-
-def transport_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` plus ``use_env_settings=False`` unless a proxy is configured in the environment.
-
-    With environment settings on, ``requests`` looks up proxies and ``~/.netrc``
-    on every call (a measurable share of a storage call's CPU here). The
-    storage clients authenticate with their own header, which a netrc entry
-    would only override, so the lookup is dropped; an environment that names a
-    proxy keeps the SDK's default and its proxy.
-    """
-    if "use_env_settings" in options or "transport" in options:
-        return options
-    if any(os.environ.get(name) or os.environ.get(name.lower()) for name in _PROXY_VARIABLES):
-        return options
-    return {**options, "use_env_settings": False}
 
 
 def clients_from_connection_string(connection_string: str, **options: Any) -> StorageClients:

@@ -30,8 +30,8 @@ from azure.core.exceptions import (
 from azure.data.tables import TableClient, TableTransactionError
 
 from shared.errors import AlreadyExists, ConcurrencyConflict, StoreUnavailable
-from shared.storage.batch import send_batch
 from shared.storage.rows import insert_row, replace_row
+from storage_protocol.table_batch import send_batch
 
 
 @contextmanager
@@ -46,7 +46,7 @@ def store_errors() -> Iterator[None]:
 def submit_batch(table: TableClient, operations: Sequence[Any]) -> list[Mapping[str, Any]]:
     """An atomic batch in one partition. Returns each operation's metadata (with its new ``etag``).
 
-    Sent by :func:`shared.storage.batch.send_batch`: ``submit_transaction``'s request and answers,
+    Sent by :func:`storage_protocol.table_batch.send_batch`: ``submit_transaction``'s request and answers,
     without its per-batch thread pools.
     """
     try:

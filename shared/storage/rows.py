@@ -4,7 +4,7 @@
 generated code: a per-value serializer walk, a request builder, and (for an
 insert) an answer that carries the whole entity back, which the SDK parses.
 On the lease path that layer cost more CPU than the call's HTTP exchange.
-This module writes the same request directly, the way ``shared/storage/batch.py``
+This module writes the same request directly, the way ``storage_protocol/table_batch.py``
 writes a batch:
 
 - the entity is serialised by the SDK's own ``_add_entity_properties`` (types
@@ -76,7 +76,7 @@ def _write(table: TableClient, method: str, url: str, entity: Mapping[str, Any],
             "DataServiceVersion": "3.0",
             "Content-Type": "application/json;odata=nometadata",
             "Accept": "application/json;odata=minimalmetadata",
-            "x-ms-client-request-id": str(uuid.uuid4()),  # see _batch_request in shared/storage/batch.py
+            "x-ms-client-request-id": str(uuid.uuid4()),  # see _batch_request in storage_protocol/table_batch.py
             **headers,
         },
         content=body.encode("utf-8"),

@@ -193,3 +193,9 @@ def test_the_image_s_command_is_the_one_the_deployment_gives_the_job(image: Imag
 
     assert json.loads(command.arguments) == COMMAND
     assert image.final.env.get("PYTHONUNBUFFERED") == "1"
+
+
+def test_every_top_level_package_the_job_imports_is_copied_into_the_image(image: Image) -> None:
+    # The job runs `python -m runner_job` from /app: shared/ imports storage_protocol/ (the table batch).
+    for package in ("runner_job", "shared", "storage_protocol"):
+        assert image.copies()[f"{package}/"] == f"/app/{package}"

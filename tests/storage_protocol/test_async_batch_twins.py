@@ -1,4 +1,4 @@
-"""The engine's lean table batch (devhost.durable.table_batch) answers exactly as the async SDK's submit_transaction.
+"""The lean table batch for the async client (storage_protocol.table_batch) answers as the SDK's submit_transaction.
 
 Both are sent to Azurite with the same operations, on twin partitions: the
 rows they leave, the metadata they answer and the errors they raise (type,
@@ -20,11 +20,11 @@ from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableTransactionError, UpdateMode
 from azure.data.tables.aio import TableClient
 
-from devhost.durable.table_batch import send_batch
+from storage_protocol.table_batch import send_batch_async
 from tests.support.azurite import Azurite
 
 Send = Callable[[TableClient, Sequence[Any]], Awaitable[Any]]
-WAYS: dict[str, Send] = {"lean": send_batch, "sdk": lambda table, ops: table.submit_transaction(list(ops))}
+WAYS: dict[str, Send] = {"lean": send_batch_async, "sdk": lambda table, ops: table.submit_transaction(list(ops))}
 TABLE = "DurableBatchTwins"
 
 
@@ -120,7 +120,7 @@ def test_a_failed_batch_raises_the_sdks_error_with_the_failing_index_and_changes
 
 
 def test_an_empty_batch_sends_nothing_and_answers_nothing(azurite: Azurite) -> None:
-    assert _in_table(azurite, lambda table: send_batch(table, [])) == []
+    assert _in_table(azurite, lambda table: send_batch_async(table, [])) == []
 
 
 def _stale() -> str:

@@ -1,10 +1,10 @@
-"""The task hub's storage clients skip the per-call proxy and netrc lookup only when no proxy is configured."""
+"""Storage clients (the app's and the task hub's) skip the per-call proxy and netrc lookup unless a proxy is set."""
 
 from __future__ import annotations
 
 import pytest
 
-from devhost.durable.clients import client_options
+from storage_protocol.client_options import client_options, transport_options
 
 
 @pytest.fixture(autouse=True)
@@ -24,3 +24,10 @@ def test_a_configured_proxy_keeps_the_sdks_default_so_the_proxy_is_used(
 ) -> None:
     monkeypatch.setenv(name, "http://proxy.example:3128")
     assert client_options() == {}
+
+
+def test_a_callers_own_transport_choice_is_kept_as_given() -> None:
+    assert transport_options({"use_env_settings": True}) == {"use_env_settings": True}
+    transport = object()
+    assert transport_options({"transport": transport}) == {"transport": transport}
+    assert transport_options({"retry_total": 0}) == {"retry_total": 0, "use_env_settings": False}
