@@ -1,8 +1,9 @@
 """Running the runner on a job's input, and turning what it raises into a :class:`JobResult`.
 
 Every failure a runner reports becomes a named :class:`JobFailure` kind (the
-app maps it back to the same exception the in-process path would have seen),
-carrying what was applied before it. An error the job did not expect is
+app maps it back to the same exception the in-process path would have seen;
+both ways are :mod:`shared.iac.jobs.failures`), carrying what was applied
+before it. An error the job did not expect is
 ``job-error`` with only its type named: its text could quote anything.
 """
 
@@ -14,14 +15,12 @@ from typing import Any
 from shared.clock import now_iso
 from shared.desired_state import EnvironmentSpecification, RunnerName
 from shared.iac.jobs.event_log import EventLog
+from shared.iac.jobs.failures import applied_before, to_wire
 from shared.iac.jobs.protocol import JobFailure, JobInput, JobKind, JobResult
 from shared.iac.model import (
     ApplyResult,
-    ApplySliceEnded,
-    PlanNoLongerHolds,
     RunnerError,
     StepJournal,
-    TargetUnreachable,
 )
 from shared.iac.pulumi.locks import LockOwners
 from shared.iac.pulumi.runner import PulumiRunner
@@ -82,17 +81,8 @@ def execute(
                 stop=stop,
             )
             result = result.model_copy(update={"apply": applied})
-    except ApplySliceEnded as error:  # a job's apply ends early only when an operator's cancel reached it
-        result = _failed(result, "stopped", str(error) or "cancelled by an operator", error.result)
-    except TargetUnreachable as error:
-        result = _failed(result, "target-unreachable", str(error), error.result)
-    except PlanNoLongerHolds as error:
-        result = _failed(result, "plan-no-longer-holds", str(error), error.result)
-    except SecretUnresolvable as error:
-        result = _failed(result, "secret-unresolvable", str(error), None)
-    except RunnerError as error:
-        kind = "apply-failed" if error.result is not None else "runner-error"
-        result = _failed(result, kind, str(error), error.result)
+    except (RunnerError, SecretUnresolvable) as error:  # a stop (ApplySliceEnded) only for an operator's cancel
+        result = _failed(result, to_wire(error), applied_before(error))
     for line in result.apply.logs if result.apply else []:
         events.line(line)
     if result.failure:
@@ -105,5 +95,5 @@ def _configuration(document: JobInput, specification: EnvironmentSpecification) 
     return {**document.configuration, **resolve_secrets(specification.secrets)}
 
 
-def _failed(result: JobResult, kind: Any, message: str, applied: ApplyResult | None) -> JobResult:
-    return result.model_copy(update={"failure": JobFailure(kind=kind, message=message), "apply": applied})
+def _failed(result: JobResult, failure: JobFailure, applied: ApplyResult | None) -> JobResult:
+    return result.model_copy(update={"failure": failure, "apply": applied})

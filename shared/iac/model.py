@@ -156,6 +156,14 @@ class ApplySliceEnded(RunnerError):
     apply that cannot stop between steps ignores the deadline."""
 
 
+class SecretUnresolvable(RuntimeCloudError):
+    """A secret reference could not be resolved with the runner's identity (the app's, or the job's).
+
+    Not a :class:`RunnerError` (no runner ran), yet a runner failure all the same: a job reports it on
+    the wire (:mod:`shared.iac.jobs.failures`) and the host raises it again, as an in-process apply
+    would have. Secret resolution itself is provisioning's (``shared/provisioning/configuration.py``)."""
+
+
 class StepJournal(Protocol):
     """Durable record of finished steps of one run (idempotency per run and step)."""
 

@@ -23,14 +23,10 @@ import requests
 
 from shared.credentials import azure_credential
 from shared.desired_state import ConfigReference, SecretReference
-from shared.errors import RuntimeCloudError
+from shared.iac.model import SecretUnresolvable as SecretUnresolvable  # raised here; a runner failure kind
 
 if TYPE_CHECKING:
     from azure.keyvault.secrets import SecretClient
-
-
-class SecretUnresolvable(RuntimeCloudError):
-    pass
 
 
 @dataclass

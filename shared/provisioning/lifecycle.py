@@ -22,14 +22,7 @@ from shared import telemetry
 from shared.clock import now_iso
 from shared.events.artifact_outbox import ArtifactOutbox
 from shared.iac.jobs.protocol import JobKind
-from shared.iac.jobs.results import JobResultTampered
-from shared.iac.model import (
-    ApplyResult,
-    ApplySliceEnded,
-    PlanNoLongerHolds,
-    RunnerError,
-    TargetUnreachable,
-)
+from shared.iac.model import ApplyResult, ApplySliceEnded, RunnerError
 from shared.iac.registry import runner_for
 from shared.iac.settings import IaCSettings
 from shared.logs import app_logger
@@ -43,6 +36,7 @@ from shared.provisioning.configuration import (
     resolve_secrets,
 )
 from shared.provisioning.environment_rules import EnvironmentRegistration
+from shared.provisioning.failure_reasons import apply_failure, plan_failure
 from shared.provisioning.job_steps import JobSteps
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
@@ -199,12 +193,8 @@ class RunSteps:
                 plan = self._jobs.plan_of(run, job)
             else:
                 plan = runner_for(specification.runner, self._iac).plan(specification, target)
-        except TargetUnreachable as error:
-            return _failed(FailureReason.TARGET_UNREACHABLE, str(error))
-        except JobResultTampered as error:
-            return _failed(FailureReason.JOB_RESULT_TAMPERED, str(error))
-        except RunnerError as error:
-            return _failed(FailureReason.PLAN_FAILED, str(error))
+        except RunnerError as error:  # its reason by its kind (failure_reasons.py)
+            return _failed(*plan_failure(error))
         verdict = check_plan(self._gate, bundle, run, specification, target, plan) if self._gate else None
         digest = self._records.write_plan_receipt(run, plan, verdict)
         summary = verdict.summary() if verdict else None
@@ -313,19 +303,11 @@ class RunSteps:
             if current.cancel_requested:
                 return self._end_cancelled(ref, current, started, paused.result)
             if job:  # a job stops early only for a cancel; anything else is a failure, never a resumed slice
-                result, failure = paused.result, (FailureReason.APPLY_FAILED, str(paused))
+                result, failure = apply_failure(paused)
                 return self._receipted(ref, run, started, result, failure, configuration)
             return {"outcome": Outcome.CONTINUE, "steps_done": len(paused.result.steps) if paused.result else 0}
-        except SecretUnresolvable as error:
-            failure = (FailureReason.APPLY_FAILED, str(error))
-        except PlanNoLongerHolds as error:
-            failure = (FailureReason.APPLY_FAILED, f"the plan no longer holds ({error}); declare again for a new plan")
-        except TargetUnreachable as error:
-            result, failure = error.result, (FailureReason.TARGET_UNREACHABLE, str(error))
-        except JobResultTampered as error:  # the receipt lists what the step journal holds, nothing of the result
-            result, failure = error.result, (FailureReason.JOB_RESULT_TAMPERED, str(error))
-        except RunnerError as error:  # ApplyFailed and the rest: what finished is in error.result
-            result, failure = error.result, (FailureReason.APPLY_FAILED, str(error))
+        except (SecretUnresolvable, RunnerError) as error:  # the receipt and reason by its kind (failure_reasons.py)
+            result, failure = apply_failure(error)
         return self._receipted(ref, run, started, result, failure, configuration)
 
     def _receipted(

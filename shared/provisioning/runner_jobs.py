@@ -37,23 +37,16 @@ from datetime import UTC, datetime
 from typing import TypedDict
 
 from shared.desired_state import EnvironmentSpecification
+from shared.iac.jobs.failures import from_wire
 from shared.iac.jobs.handover import Handover
 from shared.iac.jobs.launcher import QueueJobLauncher
 from shared.iac.jobs.liveness import liveness
-from shared.iac.jobs.protocol import JobFailure, JobInput, JobKind, JobResult, job_id_for
+from shared.iac.jobs.protocol import JobInput, JobKind, JobResult, job_id_for
 from shared.iac.jobs.results import JobResults, JobResultTampered
 from shared.iac.jobs.store import JobStore
-from shared.iac.model import (
-    ApplyFailed,
-    ApplyResult,
-    ApplySliceEnded,
-    PlanNoLongerHolds,
-    PlanResult,
-    RunnerError,
-    TargetUnreachable,
-)
+from shared.iac.model import ApplyResult, PlanResult, RunnerError
 from shared.iac.settings import IaCSettings
-from shared.provisioning.configuration import ResolvedConfiguration, SecretUnresolvable
+from shared.provisioning.configuration import ResolvedConfiguration
 from shared.provisioning.runs import Run
 from shared.storage.clients import StorageClients
 from shared.targets import ProvisioningTarget
@@ -205,7 +198,7 @@ class RunnerJobs:
         """The job's plan, or what the runner raised in the job."""
         result = self._result(run, ticket)
         if result.failure is not None:
-            raise _error(result.failure, None)
+            raise from_wire(result.failure, None)
         if result.plan is None:
             raise RunnerError(f"runner job {ticket['job_id']} answered no plan")
         return result.plan
@@ -218,7 +211,7 @@ class RunnerJobs:
         note = f"runner job {ticket['job_id']} (attempt {ticket['attempt']}); its log: {result.events_blob}"
         if result.failure is not None:
             applied = result.apply or journal_result
-            raise _error(result.failure, applied.model_copy(update={"logs": [*applied.logs, note]}))
+            raise from_wire(result.failure, applied.model_copy(update={"logs": [*applied.logs, note]}))
         if result.apply is None:
             raise RunnerError(f"runner job {ticket['job_id']} answered no apply result", journal_result)
         return result.apply.model_copy(update={"logs": [*result.apply.logs, note]})
@@ -238,16 +231,3 @@ class RunnerJobs:
         if result is None:
             raise RunnerError(f"runner job {ticket['job_id']} left no result", journal_result)
         return result
-
-
-def _error(failure: JobFailure, applied: ApplyResult | None) -> Exception:
-    """The exception the runner raised in the job, so the run ends as an in-process one would."""
-    message = failure.message
-    errors: dict[str, Callable[[], Exception]] = {
-        "target-unreachable": lambda: TargetUnreachable(message, applied),
-        "plan-no-longer-holds": lambda: PlanNoLongerHolds(message, applied),
-        "secret-unresolvable": lambda: SecretUnresolvable(message),
-        "stopped": lambda: ApplySliceEnded(message, applied),
-        "apply-failed": lambda: ApplyFailed(message, applied) if applied else RunnerError(message),
-    }
-    return errors.get(failure.kind, lambda: RunnerError(message, applied))()
