@@ -22,7 +22,10 @@ launches the apply job itself (after the policy verdict and the plan
 receipt; its answer carries ``apply_job``), and an apply step that ends the
 run finishes it (``finished``, with the runs to wake). A history written
 before any of them still replays: the orchestration calls the separate steps
-when the answers do not carry them (a claim answered as a bare string). With jobs off
+when the answers do not carry them (a claim answered as a bare string). Each
+branch kept for an older history says so ("a history from before") and is
+replayed over a recorded history in tests/orchestrations/test_previous_version_replay.py;
+when one may be deleted is DESIGN.md's "Orchestration versioning". With jobs off
 (``RuntimeCloud:IaC:JobLauncher=in-process``) the ticket is empty and the
 steps run the runner in the activity, the apply in slices.
 """
