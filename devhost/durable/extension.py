@@ -69,6 +69,7 @@ class DurableExtension:
         await self._hub.ready()
         lease = HubLease(self._hub.lease_container())
         await lease.acquire()
+        self._hub.cache.clear()  # copies from before the hub was lost are older than what others committed
         settings = self._hub.settings
         log.info(
             "Durable task hub %s: up to %d orchestrations and %d activities at once",

@@ -14,7 +14,14 @@ source of truth, so the copy is only ever a guess that the store confirms:
   if its ETag moved the batch is handled again from the fresh read;
 - writers in this process other than the engine (the management API's start
   and purge) drop the instance's copy, so the engine does not guess wrong in
-  the first place. A host that starts (after a crash, say) has no copies.
+  the first place. A host that starts (after a crash, say) has no copies,
+  and neither has one that takes the task hub's lease again in the same
+  process (:meth:`InstanceCache.clear`): while it did not hold the hub,
+  another host may have committed episodes, and an episode played on an
+  older copy writes its history rows where that host's committed rows are.
+  The instance row's ETag fails the commit, but only after those rows were
+  replaced, and the replay that follows reads a history that never happened
+  (found by the chaos run: a run failed as non-deterministic).
 
 What it saves is the read of the instance row at the start of each episode
 (and of its history, which the host's own commit wrote).
@@ -50,6 +57,10 @@ class InstanceCache:
             return None
         self._entries.move_to_end(state.instance_id)
         return list(entry[1])
+
+    def clear(self) -> None:
+        """Forget every copy (the hub's lease was (re)acquired: another host may have moved on)."""
+        self._entries.clear()
 
     def remember(self, state: InstanceState, records: list[Record]) -> None:
         if state.etag is None:

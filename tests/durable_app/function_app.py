@@ -267,6 +267,16 @@ def tracked_fan_out(context: df.DurableOrchestrationContext):
 
 
 @app.orchestration_trigger(context_name="context")
+def two_events(context: df.DurableOrchestrationContext):
+    """Waits for "First", then "Second" (tests/durable/test_hub_lease_regained.py)."""
+    context.set_custom_status("waiting for First")
+    first = yield context.wait_for_external_event("First")
+    context.set_custom_status("waiting for Second")
+    second = yield context.wait_for_external_event("Second")
+    return [first, second]
+
+
+@app.orchestration_trigger(context_name="context")
 def long_wait(context: df.DurableOrchestrationContext):
     context.set_custom_status("waiting")
     name = yield context.wait_for_external_event("Go")
