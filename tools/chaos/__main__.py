@@ -77,7 +77,7 @@ def _run(cluster: Cluster, seed: int, minutes: float, settle_minutes: float, fol
     print(f"quiet after {settled:.0f} s; checking", flush=True)
     all_runs = evidence.runs(cluster)
     checks = _checks(cluster, all_runs, leases, canaries, [fixed, auto])
-    outbox_check, repeats = invariants.outbox_delivered(
+    outbox_check, deliveries = invariants.outbox_delivered(
         evidence.outbox_events(cluster), evidence.delivered_events(cluster)
     )
     checks.insert(6, outbox_check)
@@ -99,7 +99,7 @@ def _run(cluster: Cluster, seed: int, minutes: float, settle_minutes: float, fol
             "approvals": runs.approvals,
             "gitops_environment": git_environment,
             "tenant": TENANT,
-            "events_delivered_more_than_once": repeats,
+            **{f"events_{key}": value for key, value in deliveries.items()},
         },
         "answers": dict(sorted(cluster.answers.items())),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
@@ -112,6 +113,21 @@ def apply_calls(cluster: Cluster, instance_id: str) -> int | None:
         return None
     history = answer.json().get("historyEvents") or []
     return sum(1 for e in history if e.get("EventType") == "TaskScheduled" and e.get("Name") == "provisioning_apply")
+
+
+def next_timer(cluster: Cluster, instance_id: str) -> datetime | None:
+    """When the instance's latest timer that has not fired is due (None: it waits on no timer)."""
+    answer = cluster.call("GET", f"runtime/webhooks/durabletask/instances/{instance_id}?showHistory=true")
+    if answer is None or answer.status_code not in (200, 202):
+        return None
+    history = answer.json().get("historyEvents") or []
+    fired = {e.get("TimerId") for e in history if e.get("EventType") == "TimerFired"}
+    due = [
+        datetime.fromisoformat(str(e["FireAt"]).replace("Z", "+00:00"))
+        for e in history
+        if e.get("EventType") == "TimerCreated" and e.get("EventId") not in fired and e.get("FireAt")
+    ]
+    return max(due) if due else None
 
 
 def _tables(cluster: Cluster) -> TableServiceClient:

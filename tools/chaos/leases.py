@@ -46,7 +46,7 @@ def lease_client(cluster: Cluster, book: LeaseBook, region: str, tenant: str, se
     token = cluster.token(tenant, LEASE_SCOPES)
     while not stop.is_set():
         lease_id = f"chaos-{uuid.uuid4().hex[:12]}"
-        body = {"kind": "sandbox", "region": region, "purpose": "chaos", "holder": lease_id, "lease_id": lease_id}
+        body = {"kind": "sandbox", "region": region, "purpose": "sandbox", "holder": lease_id, "lease_id": lease_id}
         answer = cluster.call("POST", "runtime-cloud/leases", token, json={**body, "ttl_seconds": TTL_SECONDS})
         if answer is None or answer.status_code != 201:
             stop.wait(rng.uniform(0.5, 2.0))
