@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-storm chaos check format bench package deploy clean
+.PHONY: setup run test test-storm chaos check format bench package deploy runner-image clean
 
 setup: $(VENV)/.installed $(VENV)/bin/runtime-cloud node_modules/.installed local.settings.json
 
@@ -88,6 +88,14 @@ deploy: $(VENV)/.installed
 	az functionapp deployment source config-zip --build-remote true --src $(PACKAGE) \
 	    --resource-group "$$(cd infra && pulumi stack output hostResourceGroupName --stack $(STACK))" \
 	    --name "$$(cd infra && pulumi stack output functionAppName --stack $(STACK))"
+
+# The runner job's image (runner_job/Dockerfile, README: Where the runners run): built with Docker, then
+# its size printed (the build's own `du -sh` step lists what each part weighs).
+RUNNER_IMAGE ?= runtime-cloud-runner-job:local
+runner-image:
+	@command -v docker >/dev/null 2>&1 || { echo "make runner-image: Docker is not installed" >&2; exit 2; }
+	docker build --progress=plain -f runner_job/Dockerfile -t $(RUNNER_IMAGE) .
+	docker image ls $(RUNNER_IMAGE) --format 'runner image {{.Repository}}:{{.Tag}}: {{.Size}}'
 
 clean:
 	rm -rf $(VENV) node_modules .data dist

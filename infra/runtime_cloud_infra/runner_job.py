@@ -29,7 +29,12 @@ stop a job.
 - **no retries by Container Apps** (``replicaRetryLimit`` 0): a job that dies is
   retried by the run's orchestration as a new attempt, which knows what the
   dead one did (the step journal);
-- **timeout** ``runnerJobTimeoutSeconds`` (default 4 h): the longest apply.
+- **polled** every ``runnerJobPollingIntervalSeconds`` (default 5 s: one queue read
+  a poll, about 0.52 million a month), counting only requests nobody has taken;
+- **timeout** ``runnerJobTimeoutSeconds`` (default 4 h): the longest plan, the
+  handover's wait and the longest apply, which one unattended run's execution holds
+  (checked against ``JobHandoverSeconds``: runner_job_settings.py);
+- **warm runners** when ``runnerJobWarmReplicas`` > 0: warm_runners.py.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_azure_native import app, authorization, managedidentity, storage
 
-from runtime_cloud_infra import host_settings, monitoring
+from runtime_cloud_infra import host_settings, monitoring, warm_runners
 from runtime_cloud_infra.roles import assign
 from runtime_cloud_infra.settings import StackSettings
 
@@ -78,6 +83,7 @@ class JobWiring:
 class RunnerJob:
     environment: app.ManagedEnvironment
     job: app.Job
+    warm: app.ContainerApp | None  # runnerJobWarmReplicas > 0 (warm_runners.py)
 
 
 def runner_job(settings: StackSettings, resource_group: pulumi.Input[str], wiring: JobWiring) -> RunnerJob:
@@ -112,7 +118,7 @@ def runner_job(settings: StackSettings, resource_group: pulumi.Input[str], wirin
                 "scale": {
                     "min_executions": 0,
                     "max_executions": settings.runner_job.max_executions,
-                    "polling_interval": 5,
+                    "polling_interval": settings.runner_job.polling_interval_seconds,
                     "rules": [
                         {
                             "name": "runner-jobs-queue",
@@ -121,6 +127,9 @@ def runner_job(settings: StackSettings, resource_group: pulumi.Input[str], wirin
                                 "accountName": wiring.account_name,
                                 "queueName": JOB_QUEUE,
                                 "queueLength": "1",
+                                # Count only the requests nobody has taken: a request a warm runner (or an
+                                # execution) took is hidden until its job claims it, and must start nothing.
+                                "queueLengthStrategy": "visibleonly",
                             },
                             "identity": wiring.runner_identity.id,
                         }
@@ -139,17 +148,20 @@ def runner_job(settings: StackSettings, resource_group: pulumi.Input[str], wirin
                     "name": "runner-job",
                     "image": settings.runner_job.image,
                     "command": COMMAND,
-                    "env": [{"name": name, "value": value} for name, value in sorted(_environment(wiring).items())],
+                    "env": [{"name": name, "value": value} for name, value in sorted(job_environment(wiring).items())],
                     "resources": {"cpu": settings.runner_job.cpu, "memory": settings.runner_job.memory},
                 }
             ]
         },
         tags=settings.tags,
     )
-    return RunnerJob(environment=environment, job=job)
+    warm = warm_runners.warm_runners(
+        settings, resource_group, environment, wiring.runner_identity.id, job_environment(wiring)
+    )
+    return RunnerJob(environment=environment, job=job, warm=warm)
 
 
-def _environment(wiring: JobWiring) -> dict[str, pulumi.Input[str]]:
+def job_environment(wiring: JobWiring) -> dict[str, pulumi.Input[str]]:
     """The job's settings: everything by the runner identity, its telemetry as the app sends its own."""
     return {
         **wiring.store_settings,

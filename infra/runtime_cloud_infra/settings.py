@@ -32,7 +32,9 @@ Defaults of the rest:
 - ``runnerJobImage``: ``ghcr.io/connectsoft/runtime-cloud-runner-job:latest`` (build it from
   ``runner_job/Dockerfile``); ``runnerJobRegistry``: none (a registry the runner identity pulls
   from); ``runnerJobTimeoutSeconds``: ``14400``; ``runnerJobMaxExecutions``: ``10``;
-  ``runnerJobCpu``: ``1.0``; ``runnerJobMemory``: ``2Gi``
+  ``runnerJobCpu``: ``1.0``; ``runnerJobMemory``: ``2Gi``; ``runnerJobPollingIntervalSeconds``: ``5``;
+  ``runnerJobWarmReplicas``: ``0`` (runner_job_settings.py: what each costs, and the timeout's
+  check against the handover's wait)
 
 Nothing here may hold a secret: a value that looks like one is refused, naming
 the key and never quoting the value.
@@ -50,6 +52,7 @@ import pulumi
 
 from runtime_cloud_infra import host_settings
 from runtime_cloud_infra.config_reader import Reader, StackConfigError
+from runtime_cloud_infra.runner_job_settings import RunnerJobSettings, runner_job_settings
 from runtime_cloud_infra.runner_roles import RESOURCE_GROUP_SCOPE, RunnerRole, runner_roles
 
 __all__ = ["PROJECT", "RESOURCE_GROUP_SCOPE", "RunnerRole", "StackConfigError", "StackSettings", "load"]
@@ -101,18 +104,6 @@ class Alerting:
 
 
 @dataclass(frozen=True)
-class RunnerJobSettings:
-    """The Container Apps job that runs plans and applies (runtime_cloud_infra/runner_job.py)."""
-
-    image: str
-    registry: str | None
-    timeout_seconds: int
-    max_executions: int
-    cpu: float
-    memory: str
-
-
-@dataclass(frozen=True)
 class StackSettings:
     stack: str
     location: str
@@ -150,6 +141,7 @@ def load(stack: str | None = None) -> StackSettings:
     stack_name = stack or pulumi.get_stack()
     secrets = _secrets(reader)
     resource_group = _resource_group(reader)
+    host = _host_settings(reader)
     return StackSettings(
         stack=stack_name,
         location=reader.text("location"),
@@ -184,25 +176,11 @@ def load(stack: str | None = None) -> StackSettings:
         runner_roles=runner_roles(reader),
         targets=_targets(reader, {entry.name for entry in secrets}),
         secrets=secrets,
-        host_settings=_host_settings(reader),
+        host_settings=host,
         operator_principal_id=_operator(reader),
         protect=reader.boolean("protect", True),
         tags=_tags(stack_name),
-        runner_job=_runner_job(reader),
-    )
-
-
-def _runner_job(reader: Reader) -> RunnerJobSettings:
-    cpu = reader.text("runnerJobCpu", "1.0")
-    if cpu not in ("0.5", "1.0", "1.5", "2.0", "4.0"):
-        raise StackConfigError(f"{reader.key('runnerJobCpu')} must be one of 0.5, 1.0, 1.5, 2.0, 4.0")
-    return RunnerJobSettings(
-        image=reader.text("runnerJobImage", "ghcr.io/connectsoft/runtime-cloud-runner-job:latest"),
-        registry=reader.optional_text("runnerJobRegistry"),
-        timeout_seconds=reader.integer("runnerJobTimeoutSeconds", 14400, 300, 86400),
-        max_executions=reader.integer("runnerJobMaxExecutions", 10, 1, 100),
-        cpu=float(cpu),
-        memory=_matching(reader, "runnerJobMemory", re.compile(r"\d+(\.\d+)?Gi"), "a size such as 2Gi", "2Gi"),
+        runner_job=runner_job_settings(reader, host),
     )
 
 

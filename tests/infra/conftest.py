@@ -10,7 +10,9 @@ string). Each stack is run once per session:
 
 - ``dev``: ``infra/Pulumi.dev.yaml``, the sample stack file;
 - ``factory``: ``environments/factory/host.yaml``, with the configuration the
-  host's own Pulumi runner passes (``shared.iac.pulumi.workspace.stack_configuration``).
+  host's own Pulumi runner passes (``shared.iac.pulumi.workspace.stack_configuration``);
+- ``warm``: the sample stack with warm runners (``runnerJobWarmReplicas``) and a
+  2 s scale-rule poll.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ NAME_INPUT = {
     "azure-native:web:AppServicePlan": "name",
     "azure-native:app:ManagedEnvironment": "environmentName",
     "azure-native:app:Job": "jobName",
+    "azure-native:app:ContainerApp": "containerAppName",
 }
 
 
@@ -131,6 +134,7 @@ ARM_PATHS = {
     "azure-native:managedidentity:UserAssignedIdentity": "Microsoft.ManagedIdentity/userAssignedIdentities/{name}",
     "azure-native:app:ManagedEnvironment": "Microsoft.App/managedEnvironments/{name}",
     "azure-native:app:Job": "Microsoft.App/jobs/{name}",
+    "azure-native:app:ContainerApp": "Microsoft.App/containerApps/{name}",
     "azure-native:web:WebApp": "Microsoft.Web/sites/{name}",
     "azure-native:operationalinsights:Workspace": "Microsoft.OperationalInsights/workspaces/{name}",
 }
@@ -165,7 +169,7 @@ def _computed(kind: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
             "https://westeurope-5.in.applicationinsights.azure.com/;"
             f"ApplicationId={key}"
         }
-    if kind in ("azure-native:web:WebApp", "azure-native:app:Job"):
+    if kind in ("azure-native:web:WebApp", "azure-native:app:Job", "azure-native:app:ContainerApp"):
         # ARM answers a list of user-assigned identities with a map keyed by their resource ids.
         identity = inputs.get("identity", {})
         assigned = {identity_id: {} for identity_id in identity.get("userAssignedIdentities", [])}
@@ -248,7 +252,23 @@ def factory() -> Iterator[Deployment]:
     yield run_program("factory", factory_config())
 
 
-@pytest.fixture(scope="session", params=["dev", "factory"])
+WARM_REPLICAS = 2
+
+
+def warm_config() -> dict[str, str]:
+    """The sample stack with warm runners and a shorter poll: what an installation that wants them sets."""
+    config = stack_file_config(INFRA / "Pulumi.dev.yaml")
+    config[f"{PROJECT}:runnerJobWarmReplicas"] = str(WARM_REPLICAS)
+    config[f"{PROJECT}:runnerJobPollingIntervalSeconds"] = "2"
+    return config
+
+
+@pytest.fixture(scope="session")
+def warm() -> Iterator[Deployment]:
+    yield run_program("warm", warm_config())
+
+
+@pytest.fixture(scope="session", params=["dev", "factory", "warm"])
 def deployment(request: pytest.FixtureRequest) -> Deployment:
     """Both stacks, for the properties every stack must have."""
     return request.getfixturevalue(request.param)

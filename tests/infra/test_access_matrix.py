@@ -128,6 +128,24 @@ def test_the_app_and_the_job_share_no_identity_with_mocked_pulumi_engine(deploym
     assert set(job["identity"]["userAssignedIdentities"]) == {ids["runner"]}
     assert {rule["identity"] for rule in scale_rules} == {ids["runner"]}
     assert {registry["identity"] for registry in registries} <= {ids["runner"]}
+    for warm in deployment.of_type("app:ContainerApp"):  # warm runners run tenants' programs too: runner only
+        assert set(warm.inputs["identity"]["userAssignedIdentities"]) == {ids["runner"]}, warm.name
+        assert {r["identity"] for r in warm.inputs["configuration"].get("registries") or []} <= {ids["runner"]}
+
+
+def test_warm_runners_carry_the_runner_identity_only_with_mocked_pulumi_engine(warm: Deployment) -> None:
+    runner = warm.one("managedidentity:UserAssignedIdentity", "runner-identity")
+    (app,) = warm.of_type("app:ContainerApp")
+    (container,) = app.inputs["template"]["containers"]
+    environment = {entry["name"]: entry["value"] for entry in container["env"]}
+
+    assert set(app.inputs["identity"]["userAssignedIdentities"]) == {runner.id}
+    assert environment["AZURE_CLIENT_ID"] == environment["AzureWebJobsStorage__clientId"] == runner.outputs["clientId"]
+    other = {i.outputs["clientId"] for i in warm.of_type("managedidentity:UserAssignedIdentity")} - {
+        runner.outputs["clientId"]
+    }
+    assert not other & set(map(str, environment.values())), "no other identity's client id reaches a warm runner"
+    assert "ingress" not in app.inputs["configuration"], "a warm runner listens on nothing"
 
 
 def test_no_runner_role_reaches_the_host_group_store_receipts_or_secrets_with_mocked_pulumi_engine(
@@ -249,6 +267,7 @@ def test_the_readme_shows_the_access_matrix() -> None:
 STACK_GROUP_KINDS = {
     "azure-native:app:ManagedEnvironment",
     "azure-native:app:Job",
+    "azure-native:app:ContainerApp",
     "azure-native:operationalinsights:Workspace",
     "azure-native:applicationinsights:Component",
     "azure-native:applicationinsights:Workbook",
@@ -266,5 +285,8 @@ def test_the_stack_group_holds_only_jobs_and_monitoring_with_mocked_pulumi_engin
         if "resourceGroupName" in resource.inputs and resource.type != "azure-native:resources:ResourceGroup"
     }
 
-    assert {kind for kind, group in placed if group == stack_group} == STACK_GROUP_KINDS
+    in_stack_group = {kind for kind, group in placed if group == stack_group}
+    warm = {"azure-native:app:ContainerApp"} if deployment.of_type("app:ContainerApp") else set()
+
+    assert in_stack_group == STACK_GROUP_KINDS - {"azure-native:app:ContainerApp"} | warm  # warm runners when asked for
     assert {group for kind, group in placed if kind not in STACK_GROUP_KINDS} == {host_group}

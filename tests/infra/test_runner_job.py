@@ -6,9 +6,11 @@ from typing import Any
 
 from runtime_cloud_infra.host_settings import looks_secret
 from runtime_cloud_infra.runner_job import COMMAND, JOB_QUEUE, exchange_scopes
+from runtime_cloud_infra.runner_job_settings import POLLING_DEFAULT_SECONDS
+from runtime_cloud_infra.warm_runners import SERVE_COMMAND
 
 from shared.iac.settings import IaCSettings
-from tests.infra.conftest import Declared, Deployment
+from tests.infra.conftest import WARM_REPLICAS, Declared, Deployment
 
 
 def _identity(deployment: Deployment, kind: str) -> Declared:
@@ -32,7 +34,12 @@ def test_the_job_is_scaled_by_the_app_s_job_queue_with_the_runner_identity_with_
     assert configuration["replicaRetryLimit"] == 0  # retries are new attempts, decided by the run
     (rule,) = configuration["eventTriggerConfig"]["scale"]["rules"]
     assert rule["type"] == "azure-queue" and rule["identity"] == runner.id
-    assert rule["metadata"] == {"accountName": store.outputs["name"], "queueName": JOB_QUEUE, "queueLength": "1"}
+    assert rule["metadata"] == {
+        "accountName": store.outputs["name"],
+        "queueName": JOB_QUEUE,
+        "queueLength": "1",
+        "queueLengthStrategy": "visibleonly",  # a taken request (a warm runner's, an execution's) starts nothing
+    }
     assert JOB_QUEUE == IaCSettings().job_queue  # the queue the app writes to by default
     assert configuration["eventTriggerConfig"]["parallelism"] == 1
     assert job.inputs["environmentId"] == deployment.one("app:ManagedEnvironment").id
@@ -87,3 +94,32 @@ def test_the_app_hands_jobs_the_pulumi_backend_and_the_key_vault_secrets_provide
     assert settings["RuntimeCloud__IaC__PulumiBackendUrl"].startswith("azblob://pulumi-state")
     assert settings["RuntimeCloud__IaC__PulumiSecretsProvider"].startswith("azurekeyvault://")
     assert settings["RuntimeCloud__IaC__PulumiSecretsProvider"].endswith("/keys/pulumi-state")
+
+
+def test_the_scale_rule_polls_at_the_stack_s_interval_with_mocked_pulumi_engine(
+    dev: Deployment, warm: Deployment
+) -> None:
+    def polling(deployment: Deployment) -> int:
+        return deployment.one("app:Job").inputs["configuration"]["eventTriggerConfig"]["scale"]["pollingInterval"]
+
+    assert "runtime-cloud-infra:runnerJobPollingIntervalSeconds" in dev.read_keys
+    assert polling(dev) == POLLING_DEFAULT_SECONDS == 5  # the sample stack's, and Container Apps' 30 s never
+    assert polling(warm) == 2
+
+
+def test_no_warm_runner_unless_the_stack_asks_for_one_with_mocked_pulumi_engine(dev: Deployment) -> None:
+    assert dev.of_type("app:ContainerApp") == []
+
+
+def test_warm_runners_serve_the_job_queue_as_the_job_with_mocked_pulumi_engine(warm: Deployment) -> None:
+    job = warm.one("app:Job")
+    app = warm.one("app:ContainerApp")
+    (job_container,) = job.inputs["template"]["containers"]
+    (container,) = app.inputs["template"]["containers"]
+    timeout = job.inputs["configuration"]["replicaTimeout"]
+
+    assert app.inputs["template"]["scale"] == {"minReplicas": WARM_REPLICAS, "maxReplicas": WARM_REPLICAS}
+    assert app.inputs["managedEnvironmentId"] == job.inputs["environmentId"]
+    assert container["command"] == SERVE_COMMAND and SERVE_COMMAND[:4] == [*COMMAND[:3], "serve"]
+    assert (container["image"], container["resources"]) == (job_container["image"], job_container["resources"])
+    assert _environment(app) == {**_environment(job), "RUNNER_JOB_TIMEOUT_SECONDS": str(int(timeout))}
