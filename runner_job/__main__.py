@@ -4,6 +4,9 @@
   Apps job's command: KEDA starts one execution per queued request);
 - ``scale``: the local host's stand-in for that job: fork a process per
   request until standard input closes;
+- ``serve``: a warm runner (``runnerJobWarmReplicas``): one request at a time,
+  each in a session of its own, its leftovers ended and wiped after it
+  (``runner_job.serve``);
 - ``run REQUEST``: run the request given as JSON, in this process (by hand).
 
 Settings come from the environment as the app's do (``AzureWebJobsStorage``
@@ -17,6 +20,10 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
+
+# The folders a run needs, made again empty after a warm runner's wipe (runner_job/Dockerfile sets them).
+_REMADE = ("PULUMI_HOME", "RUNTIME_CLOUD_PULUMI_WORKSPACE")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("once", help="run one request from the job queue (the Container Apps job)")
     commands.add_parser("scale", help="fork a process per request until stdin closes (the local host)")
+    serving = commands.add_parser("serve", help="a warm runner: one request at a time, wiped between runs")
+    serving.add_argument("--wipe", action="append", required=True, type=Path, help="a folder wiped between runs")
+    serving.add_argument("--reap-user", action="store_true", help="end every other process of the user between runs")
+    serving.add_argument("--runs", type=int, default=None, help="stop after this many runs (default: never)")
     run = commands.add_parser("run", help="run the request given as JSON")
     run.add_argument("request")
     args = parser.parse_args(argv)
@@ -43,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         from runner_job.scaler import scale
 
         return scale(host_storage, iac)
+    if args.command == "serve":
+        from runner_job.serve import Scrub, serve
+
+        remake = tuple(Path(os.environ[name]) for name in _REMADE if os.environ.get(name))
+        return serve(host_storage, iac, Scrub(tuple(args.wipe), remake, args.reap_user), args.runs)
     from shared import telemetry
 
     telemetry.configure()  # as the host's: Application Insights, or OTLP JSON lines locally

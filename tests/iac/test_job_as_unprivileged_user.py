@@ -29,6 +29,7 @@ import sysconfig
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -104,10 +105,11 @@ def _own(path: Path, uid: int, gid: int) -> None:
         os.chown(path, uid, gid)
 
 
-@pytest.fixture
-def image() -> Iterator[ImageLayout]:
+@contextmanager
+def image_layout(uid: int | None = None) -> Iterator[ImageLayout]:
+    """The image's folders under a temporary root; ``uid``: another runtime user than the Dockerfile's."""
     dockerfile = read_image()
-    uid, gid, _ = created_user(dockerfile)
+    uid, gid = (uid, uid) if uid is not None else created_user(dockerfile)[:2]
     root = Path(tempfile.mkdtemp(prefix="runner-image-"))
     root.chmod(0o755)  # the system's /: the user may look into it
     env = {key: _inside(root, value) if value.startswith("/") else value for key, value in dockerfile.final.env.items()}
@@ -123,6 +125,11 @@ def image() -> Iterator[ImageLayout]:
                 break
             if made.is_relative_to(env["HOME"]):
                 _own(made, uid, gid)
+    # The provider plugins, copied in root's and read-only (the Dockerfile's COPY --from=builder).
+    provider = Path(env["PULUMI_HOME"]) / "plugins" / "resource-azure-native" / "pulumi-resource-azure-native"
+    provider.parent.mkdir(parents=True)
+    provider.write_text("#!/bin/sh\nexit 1\n")
+    _read_only(provider.parents[1])
     document = yaml.safe_load(FACTORY_SPEC.read_text(encoding="utf-8"))
     settings = json.loads(document["pulumi"]["config"]["runtime-cloud-infra:hostSettings"])
     work_root = Path(_inside(root, settings["RuntimeCloud__IaC__PulumiWorkRoot"]))
@@ -131,11 +138,19 @@ def image() -> Iterator[ImageLayout]:
     _read_only(work_root)
     tools = root / "usr" / "local" / "bin"
     tools.mkdir(parents=True)
-    yield ImageLayout(root, uid, gid, env, work_root, program, tools)
-    for path in [*root.rglob("*"), root]:  # the tests' tree only: make it removable again
-        if not path.is_symlink() and path.stat().st_uid == os.geteuid():
-            path.chmod(path.stat().st_mode | stat.S_IWUSR)
-    shutil.rmtree(root, ignore_errors=True)
+    try:
+        yield ImageLayout(root, uid, gid, env, work_root, program, tools)
+    finally:
+        for path in [*root.rglob("*"), root]:  # the tests' tree only: make it removable again
+            if not path.is_symlink() and path.stat().st_uid == os.geteuid():
+                path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def image() -> Iterator[ImageLayout]:
+    with image_layout() as layout:
+        yield layout
 
 
 def _as_runtime_user(layout: ImageLayout) -> list[str]:
@@ -150,6 +165,10 @@ def _python_path() -> str:
 
 @pytest.fixture
 def job_python(image: ImageLayout) -> str:
+    return runnable_python(image)
+
+
+def runnable_python(image: ImageLayout) -> str:
     """An interpreter the runtime user can run, with this repository's packages (checked, never assumed)."""
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     tried = []
