@@ -24,6 +24,7 @@ from pulumi_azure_native import app
 
 from runtime_cloud_infra.settings import StackSettings
 
+TIMEOUT_VARIABLE = "RUNNER_JOB_TIMEOUT_SECONDS"  # runner_job/serve.py reads it (infra imports none of the app)
 SERVE_COMMAND = [
     "python",
     "-m",
@@ -71,7 +72,7 @@ def warm_runners(
                     "env": [
                         *({"name": name, "value": value} for name, value in sorted(env.items())),
                         # A warm runner has no replica timeout: it ends a run that outlives the job's itself.
-                        {"name": "RUNNER_JOB_TIMEOUT_SECONDS", "value": str(job.timeout_seconds)},
+                        {"name": TIMEOUT_VARIABLE, "value": str(job.timeout_seconds)},
                     ],
                     "resources": {"cpu": job.cpu, "memory": job.memory},
                 }

@@ -297,3 +297,19 @@ def test_every_top_level_package_the_job_imports_is_copied_into_the_image(image:
     # The job runs `python -m runner_job` from /app: shared/ imports storage_protocol/ (the table batch).
     for package in ("runner_job", "shared", "storage_protocol"):
         assert image.copies(runtime_stage(image))[f"{package}/"] == f"/app/{package}"
+
+
+def test_the_warm_runners_wipe_the_image_s_home_and_temp_and_know_the_job_s_timeout(image: Image) -> None:
+    infra = str(REPO / "infra")
+    if infra not in sys.path:
+        sys.path.insert(0, infra)
+    from runtime_cloud_infra.warm_runners import SERVE_COMMAND, TIMEOUT_VARIABLE
+
+    from runner_job.serve import TIMEOUT_VARIABLE as READ_BY_SERVE
+
+    wiped = [PurePosixPath(SERVE_COMMAND[i + 1]) for i, word in enumerate(SERVE_COMMAND) if word == "--wipe"]
+    written = [image.final.env["HOME"], image.final.env["PULUMI_HOME"], image.final.env[WORKSPACE_VARIABLE]]
+
+    assert all(any(PurePosixPath(path).is_relative_to(folder) for folder in wiped) for path in written)
+    assert {PurePosixPath("/tmp"), PurePosixPath("/dev/shm")} <= set(wiped) and "--reap-user" in SERVE_COMMAND
+    assert TIMEOUT_VARIABLE == READ_BY_SERVE
