@@ -94,6 +94,11 @@ def _run(cluster: Cluster, seed: int, minutes: float, settle_minutes: float, fol
             "leases_lost_after_a_renewal_gap": leases.lost_after_gap,
             "runs": len(all_runs),
             "runs_by_state": dict(Counter(run["state"] for run in all_runs)),
+            "runs_failed": [
+                {"run": run["id"], "reason": run.get("failure_reason"), "detail": str(run.get("failure_detail"))[:300]}
+                for run in all_runs
+                if run["state"] == "failed"
+            ],
             "runs_declared_by_http": dict(Counter(runs.declared.values())),
             "promotions_sent_by_queue": runs.promotions_sent,
             "approvals": runs.approvals,
