@@ -18,6 +18,11 @@ Order matters for crash safety:
    same execution (steps 1-4 again, on the apply's own row), so an unattended
    run starts one job, not two.
 
+A store outage while the job runs is waited out, up to ``JobStoreOutageSeconds``
+(:mod:`shared.iac.jobs.outage`): its journal, cancel-flag, log, result and notice
+calls are tried again with back-off; only past that bound does the job end as
+it would have at once. Its heartbeat keeps trying every interval meanwhile.
+
 The job touches only what :mod:`shared.iac.jobs.access` names (its identity has
 rights on nothing else): it learns of a cancel from its own row, never the run's.
 """
@@ -38,6 +43,7 @@ from shared.clock import now_iso
 from shared.iac.jobs.event_log import EventLog
 from shared.iac.jobs.handover import Handover
 from shared.iac.jobs.lock_owners import JobLockOwners
+from shared.iac.jobs.outage import StoreOutage
 from shared.iac.jobs.protocol import JobFailure, JobKind, JobNotice, JobRequest, JobResult
 from shared.iac.jobs.store import JobInputTampered, JobStore, folder_of
 from shared.iac.pulumi.saved_plans import PLANS_CONTAINER, SavedPlans
@@ -107,7 +113,8 @@ def _run_request(
     request: JobRequest, storage: StorageClients, claimed: Callable[[], None], via: str | None
 ) -> tuple[JobResult | None, float]:
     """The job's result (None: not ours) and how long it waits for an apply handed over (0: it does not)."""
-    jobs = JobStore(storage)
+    outage = StoreOutage()  # the default bound until the input names the launching app's
+    jobs = JobStore(storage, outage)
     where = ids(tenant=request.tenant, environment=request.environment, run=request.run_id)
     ours = jobs.claim(request, via)
     claimed()  # not before: a request deleted before its claim would be lost with a launcher killed in between
@@ -117,15 +124,16 @@ def _run_request(
     started = now_iso()
     handover_seconds = 0.0
     folder = folder_of(request.tenant, request.environment, request.run_id, request.job_id)
-    events = EventLog(jobs.container, f"{folder}/events.jsonl")
+    events = EventLog(jobs.container, f"{folder}/events.jsonl", outage=outage)
     try:
         document = jobs.read_input(request)
         handover_seconds = document.handover_seconds if request.kind is JobKind.PLAN else 0.0
         iac = IaCSettings.model_validate(document.iac)  # the launching app's, whichever process runs the job
+        outage.seconds = iac.job_outage_seconds
         with Heartbeat(jobs, request, document.heartbeat_seconds), tempfile.TemporaryDirectory() as scratch:
             result = execute(
                 document,
-                journal=TableStepJournal(storage, request.run_id),
+                journal=TableStepJournal(storage, request.run_id, outage),
                 stop=JobCancelWatch(jobs, request),  # its own row: the job reads no run
                 saved_plans=SavedPlans(storage.blobs.get_container_client(PLANS_CONTAINER), Path(scratch)),
                 events=events,
@@ -150,12 +158,12 @@ def _run_request(
     result = result.model_copy(update={"events_sha256": events.sha256})  # the host checks the log against it
     awaits = bool(handover_seconds) and result.failure is None
     jobs.finish(request, result, awaits_next=awaits)
-    notify(storage, request)
+    notify(storage, request, outage)
     log.info("runner job %s finished (%s)", request.job_id, _outcome(result), extra=where)
     return result, handover_seconds if awaits else 0.0
 
 
-def notify(storage: StorageClients, request: JobRequest) -> None:
+def notify(storage: StorageClients, request: JobRequest, outage: StoreOutage | None = None) -> None:
     """The completion notice that wakes the run (a lost one is covered by the orchestration's next check)."""
     notice = JobNotice(
         job_id=request.job_id,
@@ -165,7 +173,8 @@ def notify(storage: StorageClients, request: JobRequest) -> None:
         traceparent=request.traceparent,
     )
     try:
-        storage.queue(request.results_queue).send_message(notice.model_dump_json())
+        queue, text = storage.queue(request.results_queue), notice.model_dump_json()
+        (outage or StoreOutage(0.0)).ride_out("the completion notice", lambda: queue.send_message(text))
     except Exception as error:  # noqa: BLE001 - the row says finished; the run's timer finds it
         log.warning("completion notice of job %s not sent: %s", request.job_id, type(error).__name__)
 

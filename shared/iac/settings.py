@@ -76,6 +76,9 @@ class IaCSettings(Section):
     )
     job_heartbeat_seconds: float = Field(default=10.0, gt=0, le=300, alias="JobHeartbeatSeconds")
     job_stale_seconds: float = Field(default=90.0, gt=0, le=3600, alias="JobStaleSeconds")
+    # How long a runner job waits out a store outage (its journal, cancel-flag, result and notice calls tried
+    # again with jittered back-off) before it gives up as it would have at once; see job_outage_seconds.
+    job_store_outage_seconds: float = Field(default=60.0, ge=0, le=3600, alias="JobStoreOutageSeconds")
     # Three minutes: a request is taken hidden, not deleted, and leaves the queue only once its job claimed
     # its row (runner_job.scaler), so a launcher killed in between loses nothing: the request shows again
     # after a third of this (``take_seconds``) and the next poll (KEDA's 5 s, the local scaler's 0.1 s) starts
@@ -92,6 +95,13 @@ class IaCSettings(Section):
     # go (it then applies in the same execution: one job start per run) or stop; past it, it ends and the
     # apply takes a job of its own from the queue. 0: never (every run starts two jobs).
     job_handover_seconds: float = Field(default=60.0, ge=0, le=600, alias="JobHandoverSeconds")
+
+    @property
+    def job_outage_seconds(self) -> float:
+        """How long a job rides out a store outage: ``JobStoreOutageSeconds``, but never so long that the
+        host declares it dead meanwhile. Its heartbeat lands again within one beat of the store's return,
+        so a silence of the outage plus two beats must stay inside ``JobStaleSeconds``."""
+        return max(0.0, min(self.job_store_outage_seconds, self.job_stale_seconds - 2 * self.job_heartbeat_seconds))
 
     @property
     def take_seconds(self) -> float:

@@ -12,6 +12,11 @@ allows 100 operations and 4 MiB per batch) instead of one write per step. The
 runner flushes before it returns or raises; a crash loses at most the last
 unflushed batch, whose steps the retry finds already done in the target and
 records again.
+
+A store outage loses no step: a batch stays pending until it is written (the
+next flush tries it again), and a runner job's journal (``outage`` given) waits
+the outage out (:mod:`shared.iac.jobs.outage`), so a step applied while the
+store was down is in the journal, and the apply receipt, once it is back.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from azure.data.tables import TableClient, TableTransactionError
 
 from shared.errors import AlreadyExists
 from shared.iac.jobs.access import STEPS_TABLE
+from shared.iac.jobs.outage import StoreOutage
 from shared.iac.model import StepResult
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import submit_batch
@@ -32,9 +38,10 @@ BATCH = 50  # rows per transaction: well under Azure's 100 operations and 4 MiB,
 
 
 class TableStepJournal:
-    def __init__(self, storage: StorageClients, run_id: str) -> None:
+    def __init__(self, storage: StorageClients, run_id: str, outage: StoreOutage | None = None) -> None:
         self._table: TableClient = storage.tables.get_table_client(STEPS_TABLE)
         self._run_id = run_id
+        self._outage = outage or StoreOutage(0.0)
         self._known: dict[str, StepResult] | None = None
         self._pending: list[StepResult] = []
 
@@ -57,9 +64,12 @@ class TableStepJournal:
 
     def flush(self) -> None:
         """Make every recorded step durable (the first record of a step stands)."""
-        pending, self._pending = self._pending, []
-        if not pending:
+        if not self._pending:
             return
+        self._outage.ride_out("the step journal", lambda: self._write(self._pending))
+        self._pending = []  # only once written: a failed write keeps them for the next flush
+
+    def _write(self, pending: list[StepResult]) -> None:
         try:
             submit_batch(self._table, [("create", self._entity(step)) for step in pending])
         except (AlreadyExists, TableTransactionError):  # some were recorded by an earlier attempt: one by one
@@ -70,6 +80,9 @@ class TableStepJournal:
                     pass
 
     def all(self) -> list[StepResult]:
+        return self._outage.ride_out("the step journal", self._read_all)
+
+    def _read_all(self) -> list[StepResult]:
         rows = self._table.query_entities("PartitionKey eq @p", parameters={"p": self._run_id})
         return [StepResult.model_validate_json(row["Result"]) for row in rows]
 

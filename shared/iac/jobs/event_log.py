@@ -10,7 +10,9 @@ The log keeps the SHA-256 of what it appended (:attr:`EventLog.sha256`), which
 the job's result records and the host checks before the receipt names the
 log. Each block is appended at the position the log expects
 (``appendpos_condition``), so a block the SDK sends again after a lost answer
-is never appended twice and the digest stays the blob's.
+is never appended twice and the digest stays the blob's; the same makes a block
+safe to send again after a store outage, which the job's log waits out
+(``outage``, :mod:`.outage`) rather than failing the job's engine callback.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient
 
+from shared.iac.jobs.outage import StoreOutage
 from shared.logs import app_logger
 
 logger = app_logger("runner_job")
@@ -32,8 +35,11 @@ MAX_BLOCK = 4 * 1024 * 1024  # an append block may hold 4 MiB
 
 
 class EventLog:
-    def __init__(self, container: ContainerClient, blob_name: str, flush_every: int = 200) -> None:
+    def __init__(
+        self, container: ContainerClient, blob_name: str, flush_every: int = 200, outage: StoreOutage | None = None
+    ) -> None:
         self.blob_name = blob_name
+        self._outage = outage or StoreOutage(0.0)
         self._blob = container.get_blob_client(blob_name)
         self._flush_every = flush_every
         self._lines: list[str] = []
@@ -76,7 +82,8 @@ class EventLog:
             return
         data = ("\n".join(lines) + "\n").encode()
         for start in range(0, len(data), MAX_BLOCK):
-            self._append_block(data[start : start + MAX_BLOCK])
+            block = data[start : start + MAX_BLOCK]
+            self._outage.ride_out("the job's log", lambda: self._append_block(block))  # noqa: B023 - called at once
 
     def _append_block(self, block: bytes) -> None:
         try:

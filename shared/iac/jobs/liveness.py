@@ -5,6 +5,11 @@ before its first heartbeat, while its launch is younger than ``start_seconds``
 (a Container Apps job may pull its image first). Past either, it is *dead*:
 killed, evicted, out of memory, or never started. A dead job is never waited
 for again; the orchestration launches a new attempt or fails the run.
+
+A store outage silences every live job's heartbeat too. A job waits one out
+for at most ``IaCSettings.job_outage_seconds``, which keeps the outage plus two
+heartbeats inside ``stale_seconds`` (its heartbeat lands again within a beat of
+the store's return), so a job riding out an outage is never judged dead here.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from azure.storage.blob import ContainerClient
 
 from shared.clock import now_iso
 from shared.errors import AlreadyExists, ConcurrencyConflict
+from shared.iac.jobs.outage import StoreOutage
 from shared.iac.jobs.protocol import JobInput, JobRequest, JobResult
 from shared.storage.clients import StorageClients
 from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
@@ -95,10 +96,13 @@ def folder_of(tenant: str, environment: str, run_id: str, job_id: str) -> str:
 
 
 class JobStore:
-    def __init__(self, storage: StorageClients) -> None:
+    def __init__(self, storage: StorageClients, outage: StoreOutage | None = None) -> None:
+        """``outage``: the job's side rides out a store outage on its input, cancel-flag and finish calls
+        (:mod:`.outage`); the app's side (None) answers an outage at once, as every endpoint does."""
         self._container: ContainerClient = storage.blobs.get_container_client(JOBS_CONTAINER)
         self._table = storage.tables.get_table_client(JOBS_TABLE)
         self._storage = storage
+        self._outage = outage or StoreOutage(0.0)
 
     @property
     def container(self) -> ContainerClient:
@@ -223,7 +227,9 @@ class JobStore:
     # -- the job's side ------------------------------------------------------------------------
 
     def read_input(self, request: JobRequest) -> JobInput:
-        data = self._container.download_blob(request.input_blob).readall()
+        data = self._outage.ride_out(
+            "the job's input", lambda: self._container.download_blob(request.input_blob).readall()
+        )
         if sha256(data) != request.input_sha256:
             raise JobInputTampered(f"the input of job {request.job_id} does not have the digest its request names")
         document = JobInput.model_validate_json(data)
@@ -257,7 +263,7 @@ class JobStore:
 
     def cancel_requested(self, request: JobRequest) -> bool:
         """Has the host asked this job to stop? (The job's own row: the job reads no run.)"""
-        row = read_row(self._table, request.run_id, request.job_id)
+        row = self._outage.ride_out("the cancel flag", lambda: read_row(self._table, request.run_id, request.job_id))
         return bool(row and row.get(CANCEL_REQUESTED))
 
     def beat(self, request: JobRequest) -> None:
@@ -267,7 +273,11 @@ class JobStore:
     def finish(self, request: JobRequest, result: JobResult, awaits_next: bool = False) -> None:
         """Store the result once, then mark the row finished (the result is there before the row says so).
 
-        ``awaits_next``: the job goes on waiting for the host's go or stop on this row (:mod:`.handover`)."""
+        ``awaits_next``: the job goes on waiting for the host's go or stop on this row (:mod:`.handover`).
+        Both writes are safe to repeat, so an outage is ridden out around the whole."""
+        self._outage.ride_out("the job's result", lambda: self._finish(request, result, awaits_next))
+
+    def _finish(self, request: JobRequest, result: JobResult, awaits_next: bool) -> None:
         name = f"{folder_of(request.tenant, request.environment, request.run_id, request.job_id)}/result.json"
         data = result.model_dump_json().encode()
         try:
