@@ -76,6 +76,11 @@ class Episodes:
             # again after a restart, landing after completion). There is nothing to play: ``play`` would
             # find nothing to replay and answer "Running", and committing that would reopen the instance.
             return False
+        if state.history_length == 0 and sorted_out.start is None:
+            # Pending and its start not among these messages (a stale start was spent, say): there is
+            # nothing to play. Committing the empty outcome would mark it Running with no history, and
+            # its own start, arriving later, would then be taken for a repeat and dropped (chaos run).
+            return False
         incoming = (
             [Record(sorted_out.start.event, message_id=sorted_out.start.message_id)] if sorted_out.start else []
         ) + sorted_out.incoming
@@ -169,8 +174,8 @@ class Episodes:
         return updated, outcome.records
 
     async def _commit_over_pending_mark(self, updated: InstanceState) -> str:
-        """The management API writes its Pending row just after it sends the start, so the first episode
-        can find that row changed under it. The row then names this very execution and no history:
+        """The first episode can find the instance row changed under it when it played on a remembered
+        copy from before a start's Pending row was written. The row then names this very execution and no history:
         nothing the episode relied on changed, and it commits over it (instead of being replayed,
         which would send its tasks twice). Any other change is a real conflict."""
         current = await self._store.get(updated.instance_id)

@@ -1,10 +1,15 @@
 """Starting an orchestration instance: what the management API's start and restart share.
 
-As the Durable extension does it with the Azure Storage provider, the start
-(the ``ExecutionStarted`` event of a new execution) is sent to the instance's
-control queue first, and then the instance row is marked Pending with that
-execution, so that its status shows at once and the engine knows which start
-is the current one (see ``triage``).
+As the Durable extension does it with the Azure Storage provider, the
+instance row is written first, Pending with the new execution, on a condition:
+created if there was none, replaced only if unchanged since it was read. Only
+then is the start (the ``ExecutionStarted`` event) sent to the instance's
+control queue. Two callers starting the same id at the same moment therefore
+give one execution: the second one's write fails and its start is refused with
+the extension's words, and sends nothing. (Sending first and marking after let
+both starts onto the queue, each marking its own execution over the other's;
+the engine then discarded one start as stale and the other had been discarded
+against the first mark, leaving an instance that never began. Chaos run.)
 
 An instance id already in use follows host.json
 ``extensions.durableTask.overridableExistingInstanceStates``:
@@ -26,14 +31,12 @@ import uuid
 
 from devhost.durable import history as h
 from devhost.durable.functions import DurableFunctions
-from devhost.durable.instances import InstanceState
+from devhost.durable.instances import InstanceState, RuntimeStatus
 from devhost.durable.queues import ControlMessage
 from devhost.durable.store import InstanceConflict
 from devhost.durable.task_hub import TaskHub
 
 log = logging.getLogger("devhost.durable")
-
-PENDING_MARK_ATTEMPTS = 5
 
 
 class UnknownOrchestrator(ValueError):
@@ -78,32 +81,25 @@ class Starter:
                 existing.status.value,
             )
         execution_id = uuid.uuid4().hex
+        fresh = InstanceState(instance_id, function.name, execution_id, input=input_json)
+        fresh.etag = existing.etag if existing is not None else None
+        await self._mark_pending(fresh)
         event = h.execution_started(
             h.now(), instance_id, execution_id, function.name, input_json, trace_context=trace_context
         )
         await self._hub.queues.send_control(ControlMessage(instance_id, execution_id, event))
-        await self._mark_pending(InstanceState(instance_id, function.name, execution_id, input=input_json), existing)
 
-    async def _mark_pending(self, fresh: InstanceState, seen: InstanceState | None) -> None:
-        """Show the new execution as Pending until its first episode.
-
-        The engine may commit meanwhile: an episode of the execution being replaced (read the row
-        again and mark it over that), or the new execution's first episode (it is ahead: leave it).
-        """
-        current = seen
+    async def _mark_pending(self, fresh: InstanceState) -> None:
+        """Record the new execution as Pending, unless someone changed the instance since it was read:
+        then another start (or an episode) got there first, and this start is refused, as the extension
+        refuses it (its row write is conditional on the ETag it read)."""
         self._hub.cache.forget(fresh.instance_id)
-        for _ in range(PENDING_MARK_ATTEMPTS):
-            if current is not None and current.execution_id == fresh.execution_id:
-                return
-            fresh.etag = current.etag if current is not None else None
-            try:
-                await self._hub.store.replace(fresh)
-                self._hub.cache.forget(fresh.instance_id)  # (an episode may have remembered the row meanwhile)
-                return
-            except InstanceConflict:
-                current = await self._hub.store.get(fresh.instance_id)
-        # The start is on its queue and newer than the execution there: the engine begins it anyway.
-        log.info(
-            "instance %s changed while its start was recorded; the engine takes the start from its queue",
-            fresh.instance_id,
-        )
+        try:
+            await self._hub.store.replace(fresh)
+        except InstanceConflict:
+            current = await self._hub.store.get(fresh.instance_id)
+            status = current.status.value if current is not None else RuntimeStatus.PENDING.value
+            log.info("instance %s changed while its start was recorded; start refused", fresh.instance_id)
+            raise InstanceExists(status) from None
+        finally:
+            self._hub.cache.forget(fresh.instance_id)
