@@ -8,13 +8,28 @@ session's Azurite, which stays up: only the store is out. The job must wait the
 outage out (``JobStoreOutageSeconds``) and finish: the run ends ``applied`` by
 its first apply job, every step once, the apply receipt lists them all and the
 environment's receipt chain verifies.
+
+The step journal is also driven alone on a store of its own: steps recorded
+while the store is down are written once it is back, whether its flush waits
+the outage out or fails at once and is called again.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from pathlib import Path
+
+import pytest
 
 from devhost.azurite import Azurite
+from shared.clock import now_iso
+from shared.errors import StoreUnavailable
+from shared.iac.jobs.access import STEPS_TABLE
+from shared.iac.jobs.outage import StoreOutage
+from shared.iac.model import Action, StepResult, StepStatus
+from shared.provisioning.journal import TableStepJournal
+from shared.storage.clients import StorageClients, clients_from_connection_string
 from tests.conftest import REPO
 from tests.provisioning.conftest import provisioning_settings
 from tests.provisioning.helpers import WRITE, declare, specification, target_queue_names, unique, wait_for_run_state
@@ -71,4 +86,61 @@ def test_an_apply_job_waits_out_a_store_outage_and_the_run_ends_applied(azurite,
         assert chain.status_code == 200 and chain.json()["verified"] is True, chain.text
     finally:
         host.stop()
+        store.stop(grace_seconds=0)
+
+
+def _step(address: str) -> StepResult:
+    moment = now_iso()
+    return StepResult(
+        address=address, action=Action.CREATE, status=StepStatus.APPLIED, started_at=moment, finished_at=moment
+    )
+
+
+def _journal_store(folder: Path) -> tuple[Azurite, StorageClients]:
+    store = Azurite(folder).start()
+    storage = clients_from_connection_string(store.connection_string())
+    storage.tables.create_table_if_not_exists(STEPS_TABLE)
+    return store, storage
+
+
+def test_a_journal_flush_that_failed_in_an_outage_keeps_its_steps_for_the_next_flush(tmp_path):
+    store, storage = _journal_store(tmp_path / "store")
+    run_id = unique("run")
+    journal = TableStepJournal(storage, run_id)  # the host's: no outage ridden out, it fails at once
+    try:
+        store.stop(grace_seconds=2)
+        journal.record(_step("queue/a"))
+        journal.record(_step("queue/b"))
+        with pytest.raises(StoreUnavailable):
+            journal.flush()
+        store.start()
+
+        journal.flush()
+
+        written = TableStepJournal(storage, run_id).all()
+        assert sorted(step.address for step in written) == ["queue/a", "queue/b"]
+    finally:
+        store.stop(grace_seconds=0)
+
+
+def test_a_job_journal_waits_out_an_outage_and_writes_its_steps_once(tmp_path):
+    store, storage = _journal_store(tmp_path / "store")
+    run_id = unique("run")
+    journal = TableStepJournal(storage, run_id, StoreOutage(60.0))
+    back = threading.Timer(OUTAGE_SECONDS, store.start)
+    try:
+        journal.record(_step("queue/a"))
+        journal.flush()
+        store.stop(grace_seconds=2)
+        back.start()
+        journal.record(_step("queue/a"))  # a step recorded again (a retried batch) stays one row
+        journal.record(_step("queue/b"))
+
+        journal.flush()  # returns only once written: the store came back within the bound
+
+        back.join()
+        written = TableStepJournal(storage, run_id).all()
+        assert sorted(step.address for step in written) == ["queue/a", "queue/b"]
+    finally:
+        back.cancel()
         store.stop(grace_seconds=0)
