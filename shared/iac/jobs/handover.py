@@ -24,7 +24,9 @@ exactly one answer stands: an apply is never both handed over and left
 behind. A job killed after it took the request leaves the apply's row
 ``launched``: past ``JobStartSeconds`` it is dead and the run launches the
 apply again through the queue, the step journal skipping what was done.
-The job reads and writes only its own ``RunnerJobs`` row here.
+The job reads and writes only its own ``RunnerJobs`` row here. A store outage
+while it waits is only a wait with no answer yet: the job reads again until
+``handover_seconds`` pass (:mod:`.outage`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from collections.abc import Callable
 from pydantic import ValidationError
 
 from shared.errors import ConcurrencyConflict
+from shared.iac.jobs.outage import OUTAGE_ERRORS
 from shared.iac.jobs.protocol import JobKind, JobRequest
 from shared.iac.jobs.store import AWAITS_NEXT, FINISHED, JOBS_TABLE, NEXT
 from shared.storage.clients import StorageClients
@@ -69,7 +72,10 @@ class Handover:
         give_up = time.monotonic() + seconds
         pause = FIRST_PAUSE_SECONDS
         while True:
-            row = read_row(self._table, plan.run_id, plan.job_id)
+            try:
+                row = read_row(self._table, plan.run_id, plan.job_id)
+            except OUTAGE_ERRORS:  # the store down: no answer read yet; the wait goes on within its bound
+                row = {}
             standing = str(row[NEXT]) if row and row.get(NEXT) else None
             if standing is None and row is not None and time.monotonic() + pause <= give_up:
                 sleep(pause)
