@@ -48,11 +48,20 @@ class QueueOptions:
 
 
 @dataclass(frozen=True)
+class SingletonOptions:
+    """host.json ``singleton``: the listener lock a timer function is run under (one host at a time)."""
+
+    listener_lock_period: float = 60.0
+    listener_lock_recovery_polling_interval: float = 60.0
+
+
+@dataclass(frozen=True)
 class HostJson:
     route_prefix: str = "api"
     queues: QueueOptions = field(default_factory=QueueOptions)
     durable_task: dict[str, Any] = field(default_factory=dict)
     function_timeout: float = 300.0
+    singleton: SingletonOptions = field(default_factory=SingletonOptions)
 
     @classmethod
     def load(cls, app_dir: Path) -> HostJson:
@@ -82,7 +91,20 @@ class HostJson:
             ),
             durable_task=_section(extensions, "durableTask", "extensions."),
             function_timeout=_timespan(document, "functionTimeout", 300.0),
+            singleton=_singleton(_section(document, "singleton")),
         )
+
+
+def _singleton(section: dict[str, Any]) -> SingletonOptions:
+    """As the Functions host bounds them: a lock period is a blob lease (15 to 60 s), and the listener
+    lock is looked for again no more often than a lease's shortest period."""
+    period = _timespan(section, "listenerLockPeriod", 60.0, "singleton.")
+    polling = _timespan(section, "listenerLockRecoveryPollingInterval", 60.0, "singleton.")
+    if not 15.0 <= period <= 60.0:
+        raise ValueError(f"singleton.listenerLockPeriod must be between 00:00:15 and 00:01:00, not {period} s")
+    if polling < 15.0:
+        raise ValueError(f"singleton.listenerLockRecoveryPollingInterval must be at least 00:00:15, not {polling} s")
+    return SingletonOptions(period, polling)
 
 
 def _json_object(path: Path) -> dict[str, Any]:

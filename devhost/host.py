@@ -131,7 +131,7 @@ class LocalHost:
             self.spawn(f"queue {listener.queue_name}", listener.run)
         host_id = os.environ.get("AzureFunctionsWebHost__hostid", "runtime-cloud-local")
         for function in catalog.with_trigger("timerTrigger"):
-            timer = TimerRunner(function, self.invoker, host_id)
+            timer = TimerRunner(function, self.invoker, host_id, self.host_json.singleton)
             self.spawn(f"timer {function.name}", timer.run)
         for extension in self.extensions:
             self.spawn(type(extension).__name__, extension.run)

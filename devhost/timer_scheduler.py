@@ -6,6 +6,11 @@ occurrence) is kept in the host's storage account, under
 down when an occurrence was due runs the function once at start with
 ``past_due`` set, then follows the schedule.
 
+Each timer runs on one host at a time, the one holding its listener lock
+(:mod:`devhost.timer_lock`); the others wait for it. The holder reads the
+schedule status when it takes the lock, so a host taking over from one that
+was killed runs a missed occurrence once (past due) and no occurrence twice.
+
 A schedule may be a ``%Name%`` reference to an app setting, resolved as the
 Functions host resolves it (:mod:`devhost.app_settings`). A reference that
 resolves to nothing, or a value that is not an NCRONTAB expression the host
@@ -30,7 +35,9 @@ from croniter import croniter
 
 from devhost.app_settings import UnresolvedAppSetting, resolve_references
 from devhost.catalog import FunctionInfo
+from devhost.config import SingletonOptions
 from devhost.invoker import Invoker
+from devhost.timer_lock import ListenerLock
 
 log = logging.getLogger("devhost.timers")
 
@@ -118,15 +125,41 @@ class ScheduleStatus:
 
 
 class TimerRunner:
-    def __init__(self, function: FunctionInfo, invoker: Invoker, host_id: str) -> None:
+    def __init__(
+        self,
+        function: FunctionInfo,
+        invoker: Invoker,
+        host_id: str,
+        singleton: SingletonOptions | None = None,
+    ) -> None:
         trigger = function.trigger
         self.function = function
         self.schedule = resolve_schedule(function)
         self._run_on_startup = bool(trigger.get("runOnStartup", False))
         self._invoker = invoker
+        self._host_id = host_id
+        self._singleton = singleton or SingletonOptions()
         self._blob_name = f"timers/{host_id}/{function.name}/status"
 
     async def run(self) -> None:
+        """Fire on schedule while this host holds the timer's listener lock (waiting for it first).
+        A lost lock ends the run with :class:`ListenerLockLost`; the host starts it again, to wait."""
+        async with _blob_service() as service:
+            lock = ListenerLock(service, self._host_id, self.function.name, self._singleton)
+            await lock.acquire()
+            keeper = asyncio.create_task(lock.keep(), name=f"listener lock of {self.function.name}")
+            firing = asyncio.create_task(self._follow_schedule(), name=f"schedule of {self.function.name}")
+            try:
+                done, _ = await asyncio.wait({keeper, firing}, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    task.result()
+            finally:
+                for task in (keeper, firing):
+                    task.cancel()
+                await asyncio.gather(keeper, firing, return_exceptions=True)
+                await asyncio.shield(lock.release())
+
+    async def _follow_schedule(self) -> None:
         status = await self._read_status()
         now = _now()
         if (status.next and status.next < now) or self._run_on_startup:

@@ -84,7 +84,14 @@ def flaky_worker(msg: func.QueueMessage) -> None:
 
 @app.timer_trigger(arg_name="timer", schedule="*/2 * * * * *")
 def every_two_seconds(timer: func.TimerRequest) -> None:
-    record("every-two-seconds", past_due=timer.past_due)
+    # A test that names its host processes (tests/test_timer_singleton.py, two hosts of one app)
+    # gets its firings apart, with the host id and the process that fired each.
+    name = os.environ.get("FIXTURE_HOST_NAME", "")
+    if not name:
+        record("every-two-seconds", past_due=timer.past_due)
+        return
+    host = os.environ.get("AzureFunctionsWebHost__hostid", "")
+    record("every-two-seconds-named", past_due=timer.past_due, host=host, process=name)
 
 
 @app.timer_trigger(arg_name="timer", schedule="0 0 3 1 1 *")
