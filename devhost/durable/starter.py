@@ -83,19 +83,37 @@ class Starter:
         execution_id = uuid.uuid4().hex
         fresh = InstanceState(instance_id, function.name, execution_id, input=input_json)
         fresh.etag = existing.etag if existing is not None else None
-        await self._mark_pending(fresh)
+        marked = await self._mark_pending(fresh)
         event = h.execution_started(
             h.now(), instance_id, execution_id, function.name, input_json, trace_context=trace_context
         )
-        await self._hub.queues.send_control(ControlMessage(instance_id, execution_id, event))
+        try:
+            await self._hub.queues.send_control(ControlMessage(instance_id, execution_id, event))
+        except Exception:
+            await self._unmark(instance_id, marked, existing)
+            raise
 
-    async def _mark_pending(self, fresh: InstanceState) -> None:
+    async def _unmark(self, instance_id: str, marked: str, existing: InstanceState | None) -> None:
+        """The start could not be sent (the store failing): put the row back as it was, so that the
+        instance is not left Pending with no start to begin it (a caller may try again). Best effort:
+        a store that refused the send may refuse this too."""
+        try:
+            if existing is None:
+                await self._hub.store.delete_row(instance_id, marked)
+            else:
+                await self._hub.store.replace(existing.copy(etag=marked))
+        except Exception as error:  # noqa: BLE001 - the send's failure is the one to report
+            log.warning("instance %s left Pending without its start: %s", instance_id, error)
+        finally:
+            self._hub.cache.forget(instance_id)
+
+    async def _mark_pending(self, fresh: InstanceState) -> str:
         """Record the new execution as Pending, unless someone changed the instance since it was read:
         then another start (or an episode) got there first, and this start is refused, as the extension
         refuses it (its row write is conditional on the ETag it read)."""
         self._hub.cache.forget(fresh.instance_id)
         try:
-            await self._hub.store.replace(fresh)
+            return await self._hub.store.replace(fresh)
         except InstanceConflict:
             current = await self._hub.store.get(fresh.instance_id)
             status = current.status.value if current is not None else RuntimeStatus.PENDING.value

@@ -80,6 +80,15 @@ class InstanceStore:
             raise InstanceConflict(state.instance_id) from error
         return str(result["etag"])
 
+    async def delete_row(self, instance_id: str, etag: str) -> None:
+        """Delete the instance row if it is still the one written with ``etag`` (history untouched)."""
+        try:
+            await self._instances.delete_entity(
+                instance_id, "", etag=etag, match_condition=MatchConditions.IfNotModified
+            )
+        except (ResourceModifiedError, ResourceNotFoundError) as error:
+            raise InstanceConflict(instance_id) from error
+
     async def query(
         self,
         statuses: list[str] | None = None,
