@@ -23,7 +23,7 @@ class Heartbeat:
     def __init__(self, store: JobStore, request: JobRequest, interval_seconds: float) -> None:
         self._store = store
         self._request = request
-        self._interval = interval_seconds
+        self.interval = interval_seconds  # the next wait's; the job sets its input's once it has read it
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="runner-job-heartbeat", daemon=True)
 
@@ -35,10 +35,10 @@ class Heartbeat:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self._stopped.set()
-        self._thread.join(timeout=self._interval + 5)
+        self._thread.join(timeout=self.interval + 5)
 
     def _beat(self) -> None:
-        while not self._stopped.wait(self._interval):
+        while not self._stopped.wait(self.interval):
             try:
                 self._store.beat(self._request)
             except Exception as error:  # noqa: BLE001 - next interval tries again; the job goes on

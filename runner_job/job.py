@@ -56,6 +56,8 @@ from shared.telemetry.tracing import span
 
 log = app_logger("runner_job")
 
+FIRST_BEAT_SECONDS = 0.5  # until the input names the launching app's JobHeartbeatSeconds (reading it is quick)
+
 
 class BadRequest(ValueError):
     """The message is not a job request: nothing can run it (kept in the poison queue with its reason)."""
@@ -126,11 +128,13 @@ def _run_request(
     folder = folder_of(request.tenant, request.environment, request.run_id, request.job_id)
     events = EventLog(jobs.container, f"{folder}/events.jsonl", outage=outage)
     try:
-        document = jobs.read_input(request)
-        handover_seconds = document.handover_seconds if request.kind is JobKind.PLAN else 0.0
-        iac = IaCSettings.model_validate(document.iac)  # the launching app's, whichever process runs the job
-        outage.seconds = iac.job_outage_seconds
-        with Heartbeat(jobs, request, document.heartbeat_seconds), tempfile.TemporaryDirectory() as scratch:
+        # Beating from the claim on: an outage waited out while the input is read is no silence either.
+        with Heartbeat(jobs, request, FIRST_BEAT_SECONDS) as heartbeat, tempfile.TemporaryDirectory() as scratch:
+            document = jobs.read_input(request)
+            heartbeat.interval = document.heartbeat_seconds
+            handover_seconds = document.handover_seconds if request.kind is JobKind.PLAN else 0.0
+            iac = IaCSettings.model_validate(document.iac)  # the launching app's, whichever process runs the job
+            outage.seconds = iac.job_outage_seconds
             result = execute(
                 document,
                 journal=TableStepJournal(storage, request.run_id, outage),
