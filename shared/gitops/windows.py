@@ -44,10 +44,11 @@ class SyncWindow(BaseModel):
     )
     duration_minutes: int = Field(ge=1, le=MAX_DURATION_MINUTES)
 
-    @field_validator("schedule")
+    # Before the field's own pattern: a wrong schedule is told why in NCRONTAB's terms, not as a regex.
+    @field_validator("schedule", mode="before")
     @classmethod
-    def _schedule(cls, value: str) -> str:
-        return six_field_ncrontab(value)
+    def _schedule(cls, value: object) -> object:
+        return six_field_ncrontab(value) if isinstance(value, str) else value
 
     def is_open(self, at: datetime) -> bool:
         """The window opened at its latest firing at or before ``at``, and has not closed yet."""

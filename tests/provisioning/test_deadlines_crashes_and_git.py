@@ -133,4 +133,5 @@ def test_a_specification_from_git_pins_the_commit(provisioning_host, mint, key_d
         "path": "envs/dev.yaml",
         "revision": branch,
         "commit": commit,
+        "release": None,
     }

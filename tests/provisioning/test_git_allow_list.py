@@ -170,6 +170,7 @@ def test_a_specification_from_an_allowed_https_repository_pins_the_commit(git, m
         "path": "envs/remote.yaml",
         "revision": "master",
         "commit": git.commit,
+        "release": None,
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from devhost.azurite import Azurite
 from shared.provisioning.receipt_sweep import record_environment_deleted
 from shared.provisioning.receipts import RECEIPTS_CONTAINER
 from shared.storage.clients import clients_from_connection_string
@@ -43,14 +44,26 @@ def test_the_timer_walks_the_receipts_and_with_immutability_off_sends_nothing(az
     assert "receipt retention: not set" not in host.log()  # nothing sent, so nothing refused
 
 
-def test_with_immutability_on_against_azurite_every_refused_policy_is_logged_and_the_firing_fails(
-    azurite, runtime_host
-):
-    # The session's host keeps Azure's default (on): Azurite answers 501 to each policy it is asked to set.
+def test_with_immutability_on_against_azurite_every_refused_policy_is_logged_and_the_firing_fails(key_dir, tmp_path):
+    # An Azurite of its own: on the session's account the timer would ask a policy for every receipt
+    # the whole suite wrote, and Azurite answers each with 501. The host keeps Azure's default (on).
+    azurite = Azurite(tmp_path / "azurite").start()
+    runtime_host = HostProcess(REPO, provisioning_settings(azurite, key_dir), tmp_path / "host.log").start()
+    try:
+        written = _fire_and_wait_for_failure(azurite, runtime_host)
+    finally:
+        runtime_host.stop()
+        azurite.stop()
+    summary = SUMMARY.search(written)
+    assert summary is not None and summary.group(4) == "set"
+    assert re.search(r"receipt retention: not set: \S+: 501", written)  # named, with Azurite's answer
+
+
+def _fire_and_wait_for_failure(azurite: Azurite, runtime_host: HostProcess) -> str:
     receipts = clients_from_connection_string(azurite.connection_string()).blobs.get_container_client(
         RECEIPTS_CONTAINER
     )
-    # At least one blob for the timer to ask a policy for, whatever ran before.
+    # At least one blob for the timer to ask a policy for.
     record_environment_deleted(receipts, None, unique("tenant-keep"), "prod", datetime.now(UTC), "test")
     before = len(runtime_host.log())
     fired = runtime_host.request("POST", "admin/functions/receipt_retention", json={"input": ""})
@@ -60,7 +73,4 @@ def test_with_immutability_on_against_azurite_every_refused_policy_is_logged_and
         written = runtime_host.log()[before:]
         return written if SUMMARY.search(written) and "ReceiptRetentionFailed" in written else None
 
-    written = wait_until(finished, timeout=120, message="the timer's summary and its failure")
-    summary = SUMMARY.search(written)
-    assert summary is not None and summary.group(4) == "set"
-    assert re.search(r"receipt retention: not set: \S+: 501", written)  # named, with Azurite's answer
+    return wait_until(finished, timeout=120, message="the timer's summary and its failure")
