@@ -17,7 +17,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from shared.desired_state import EnvironmentSpecification
 from shared.errors import RuntimeCloudError
@@ -38,8 +38,14 @@ class Action(str, Enum):
 
 # A plan's counts: how many changes of each action (every action named, 0 when none). Kept as a plain
 # mapping where it is stored and sent; the document states its keys.
+def _every_action_counted(counts: dict[str, int]) -> dict[str, int]:
+    """Counts stored before an action existed (``replace``) read with that action at 0, as documented."""
+    return {action.value: counts.get(action.value, 0) for action in Action} | counts
+
+
 PlanCounts = Annotated[
     dict[str, int],
+    AfterValidator(_every_action_counted),
     WithJsonSchema(
         {
             "type": "object",
