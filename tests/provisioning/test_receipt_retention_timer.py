@@ -46,9 +46,11 @@ def test_the_timer_walks_the_receipts_and_with_immutability_off_sends_nothing(az
 
 def test_with_immutability_on_against_azurite_every_refused_policy_is_logged_and_the_firing_fails(key_dir, tmp_path):
     # An Azurite of its own: on the session's account the timer would ask a policy for every receipt
-    # the whole suite wrote, and Azurite answers each with 501. The host keeps Azure's default (on).
+    # the whole suite wrote, and Azurite answers each with 501. Immutability on, as on Azure (the local
+    # sample that `make setup` copies to local.settings.json turns it off).
     azurite = Azurite(tmp_path / "azurite").start()
-    runtime_host = HostProcess(REPO, provisioning_settings(azurite, key_dir), tmp_path / "host.log").start()
+    env = provisioning_settings(azurite, key_dir, RuntimeCloud__Receipts__Immutability="true")
+    runtime_host = HostProcess(REPO, env, tmp_path / "host.log").start()
     try:
         written = _fire_and_wait_for_failure(azurite, runtime_host)
     finally:
