@@ -78,24 +78,24 @@ class ControlPlaneApi:
 
     def _environment(self, tenant: str, name: str) -> EnvironmentRecord:
         what = f"environment {name} of tenant {tenant}"
-        answer = self.http.call("GET", f"v1/tenants/{segment(tenant)}/environments/{segment(name)}")
-        if answer.status == 404:
-            raise EnvironmentNotRegistered(NAME, f"{what} is not registered")
-        if answer.status != 200:
-            raise self.http.unexpected(answer, what)
-        record = self.http.parse(answer, EnvironmentRecord, what)
+        record = self.http.read(
+            f"v1/tenants/{segment(tenant)}/environments/{segment(name)}",
+            EnvironmentRecord,
+            what,
+            not_found=lambda: EnvironmentNotRegistered(NAME, f"{what} is not registered"),
+        )
         if (record.tenant, record.name) != (tenant, name):
             raise NeighbourAnswerInvalid(NAME, f"answered {what} about another environment")
         return record
 
     def _edition_quotas(self, edition: str) -> EditionQuotas:
         what = f"the quotas of edition {edition}"
-        answer = self.http.call("GET", f"v1/editions/{segment(edition)}/quotas")
-        if answer.status == 404:
-            raise EditionUnknown(NAME, f"edition {edition} is unknown")
-        if answer.status != 200:
-            raise self.http.unexpected(answer, what)
-        quotas = self.http.parse(answer, EditionQuotas, what)
+        quotas = self.http.read(
+            f"v1/editions/{segment(edition)}/quotas",
+            EditionQuotas,
+            what,
+            not_found=lambda: EditionUnknown(NAME, f"edition {edition} is unknown"),
+        )
         if quotas.edition != edition:
             raise NeighbourAnswerInvalid(NAME, f"answered {what} about another edition")
         return quotas

@@ -41,12 +41,12 @@ class DeliveryHost:
     def release(self, release_id: str, environment: str) -> Release:
         """What ``release_id`` holds for ``environment``; :class:`ReleaseUnknown` on 404."""
         what = f"release {release_id} for environment {environment}"
-        answer = self.http.call("GET", f"v1/releases/{segment(release_id)}/environments/{segment(environment)}")
-        if answer.status == 404:
-            raise ReleaseUnknown(NAME, f"{what} is unknown")
-        if answer.status != 200:
-            raise self.http.unexpected(answer, what)
-        release = self.http.parse(answer, Release, what)
+        release = self.http.read(
+            f"v1/releases/{segment(release_id)}/environments/{segment(environment)}",
+            Release,
+            what,
+            not_found=lambda: ReleaseUnknown(NAME, f"{what} is unknown"),
+        )
         if (release.release_id, release.environment) != (release_id, environment):
             raise NeighbourAnswerInvalid(NAME, f"answered {what} about another release or environment")
         return release

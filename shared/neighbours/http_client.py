@@ -105,6 +105,15 @@ class NeighbourHttp:
             return f"answered: {error.detail}"
         return f"answered HTTP {answer.status}"
 
+    def read(self, path: str, model: type[Model], what: str, not_found: Callable[[], Exception]) -> Model:
+        """``GET path`` as ``model``: 404 raises ``not_found()``, any status but 200 is off the contract."""
+        answer = self.call("GET", path)
+        if answer.status == 404:
+            raise not_found()
+        if answer.status != 200:
+            raise self.unexpected(answer, what)
+        return self.parse(answer, model, what)
+
     def parse(self, answer: Answer, model: type[Model], what: str) -> Model:
         """The answer's body as ``model``, or :class:`NeighbourAnswerInvalid` naming the first broken field."""
         try:

@@ -121,12 +121,12 @@ class KnowledgeHost:
     def get(self, artifact_id: str) -> StoredArtifact:
         """The artifact as stored, its content checked against its digest; :class:`ArtifactNotFound` on 404."""
         what = f"artifact {artifact_id}"
-        answer = self.http.call("GET", self._path(artifact_id))
-        if answer.status == 404:
-            raise ArtifactNotFound(NAME, f"{what} is not stored")
-        if answer.status != 200:
-            raise self.http.unexpected(answer, what)
-        stored = self.http.parse(answer, StoredArtifact, what)
+        stored = self.http.read(
+            self._path(artifact_id),
+            StoredArtifact,
+            what,
+            not_found=lambda: ArtifactNotFound(NAME, f"{what} is not stored"),
+        )
         if stored.artifact_id != artifact_id:
             raise NeighbourAnswerInvalid(NAME, f"answered {what} with another artifact")
         if not stored.content_matches:
