@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from azure.core import MatchConditions
-from azure.core.exceptions import HttpResponseError, ResourceModifiedError, ResourceNotFoundError
+from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import UpdateMode
 from pydantic import ValidationError
 
@@ -47,6 +47,7 @@ from shared.events.artifact_outbox import (
     PendingArtifact,
     record_row_key,
 )
+from shared.events.outbox import remove_stale_marker
 from shared.logs import app_logger
 from shared.neighbours.errors import ArtifactConflict, NeighbourError
 from shared.neighbours.knowledge_host import Artifact, KnowledgeHost, sha256_of
@@ -58,7 +59,6 @@ log = app_logger("knowledge-host")
 Row = dict[str, Any]
 
 MAX_BACKOFF = timedelta(hours=1)
-MARKER_GRACE = timedelta(minutes=5)  # a writer between its marker and its batch is never this far behind
 BUDGET_SECONDS = 45.0  # one firing stops starting PUTs after this long: the next firing goes on
 
 
@@ -214,18 +214,7 @@ class ArtifactPublisher:
             pass  # another dispatcher settled it meanwhile
 
     def _unmark(self, marker: Any) -> None:
-        touched = marker.metadata.get("timestamp")
-        if touched is None or self._now() - touched < MARKER_GRACE:
-            return  # a writer may be between its marker and its batch
-        try:
-            self._outbox.markers.delete_entity(
-                marker["PartitionKey"],
-                marker["RowKey"],
-                etag=marker.metadata["etag"],
-                match_condition=MatchConditions.IfNotModified,
-            )
-        except (ResourceModifiedError, ResourceNotFoundError, HttpResponseError):
-            pass  # touched again since: keep it
+        remove_stale_marker(self._outbox.markers, marker, self._now())
 
 
 def _fields(pending: PendingArtifact) -> Row:

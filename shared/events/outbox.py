@@ -270,18 +270,8 @@ class Outbox:
         _marked.put(key, time.monotonic())
 
     def _unmark(self, marker: Any) -> None:
-        touched = marker.metadata.get("timestamp")
-        if self._markers is None or touched is None or datetime.now(UTC) - touched < MARKER_GRACE:
-            return  # no markers kept; or a writer may be between its marker and its commit
-        try:
-            self._markers.delete_entity(
-                marker["PartitionKey"],
-                marker["RowKey"],
-                etag=marker.metadata["etag"],
-                match_condition=MatchConditions.IfNotModified,
-            )
-        except (ResourceModifiedError, ResourceNotFoundError, HttpResponseError):
-            pass  # touched again since: keep it
+        if self._markers is not None:  # no markers kept: nothing to remove
+            remove_stale_marker(self._markers, marker, datetime.now(UTC))
 
     def purge_dispatched(self, older_than: timedelta) -> int:
         cutoff = (datetime.now(UTC) - older_than).isoformat()
@@ -405,3 +395,22 @@ def outbox_for(storage: StorageClients, table_name: str, source: str) -> Outbox:
 def read_events(queue: QueueClient, max_messages: int = 32) -> list[dict[str, Any]]:
     """Peek at published events (for tests and diagnostics)."""
     return [json.loads(m.content) for m in queue.peek_messages(max_messages=max_messages)]
+
+
+def remove_stale_marker(markers: TableClient, marker: Any, now: datetime) -> None:
+    """Delete a pending marker once it is older than MARKER_GRACE and untouched since it was read.
+
+    A younger one may belong to a writer between its marker and its commit; a changed one was
+    touched again since: both are kept."""
+    touched = marker.metadata.get("timestamp")
+    if touched is None or now - touched < MARKER_GRACE:
+        return
+    try:
+        markers.delete_entity(
+            marker["PartitionKey"],
+            marker["RowKey"],
+            etag=marker.metadata["etag"],
+            match_condition=MatchConditions.IfNotModified,
+        )
+    except (ResourceModifiedError, ResourceNotFoundError, HttpResponseError):
+        pass  # touched again since: keep it
