@@ -6,9 +6,9 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from functions import blueprints_for
-from shared.http.endpoint import configure_authentication
-from shared.settings import get_settings
-from shared.storage.bootstrap import prepare_store
+from shared.platform.http.endpoint import configure_authentication
+from shared.platform.storage.bootstrap import prepare_store
+from shared.wiring.settings import get_settings
 from shared.wiring.telemetry import configure_telemetry
 
 settings = get_settings()  # invalid settings stop the host here, naming the setting

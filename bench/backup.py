@@ -46,7 +46,7 @@ from shared.backup.export import export_store
 from shared.backup.location import BackupLocation
 from shared.backup.restore import restore_store
 from shared.backup.settings import BackupSettings
-from shared.storage.clients import StorageClients, clients_from_connection_string
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
 
 TABLE = "BenchRows"
 CHANGED = 10

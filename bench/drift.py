@@ -215,13 +215,13 @@ def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
     from shared.inventory.observers.registry import observer_for
     from shared.inventory.scan import Scanner
     from shared.inventory.store import InventoryStore
+    from shared.platform.storage.clients import clients_from_connection_string
+    from shared.platform.storage.resources import ensure_resources
     from shared.provisioning.api import ProvisioningApi
     from shared.provisioning.receipts import ReceiptStore
     from shared.provisioning.service import ProvisioningService
     from shared.provisioning.store import ProvisioningStore
-    from shared.settings import load_settings
-    from shared.storage.clients import clients_from_connection_string
-    from shared.storage.resources import ensure_resources
+    from shared.wiring.settings import load_settings
 
     settings = load_settings()
     clients = clients_from_connection_string(azurite.connection_string())

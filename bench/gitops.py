@@ -67,8 +67,8 @@ def median(samples: list[float]) -> float:
 def measure(scratch: Path, repeat: int) -> dict[str, float]:
     from shared.gitops.bindings import BindingRequest
     from shared.gitops.reconcile import Trigger
-    from shared.storage.clients import shared_host_storage
-    from shared.storage.resources import ensure_resources
+    from shared.platform.storage.clients import shared_host_storage
+    from shared.platform.storage.resources import ensure_resources
     from shared.wiring import gitops, provisioning
 
     ensure_resources(shared_host_storage())

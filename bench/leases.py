@@ -115,7 +115,7 @@ def run_series(name: str, clients: int, seconds: float, make_cycle: Callable[[in
 
 
 def raw_insert_baseline(table: TableClient, count: int) -> list[float]:
-    from shared.storage.conditional import insert_if_absent
+    from shared.platform.storage.conditional import insert_if_absent
 
     samples = []
     for index in range(count + 10):
@@ -244,7 +244,7 @@ def measure(azurite: Azurite, host: HostProcess, root: Path, settings: dict[str,
 
 def raw_cycle_factory(table: TableClient, inserts: list[float]) -> Callable[[int], Callable[[], None]]:
     """Baseline (c): a conditional insert of a fresh row, then its delete (the cheapest lease cycle)."""
-    from shared.storage.conditional import insert_if_absent
+    from shared.platform.storage.conditional import insert_if_absent
 
     lock = threading.Lock()
 
@@ -380,7 +380,7 @@ def _same_for_every_client(cycle: Callable[[], None]) -> Callable[[int], Callabl
 def in_process_store(azurite: Azurite, settings: dict[str, str], **options: Any) -> CapacityStore:
     from shared.capacity.settings import CapacitySettings
     from shared.capacity.store import CapacityStore
-    from shared.storage.clients import clients_from_connection_string
+    from shared.platform.storage.clients import clients_from_connection_string
 
     clients = clients_from_connection_string(azurite.connection_string(), **options)
     return CapacityStore.from_clients(clients, CapacitySettings(), "/bench")

@@ -38,14 +38,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._results import record
-from shared.auth.principal import PrincipalKind, Requester
 from shared.iac.model import Action, ResourceChange
+from shared.platform.auth.principal import PrincipalKind, Requester
+from shared.platform.targets import ProvisioningTarget
 from shared.policy.bundle import EffectiveBundle, effective_bundle, layer_paths, parse_layer
 from shared.policy.evaluation import compile_bundle, evaluate_rules
 from shared.policy.facts import PlanFacts
 from shared.policy.sources import FileTree
 from shared.policy.verdict import verdict_of
-from shared.targets import ProvisioningTarget
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = ProvisioningTarget.model_validate(

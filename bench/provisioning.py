@@ -59,7 +59,7 @@ from devhost.tokens import mint_token
 from runner_job.scaler import START_DELAY_VARIABLE
 from shared.desired_state import EnvironmentSpecification
 from shared.iac.embedded.runner import EmbeddedRunner
-from shared.targets import ProvisioningTarget
+from shared.platform.targets import ProvisioningTarget
 from tests.conftest import REPO
 from tests.provisioning.conftest import provisioning_settings
 from tests.support.host import HostProcess, wait_until

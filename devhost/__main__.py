@@ -21,7 +21,7 @@ from pathlib import Path
 
 from devhost.tokens import DEFAULT_AUDIENCE, DEFAULT_ISSUER, mint_token
 
-# The ids the app logs as fields (``extra=``, see shared/logs.py in the app). Application
+# The ids the app logs as fields (``extra=``, see shared/platform/logs.py in the app). Application
 # Insights keeps them as custom dimensions; here they follow the message.
 LOG_FIELDS = ("tenant_id", "environment_id", "run_id", "lease_id")
 

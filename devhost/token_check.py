@@ -1,6 +1,6 @@
 """``devhost token`` refuses what the host would refuse.
 
-A minted token is checked by the app's own validator (``shared/auth/tokens.py``: the lifetime over
+A minted token is checked by the app's own validator (``shared/platform/auth/tokens.py``: the lifetime over
 ``RuntimeCloud:Auth:MaxTokenLifetimeSeconds``, a tenant claim that is not a tenant id, a principal that
 names one of the host's system actors, ...) with the app's ``RuntimeCloud:Auth`` settings, so the rules
 are the app's and never a copy here. The app's modules are loaded from the app folder by path, as the
@@ -30,10 +30,10 @@ def check_token(app_dir: Path, token: str, values: Mapping[str, str], key_dir: P
     An app without this product's validator (the tests' small apps) has no rules to check against."""
     if not (app_dir / VALIDATOR).is_file():
         return
-    host_settings = _app_module(app_dir, "shared.host_settings")
-    tokens = _app_module(app_dir, "shared.auth.tokens")
-    signing_keys = _app_module(app_dir, "shared.auth.signing_keys")
-    errors = _app_module(app_dir, "shared.errors")
+    host_settings = _app_module(app_dir, "shared.platform.host_settings")
+    tokens = _app_module(app_dir, "shared.platform.auth.tokens")
+    signing_keys = _app_module(app_dir, "shared.platform.auth.signing_keys")
+    errors = _app_module(app_dir, "shared.platform.errors")
     try:
         settings = host_settings.AuthSettings.model_validate(_auth_section(host_settings.AuthSettings, values, key_dir))
     except ValueError as error:  # pydantic's ValidationError: the host would not start with these settings

@@ -1,7 +1,7 @@
 """Mirrors what the artifacts' outbox holds to KnowledgeHost (receipts, run outputs, drift reports).
 
 Without ``RuntimeCloud:KnowledgeHost:BaseUrl`` nothing is recorded and the
-timer does nothing. See :mod:`shared.events.artifact_dispatch` for the order,
+timer does nothing. See :mod:`shared.platform.events.artifact_dispatch` for the order,
 retries and dead letters.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.logs import app_logger
-from shared.settings import get_settings
-from shared.timer_schedules import timer_schedule
+from shared.platform.logs import app_logger
+from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import neighbours
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint()
 log = app_logger("knowledge-host")

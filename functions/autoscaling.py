@@ -18,22 +18,22 @@ import azure.functions as func
 from pydantic import BaseModel, Field
 
 from orchestrations.provisioning_client import start_and_wake
-from shared.auth import Caller, Role, Scope
 from shared.autoscaling.policy import AutoscalingPolicy
 from shared.autoscaling.records import DecisionList, DecisionRecord, ScalerStatus
 from shared.autoscaling.scaler import Evaluation
 from shared.capacity import pools
 from shared.capacity.models import POOL_ID
-from shared.http import problems
-from shared.http.endpoint import endpoint
-from shared.http.paging import parse_query
-from shared.http.responses import JsonResult
-from shared.http.validation import parse_model
-from shared.logs import app_logger
-from shared.settings import get_settings
-from shared.timer_schedules import timer_schedule
+from shared.platform.auth import Caller, Role, Scope
+from shared.platform.http import problems
+from shared.platform.http.endpoint import endpoint
+from shared.platform.http.paging import parse_query
+from shared.platform.http.responses import JsonResult
+from shared.platform.http.validation import parse_model
+from shared.platform.logs import app_logger
+from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import autoscaling as wiring
 from shared.wiring import capacity as capacity_wiring
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("autoscaling")

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.auth import Caller, Role, Scope
 from shared.autoscaling.ownership import refuse_resize_by_hand
 from shared.capacity import editions, pools
 from shared.capacity.errors import (
@@ -49,15 +48,7 @@ from shared.capacity.models import (
     RenewRequest,
     with_ttl_bound,
 )
-from shared.capacity.retention import purge_expired_history
-from shared.capacity.usage import tenant_usage
-from shared.errors import InvalidInput
-from shared.http import problems
-from shared.http.endpoint import endpoint
-from shared.http.paging import parse_query
-from shared.http.responses import JsonResult
-from shared.http.validation import parse_model
-from shared.http.views.capacity import (
+from shared.capacity.responses import (
     EditionSaved,
     LeaseList,
     LeasesQuery,
@@ -66,10 +57,19 @@ from shared.http.views.capacity import (
     QuotasView,
     TenantUsage,
 )
-from shared.logs import app_logger
-from shared.settings import get_settings
-from shared.timer_schedules import timer_schedule
+from shared.capacity.retention import purge_expired_history
+from shared.capacity.usage import tenant_usage
+from shared.platform.auth import Caller, Role, Scope
+from shared.platform.errors import InvalidInput
+from shared.platform.http import problems
+from shared.platform.http.endpoint import endpoint
+from shared.platform.http.paging import parse_query
+from shared.platform.http.responses import JsonResult
+from shared.platform.http.validation import parse_model
+from shared.platform.logs import app_logger
+from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import capacity as wiring
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("capacity")

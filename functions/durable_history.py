@@ -19,9 +19,9 @@ from datetime import UTC, datetime, timedelta
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.logs import app_logger
-from shared.settings import get_settings
-from shared.timer_schedules import timer_schedule
+from shared.platform.logs import app_logger
+from shared.platform.timer_schedules import timer_schedule
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint()
 log = app_logger("durable")

@@ -33,29 +33,29 @@ from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrations.provisioning_client import start_and_wake
-from shared import safe_json
-from shared.auth import Caller, Role, Scope
 from shared.desired_state import NAME_PATTERN
-from shared.errors import NotFound, StoreUnavailable
-from shared.field_errors import field_errors
 from shared.gitops import secrets, signatures
 from shared.gitops.bindings import BindingRequest, SuspendRequest
 from shared.gitops.reconcile import SyncBusy, SyncOutcome, Trigger
+from shared.gitops.responses import GitOpsBindingView, GitOpsStatusView, GitOpsSyncView, GitOpsWebhookAnswer
 from shared.gitops.webhooks import UnreadablePayload, read_push
-from shared.http import problems
-from shared.http.contract import CONTRACT_ATTRIBUTE, Contract
-from shared.http.endpoint import endpoint
-from shared.http.responses import JsonResult, json_response
-from shared.http.validation import parse_model
-from shared.http.views.gitops import GitOpsBindingView, GitOpsStatusView, GitOpsSyncView, GitOpsWebhookAnswer
-from shared.identifiers import TENANT_PATTERN, is_tenant
-from shared.logs import app_logger, ids
-from shared.provisioning.rejections import record_rejection
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
-from shared.telemetry import message_span
-from shared.timer_schedules import timer_schedule
+from shared.platform import safe_json
+from shared.platform.auth import Caller, Role, Scope
+from shared.platform.errors import NotFound, StoreUnavailable
+from shared.platform.field_errors import field_errors
+from shared.platform.http import problems
+from shared.platform.http.contract import CONTRACT_ATTRIBUTE, Contract
+from shared.platform.http.endpoint import endpoint
+from shared.platform.http.responses import JsonResult, json_response
+from shared.platform.http.validation import parse_model
+from shared.platform.identifiers import TENANT_PATTERN, is_tenant
+from shared.platform.logs import app_logger, ids
+from shared.platform.rejections import record_rejection
+from shared.platform.storage.clients import shared_host_storage
+from shared.platform.telemetry import message_span
+from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import gitops as wiring
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("gitops")

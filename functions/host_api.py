@@ -11,15 +11,15 @@ import azure.functions as func
 
 import shared
 from functions import blueprints_for
-from shared.auth import Caller, Scope
 from shared.health import finished_answer, health_answer
-from shared.http.endpoint import endpoint
-from shared.http.openapi import build_document
-from shared.http.views.host import OPENAPI_DOCUMENT, HealthView, TargetsView
+from shared.health.responses import OPENAPI_DOCUMENT, HealthView, TargetsView
 from shared.iac.runner_info import describe_runner
-from shared.settings import get_settings
-from shared.targets import targets_for
+from shared.platform.auth import Caller, Scope
+from shared.platform.http.endpoint import endpoint
+from shared.platform.http.openapi import build_document
+from shared.platform.targets import targets_for
 from shared.wiring import health
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 

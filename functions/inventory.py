@@ -25,16 +25,12 @@ import azure.functions as func
 
 from orchestrations.inventory import STORE_UNAVAILABLE, ScanState, read_scan, start_scan, status_url, wait_for_scan
 from orchestrations.provisioning_client import start_and_wake, status_path
-from shared import safe_json
-from shared.auth import Caller, Role, Scope
-from shared.errors import Conflict, NotFound, StoreUnavailable
 from shared.gitops.adoption import FollowsGit
-from shared.http import problems
-from shared.http.endpoint import endpoint
-from shared.http.paging import parse_query
-from shared.http.responses import JsonResult
-from shared.http.validation import parse_model
-from shared.http.views.inventory import (
+from shared.inventory.decisions import AcceptBody, RejectBody
+from shared.inventory.errors import ScanInProgress
+from shared.inventory.ignore_rules import NewIgnoreRule
+from shared.inventory.inbox import NotAnEvent, handle_event
+from shared.inventory.responses import (
     AcceptedProposal,
     EnvironmentList,
     EnvironmentsQuery,
@@ -51,19 +47,23 @@ from shared.http.views.inventory import (
     ScanOutcome,
     ScanView,
 )
-from shared.inventory.decisions import AcceptBody, RejectBody
-from shared.inventory.errors import ScanInProgress
-from shared.inventory.ignore_rules import NewIgnoreRule
-from shared.inventory.inbox import NotAnEvent, handle_event
 from shared.inventory.retention import purge
-from shared.logs import app_logger, ids
-from shared.provisioning.rejections import record_rejection
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
-from shared.telemetry import message_span
-from shared.timer_schedules import timer_schedule
+from shared.platform import safe_json
+from shared.platform.auth import Caller, Role, Scope
+from shared.platform.errors import Conflict, NotFound, StoreUnavailable
+from shared.platform.http import problems
+from shared.platform.http.endpoint import endpoint
+from shared.platform.http.paging import parse_query
+from shared.platform.http.responses import JsonResult
+from shared.platform.http.validation import parse_model
+from shared.platform.logs import app_logger, ids
+from shared.platform.rejections import record_rejection
+from shared.platform.storage.clients import shared_host_storage
+from shared.platform.telemetry import message_span
+from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import gitops as gitops_wiring
 from shared.wiring import inventory as wiring
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("inventory")

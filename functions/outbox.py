@@ -7,12 +7,12 @@ from datetime import timedelta
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.events.outbox import Outbox, outbox_for
-from shared.logs import app_logger
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
-from shared.storage.resources import OUTBOX_TABLES
-from shared.timer_schedules import timer_schedule
+from shared.platform.events.outbox import Outbox, outbox_for
+from shared.platform.logs import app_logger
+from shared.platform.storage.clients import shared_host_storage
+from shared.platform.storage.resources import OUTBOX_TABLES
+from shared.platform.timer_schedules import timer_schedule
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint()
 log = app_logger("outbox")

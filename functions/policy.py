@@ -20,36 +20,36 @@ import azure.durable_functions as df
 import azure.functions as func
 from pydantic import ValidationError
 
-from shared.auth import Caller, Requester, Role, Scope
-from shared.errors import InvalidInput, NotFound
-from shared.field_errors import field_errors
-from shared.http import problems
-from shared.http.endpoint import endpoint
-from shared.http.paging import parse_query
-from shared.http.responses import JsonResult
-from shared.http.validation import parse_json_body, parse_model
-from shared.http.views.policy import (
+from shared.iac.model import RunnerError, TargetUnreachable
+from shared.iac.registry import runner_for
+from shared.platform.auth import Caller, Requester, Role, Scope
+from shared.platform.errors import InvalidInput, NotFound
+from shared.platform.field_errors import field_errors
+from shared.platform.http import problems
+from shared.platform.http.endpoint import endpoint
+from shared.platform.http.paging import parse_query
+from shared.platform.http.responses import JsonResult
+from shared.platform.http.validation import parse_json_body, parse_model
+from shared.platform.identifiers import IDEMPOTENCY_KEY_PATTERN, is_idempotency_key
+from shared.platform.logs import app_logger
+from shared.platform.targets import target_for
+from shared.platform.timer_schedules import timer_schedule
+from shared.policy.bundle import EffectiveBundle
+from shared.policy.exceptions import NewPolicyException, PolicyException, check_expiry
+from shared.policy.facts import PlanFacts
+from shared.policy.responses import (
     DryRunVerdict,
     EffectivePolicy,
     PolicyExceptionList,
     PolicyExceptionsQuery,
     PolicyExceptionView,
 )
-from shared.iac.model import RunnerError, TargetUnreachable
-from shared.iac.registry import runner_for
-from shared.identifiers import IDEMPOTENCY_KEY_PATTERN, is_idempotency_key
-from shared.logs import app_logger
-from shared.policy.bundle import EffectiveBundle
-from shared.policy.exceptions import NewPolicyException, PolicyException, check_expiry
-from shared.policy.facts import PlanFacts
 from shared.policy.sources import PolicyUnavailable
 from shared.provisioning.releases import ReleaseUnresolved
 from shared.provisioning.sources import Declaration
-from shared.settings import get_settings
-from shared.targets import target_for
-from shared.timer_schedules import timer_schedule
 from shared.wiring import policy as wiring
 from shared.wiring import provisioning
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 

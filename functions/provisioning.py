@@ -12,17 +12,28 @@ import azure.functions as func
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrations.provisioning_client import ensure_started, notify_decision, start_and_wake, status_path, wake
-from shared import safe_json
-from shared.auth import Caller, Requester, Role, Scope
 from shared.desired_state import NAME_PATTERN
-from shared.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from shared.field_errors import field_errors
-from shared.http import problems
-from shared.http.endpoint import endpoint
-from shared.http.paging import parse_query
-from shared.http.responses import JsonResult
-from shared.http.validation import parse_json_body
-from shared.http.views.provisioning import (
+from shared.iac.jobs.store import JobStore
+from shared.platform import safe_json
+from shared.platform.auth import Caller, Requester, Role, Scope
+from shared.platform.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from shared.platform.field_errors import field_errors
+from shared.platform.http import problems
+from shared.platform.http.endpoint import endpoint
+from shared.platform.http.paging import parse_query
+from shared.platform.http.responses import JsonResult
+from shared.platform.http.validation import parse_json_body
+from shared.platform.identifiers import IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN, is_idempotency_key
+from shared.platform.logs import app_logger, ids
+from shared.platform.rejections import record_rejection
+from shared.platform.storage.clients import shared_host_storage
+from shared.platform.telemetry import annotate, message_span
+from shared.platform.timer_schedules import timer_schedule
+from shared.provisioning.decisions import cancel, decide, decide_as_control_plane
+from shared.provisioning.lifecycle import RunRef
+from shared.provisioning.outcomes import Outcome
+from shared.provisioning.releases import ReleaseReference
+from shared.provisioning.responses import (
     EnvironmentSpecification,
     ReceiptView,
     RunAccepted,
@@ -30,23 +41,12 @@ from shared.http.views.provisioning import (
     RunsQuery,
     RunView,
 )
-from shared.iac.jobs.store import JobStore
-from shared.identifiers import IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN, is_idempotency_key
-from shared.logs import app_logger, ids
-from shared.provisioning.decisions import cancel, decide, decide_as_control_plane
-from shared.provisioning.lifecycle import RunRef
-from shared.provisioning.outcomes import Outcome
-from shared.provisioning.rejections import record_rejection
-from shared.provisioning.releases import ReleaseReference
 from shared.provisioning.runs import FailureReason, Run
 from shared.provisioning.service import SecretInSpecification
 from shared.provisioning.sources import Declaration
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
-from shared.telemetry import annotate, message_span
-from shared.timer_schedules import timer_schedule
 from shared.wiring import provisioning as wiring
 from shared.wiring.neighbours import control_plane_is_authority
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("provisioning")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.settings import get_settings
-from shared.timer_schedules import timer_schedule
+from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import receipt_retention as wiring
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint()
 

@@ -19,11 +19,11 @@ import re
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.auth import Caller, Scope
 from shared.desired_state import NAME_PATTERN
-from shared.errors import NotFound
-from shared.http.endpoint import endpoint
-from shared.http.views.provisioning import RunOutputs
+from shared.platform.auth import Caller, Scope
+from shared.platform.errors import NotFound
+from shared.platform.http.endpoint import endpoint
+from shared.provisioning.responses import RunOutputs
 from shared.provisioning.verification import ChainReport, verify_environment
 from shared.wiring import provisioning as wiring
 

@@ -30,10 +30,10 @@ import azure.functions as func
 from orchestrations.starting import ACTIVE, start_once
 from shared.capacity.pools import list_pools
 from shared.capacity.sweeper import sweep_pool
-from shared.logs import app_logger
-from shared.settings import get_settings
-from shared.timer_schedules import timer_schedule
+from shared.platform.logs import app_logger
+from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import capacity as wiring
+from shared.wiring.settings import get_settings
 
 bp = df.Blueprint()
 log = app_logger("capacity")

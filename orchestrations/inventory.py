@@ -29,9 +29,9 @@ import azure.durable_functions as df
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
 from orchestrations.starting import ACTIVE
-from shared.errors import NotFound, StoreUnavailable
 from shared.inventory.errors import ScanInProgress
-from shared.logs import app_logger, ids
+from shared.platform.errors import NotFound, StoreUnavailable
+from shared.platform.logs import app_logger, ids
 from shared.wiring import inventory as wiring
 
 bp = df.Blueprint()

@@ -46,9 +46,9 @@ from orchestrations.provisioning_client import (
 )
 from orchestrations.waits import JobNotice, Wakes
 from shared.iac.jobs.protocol import JobKind
+from shared.platform.telemetry import annotate
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
-from shared.telemetry import annotate
 from shared.wiring.provisioning import steps
 
 bp = df.Blueprint()

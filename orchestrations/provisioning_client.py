@@ -14,12 +14,12 @@ from collections.abc import Iterable
 import azure.durable_functions as df
 
 from orchestrations.starting import start_once
-from shared.logs import app_logger, ids
+from shared.platform.logs import app_logger, ids
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.runner_jobs import notice_event
 from shared.provisioning.runs import Run
-from shared.settings import get_settings
 from shared.wiring import provisioning as wiring
+from shared.wiring.settings import get_settings
 
 log = app_logger("provisioning")
 

@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("azure").setLevel(logging.WARNING)
 
     from runner_job.job import parse_request, run_request
-    from shared.settings import Settings
-    from shared.storage.clients import host_storage
+    from shared.platform.storage.clients import host_storage
+    from shared.wiring.settings import Settings
 
     # Only the IaC section: a job verifies no tokens, so the host's auth settings are not its to need.
     iac = Settings().runtime_cloud.iac
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
 
         remake = tuple(Path(os.environ[name]) for name in _REMADE if os.environ.get(name))
         return serve(host_storage, iac, Scrub(tuple(args.wipe), remake, args.reap_user), args.runs)
-    from shared import telemetry
+    from shared.platform import telemetry
 
     telemetry.configure()  # as the host's: Application Insights, or OTLP JSON lines locally
     storage = host_storage()

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shared.clock import now_iso
 from shared.desired_state import EnvironmentSpecification, RunnerName
 from shared.iac.jobs.event_log import EventLog
 from shared.iac.jobs.failures import applied_before, to_wire
@@ -27,6 +26,7 @@ from shared.iac.pulumi.runner import PulumiRunner
 from shared.iac.pulumi.saved_plans import SavedPlans
 from shared.iac.registry import runner_for
 from shared.iac.settings import IaCSettings
+from shared.platform.clock import now_iso
 from shared.provisioning.configuration import SecretUnresolvable, resolve_secrets
 
 

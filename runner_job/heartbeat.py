@@ -14,7 +14,7 @@ from types import TracebackType
 
 from shared.iac.jobs.protocol import JobRequest
 from shared.iac.jobs.store import JobStore
-from shared.logs import app_logger
+from shared.platform.logs import app_logger
 
 log = app_logger("runner_job")
 

@@ -39,7 +39,6 @@ from pydantic import ValidationError
 
 from runner_job.execute import execute
 from runner_job.heartbeat import Heartbeat
-from shared.clock import now_iso
 from shared.iac.jobs.event_log import EventLog
 from shared.iac.jobs.handover import Handover
 from shared.iac.jobs.lock_owners import JobLockOwners
@@ -48,11 +47,12 @@ from shared.iac.jobs.protocol import JobFailure, JobKind, JobNotice, JobRequest,
 from shared.iac.jobs.store import JobInputTampered, JobStore, folder_of
 from shared.iac.pulumi.saved_plans import PLANS_CONTAINER, SavedPlans
 from shared.iac.settings import IaCSettings
-from shared.logs import app_logger, ids
+from shared.platform.clock import now_iso
+from shared.platform.logs import app_logger, ids
+from shared.platform.storage.clients import StorageClients
+from shared.platform.telemetry.tracing import span
 from shared.provisioning.cancellation import JobCancelWatch
 from shared.provisioning.journal import TableStepJournal
-from shared.storage.clients import StorageClients
-from shared.telemetry.tracing import span
 
 log = app_logger("runner_job")
 

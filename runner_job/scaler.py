@@ -37,11 +37,11 @@ from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient
 
 from runner_job.job import BadRequest, parse_request, run_request
-from shared import telemetry
 from shared.iac.jobs.protocol import JobRequest
 from shared.iac.settings import IaCSettings
-from shared.logs import app_logger
-from shared.storage.clients import StorageClients
+from shared.platform import telemetry
+from shared.platform.logs import app_logger
+from shared.platform.storage.clients import StorageClients
 
 log = app_logger("runner_job")
 

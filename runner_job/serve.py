@@ -35,10 +35,10 @@ from pathlib import Path
 
 from runner_job.job import run_request
 from runner_job.scaler import Taken, take_one
-from shared import telemetry
 from shared.iac.settings import IaCSettings
-from shared.logs import app_logger
-from shared.storage.clients import StorageClients
+from shared.platform import telemetry
+from shared.platform.logs import app_logger
+from shared.platform.storage.clients import StorageClients
 
 log = app_logger("runner_job")
 

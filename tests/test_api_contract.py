@@ -14,8 +14,8 @@ import pytest
 import schemathesis
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.http.endpoint import endpoint
-from shared.http.openapi import build_document
+from shared.platform.http.endpoint import endpoint
+from shared.platform.http.openapi import build_document
 from tests.conftest import app_settings
 from tests.support.app_routes import RegisteredRoute, registered_http_routes
 

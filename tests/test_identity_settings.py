@@ -17,14 +17,14 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from shared.credentials import azure_credential, forget_credentials
-from shared.errors import InvalidSettings
 from shared.inventory.observers.arm import default_client
+from shared.platform.credentials import azure_credential, forget_credentials
+from shared.platform.errors import InvalidSettings
+from shared.platform.storage.clients import host_storage
+from shared.platform.target_access import target_blob_service, target_queue_service
+from shared.platform.targets import ProvisioningTarget
 from shared.provisioning.configuration import key_vault_client
-from shared.settings import load_settings
-from shared.storage.clients import host_storage
-from shared.target_access import target_blob_service, target_queue_service
-from shared.targets import ProvisioningTarget
+from shared.wiring.settings import load_settings
 
 CLIENT_ID = "11111111-2222-3333-4444-555555555555"
 FLEX = {

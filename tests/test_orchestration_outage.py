@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from devhost.azurite import Azurite
-from shared.http.endpoint import task_hub_unavailable
+from shared.platform.http.endpoint import task_hub_unavailable
 from tests.autoscaling.conftest import AutoscalingApi
 from tests.autoscaling.test_pool_autoscaling import EAGER
 from tests.conftest import REPO, app_settings, git_sources_root

@@ -11,9 +11,9 @@ from azure.core import MatchConditions
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
-from shared.errors import AlreadyExists, ConcurrencyConflict
-from shared.events.cloudevents import NewEvent
-from shared.events.outbox import Outbox
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict
+from shared.platform.events.cloudevents import NewEvent
+from shared.platform.events.outbox import Outbox
 
 
 @pytest.fixture

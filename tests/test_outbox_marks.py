@@ -13,9 +13,9 @@ import pytest
 from azure.data.tables import TableServiceClient
 from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
-from shared.events import outbox as outbox_module
-from shared.events.cloudevents import NewEvent
-from shared.events.outbox import Outbox, outbox_row_key
+from shared.platform.events import outbox as outbox_module
+from shared.platform.events.cloudevents import NewEvent
+from shared.platform.events.outbox import Outbox, outbox_row_key
 
 
 @pytest.fixture

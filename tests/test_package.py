@@ -248,7 +248,7 @@ def test_core_tools_port_reads_patterns_as_core_tools_does() -> None:
     assert not ignore.accepts(".data/auth/key.pem")
     assert not ignore.accepts("shared/__pycache__/a.cpython-311.pyc")
     assert not ignore.accepts("__pycache__/a.pyc")
-    assert ignore.accepts("shared/settings.py")
+    assert ignore.accepts("shared/wiring/settings.py")
     # `*` never matches an empty string there: local.settings.json needs its own line.
     assert ignore.accepts("local.settings.json")
     assert not ignore.accepts("local.settings.ci.json")

@@ -19,10 +19,10 @@ import pytest
 from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableClient
 
+from shared.platform.storage.clients import clients_from_connection_string
+from shared.platform.storage.streams import stream_key
 from shared.provisioning.runs import Run, RunState, SourceInfo, TimelineEntry
 from shared.provisioning.store import RUNS_TABLE, ProvisioningStore
-from shared.storage.clients import clients_from_connection_string
-from shared.storage.streams import stream_key
 
 ENVIRONMENTS = ("env-a", "env-b", "env-c")
 RUNS_PER_ENVIRONMENT = 1000

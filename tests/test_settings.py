@@ -7,8 +7,8 @@ import json
 import pytest
 
 from shared.desired_state import RunnerName
-from shared.errors import InvalidSettings
-from shared.settings import load_settings
+from shared.platform.errors import InvalidSettings
+from shared.wiring.settings import load_settings
 
 BASE = {
     "AzureWebJobsStorage": "UseDevelopmentStorage=true",

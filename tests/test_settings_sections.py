@@ -13,9 +13,9 @@ import json
 import azure.functions as func
 import pytest
 
-from shared.http import endpoint as pipeline
-from shared.settings import Settings
+from shared.platform.http import endpoint as pipeline
 from shared.wiring.health import health_sections
+from shared.wiring.settings import Settings
 
 
 def test_without_an_auth_section_the_pipeline_refuses_every_call_in_process(monkeypatch: pytest.MonkeyPatch) -> None:

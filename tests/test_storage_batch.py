@@ -15,9 +15,9 @@ import pytest
 from azure.core import MatchConditions
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 
-from shared.errors import AlreadyExists, ConcurrencyConflict
-from shared.storage.clients import clients_from_connection_string
-from shared.storage.conditional import submit_batch
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict
+from shared.platform.storage.clients import clients_from_connection_string
+from shared.platform.storage.conditional import submit_batch
 from storage_protocol.table_batch import send_batch
 
 Send = Callable[[TableClient, Sequence[Any]], Any]

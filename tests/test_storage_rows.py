@@ -1,4 +1,4 @@
-"""The lean single-row writes (shared.storage.rows) store and raise exactly what the SDK's methods do.
+"""The lean single-row writes (shared.platform.storage.rows) store and raise exactly what the SDK's methods do.
 
 Both ways write to Azurite on twin rows: the stored rows (every type the lease
 path writes and a few more), the ETag each answers, and the error each raises
@@ -17,10 +17,10 @@ from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError
 from azure.data.tables import TableClient, UpdateMode
 
-from shared.errors import AlreadyExists, ConcurrencyConflict
-from shared.storage.clients import clients_from_connection_string
-from shared.storage.conditional import insert_if_absent, replace_if_unchanged
-from shared.storage.rows import insert_row, merge_row, replace_row
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict
+from shared.platform.storage.clients import clients_from_connection_string
+from shared.platform.storage.conditional import insert_if_absent, replace_if_unchanged
+from shared.platform.storage.rows import insert_row, merge_row, replace_row
 
 STALE = "W/\"datetime'2020-01-01T00%3A00%3A00.0000000Z'\""
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from shared.auth.principal import PrincipalKind, SystemPrincipal
+from shared.platform.auth.principal import PrincipalKind, SystemPrincipal
 from shared.provisioning.runs import Run
 from tests.policy.helpers import OPERATOR_ROLES, approve
 from tests.provisioning.helpers import (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.settings_section import six_field_ncrontab
+from shared.platform.settings_section import six_field_ncrontab
 from tests.conftest import REPO, app_settings
 from tests.support.host import HostProcess
 

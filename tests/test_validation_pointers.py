@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.field_errors import json_pointer
+from shared.platform.field_errors import json_pointer
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""What the request pipeline remembers of verified tokens (shared.http.endpoint.VerifiedTokens).
+"""What the request pipeline remembers of verified tokens (shared.platform.http.endpoint.VerifiedTokens).
 
 A token's caller is remembered by the token's exact text and never past the
 token's own ``exp``; a token whose expiry cannot be read is not remembered.
@@ -11,8 +11,8 @@ import base64
 import json
 import time
 
-from shared.auth.caller import Caller
-from shared.http.endpoint import VerifiedTokens
+from shared.platform.auth.caller import Caller
+from shared.platform.http.endpoint import VerifiedTokens
 
 CALLER = Caller(client_id="client", tenant="tenant-a", scopes=frozenset({"factory.health.read"}), roles=frozenset())
 

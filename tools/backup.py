@@ -52,10 +52,10 @@ from shared.backup.mirror import mirror_from_environment
 from shared.backup.restore import NoBackup, StoreNotEmpty, restore_store
 from shared.backup.settings import BackupSettings, backup_settings_from_environment
 from shared.backup.status import backup_health
-from shared.clock import now
-from shared.errors import InvalidSettings
-from shared.neighbours.knowledge_host import KnowledgeHost
-from shared.storage.clients import StorageClients
+from shared.platform.clock import now
+from shared.platform.errors import InvalidSettings
+from shared.platform.neighbours.knowledge_host import KnowledgeHost
+from shared.platform.storage.clients import StorageClients
 
 
 def _load_local_settings() -> None:
@@ -95,14 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _load_local_settings()
     try:
-        from shared.storage.clients import shared_host_storage
+        from shared.platform.storage.clients import shared_host_storage
 
         settings = backup_settings_from_environment()
         location = open_backup_location(settings)
         probe = open_backup_location(settings, probe=True)
         store = shared_host_storage()
         if args.command == "restore" and not args.no_reconcile:
-            from shared.settings import get_settings
+            from shared.wiring.settings import get_settings
 
             get_settings()  # the reconcile after the restore needs the host's settings: check them first
     except InvalidSettings as error:

@@ -22,8 +22,8 @@ import json
 import sys
 from datetime import datetime
 
-from shared import clock
-from shared.errors import InvalidSettings
+from shared.platform import clock
+from shared.platform.errors import InvalidSettings
 from shared.provisioning.receipt_retention import PolicyMode
 from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.receipt_sweep import record_environment_deleted

@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from shared.telemetry.files import read_spans
+from shared.platform.telemetry.files import read_spans
 
 SHOWN = (
     "tenant_id",

@@ -25,7 +25,7 @@ container only (setting a version's immutability policy needs its
 ``immutableStorage/runAsSuperUser`` data action), and the app settings name the account by identity:
 ``RuntimeCloud__Backup__Connection=RuntimeCloudBackup`` and
 ``RuntimeCloudBackup__accountName`` / ``__blobServiceUri`` / ``__credential`` /
-``__clientId``, read by ``shared.storage.connection`` as the host's own store is.
+``__clientId``, read by ``shared.platform.storage.connection`` as the host's own store is.
 
 The account's name is the host account's name (at most 22 characters of it)
 followed by ``bk``: storage account names are global, and this keeps the pair

@@ -95,7 +95,7 @@ REFUSED_PLATFORM = (
 _HOST_SETTING = re.compile(r"(RuntimeCloud|OrleansMessaging)__[A-Za-z0-9_]+")
 
 # What a secret value looks like (the host refuses the same shapes in targets and specifications,
-# see shared/secret_values.py; this is the deploy-time subset).
+# see shared/platform/secret_values.py; this is the deploy-time subset).
 _SECRET_SHAPES = re.compile(
     r"(AccountKey=|SharedAccessSignature=|[?&]sig=|password=|pwd=|client_secret|"
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----|\beyJ[A-Za-z0-9_-]{8,}\.eyJ|://[^/\s:@]+:[^/\s@]+@|"

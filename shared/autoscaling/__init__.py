@@ -12,6 +12,6 @@ other) and uses only their public operations. Where to read first:
 - :mod:`shared.autoscaling.infrastructure`: the pool's specification;
 - :mod:`shared.autoscaling.store` and :mod:`shared.autoscaling.records`: what is kept.
 
-This ``__init__`` imports nothing so that ``shared.settings`` can import the
+This ``__init__`` imports nothing so that ``shared.wiring.settings`` can import the
 settings section without pulling in storage code.
 """

@@ -22,7 +22,7 @@ from shared.autoscaling import store as rows
 from shared.autoscaling.infrastructure import owner_of
 from shared.capacity.pools import read_pool
 from shared.capacity.store import CapacityStore
-from shared.errors import Conflict
+from shared.platform.errors import Conflict
 
 KIND = "autoscaling-owns-size"
 

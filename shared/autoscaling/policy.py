@@ -27,8 +27,8 @@ from __future__ import annotations
 from pydantic import ConfigDict, Field, model_validator
 
 from shared.desired_state import MAX_RESOURCES, EnvironmentClass, PulumiProgram, ResourceType, RunnerName
-from shared.errors import FieldError
-from shared.json_types import JsonTyped
+from shared.platform.errors import FieldError
+from shared.platform.json_types import JsonTyped
 
 
 class _Strict(JsonTyped):

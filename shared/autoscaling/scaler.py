@@ -39,7 +39,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared.auth.principal import Requester, SystemPrincipal
 from shared.autoscaling import store as rows
 from shared.autoscaling.decide import (
     Decision,
@@ -62,12 +61,13 @@ from shared.capacity.keys import parse_stamp, stamp, utcnow
 from shared.capacity.models import Pool, PoolSpec
 from shared.capacity.pools import put_pool, read_pool
 from shared.capacity.store import CapacityStore
-from shared.errors import ConcurrencyConflict, Conflict, InvalidInput, NotFound
-from shared.events.cloudevents import NewEvent
-from shared.logs import app_logger
+from shared.platform.auth.principal import Requester, SystemPrincipal
+from shared.platform.errors import ConcurrencyConflict, Conflict, InvalidInput, NotFound
+from shared.platform.events.cloudevents import NewEvent
+from shared.platform.logs import app_logger
+from shared.platform.targets import ProvisioningTarget, TargetKind, targets_for
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.runs import Run, RunState, SourceInfo
-from shared.targets import ProvisioningTarget, TargetKind, targets_for
 
 log = app_logger("autoscaling")
 # The runs' requester: a system principal no token can carry (so no token can pass for it at the policy

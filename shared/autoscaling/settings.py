@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from shared.settings_section import NcrontabSchedule, Section
+from shared.platform.settings_section import NcrontabSchedule, Section
 
 
 class AutoscalingSettings(Section):

@@ -36,9 +36,9 @@ from shared.autoscaling.policy import AutoscalingPolicy
 from shared.autoscaling.records import DecisionRecord, ScalerState
 from shared.capacity.keys import after, tenant_key
 from shared.capacity.store import CapacityStore
-from shared.errors import AlreadyExists, ConcurrencyConflict
-from shared.events.cloudevents import CloudEvent, NewEvent
-from shared.storage.conditional import query_rows, read_row
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict
+from shared.platform.events.cloudevents import CloudEvent, NewEvent
+from shared.platform.storage.conditional import query_rows, read_row
 
 PREFIX = "autoscaling|"
 POLICY_ROW = "policy"

@@ -22,15 +22,15 @@ from typing import Any
 
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
-from shared import clock
 from shared.backup.export import export_store
 from shared.backup.location import BackupLocation
 from shared.backup.manifest import Manifest
 from shared.backup.settings import BackupSettings
 from shared.backup.status import record_failure, record_in_store, record_success, store_record
-from shared.errors import RuntimeCloudError
-from shared.logs import app_logger
-from shared.storage.clients import StorageClients
+from shared.platform import clock
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.logs import app_logger
+from shared.platform.storage.clients import StorageClients
 
 log = app_logger("backup")
 

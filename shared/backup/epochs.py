@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import UpdateMode
 
-from shared.errors import RuntimeCloudError
-from shared.storage.clients import StorageClients
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.storage.clients import StorageClients
 
 if TYPE_CHECKING:
     from shared.backup.location import BackupLocation

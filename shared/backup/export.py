@@ -1,7 +1,7 @@
 """Export what changed in the host's store since the last export to the backup location.
 
 Table Storage has no change feed, so an export reads, per table of the
-registry (:data:`shared.storage.resources.TABLES`):
+registry (:data:`shared.platform.storage.resources.TABLES`):
 
 1. **every key** (``PartitionKey``, ``RowKey`` only: a projection, cheap next
    to the rows): a row missing from the latest key set was deleted, so
@@ -16,7 +16,7 @@ it); the reverse order could name a key whose row no export holds. The
 windows of consecutive exports overlap, so every version a row took lies in
 some export of the chain; re-reading a row twice is harmless (idempotent).
 
-Blobs of the registry's containers (:data:`shared.storage.resources.CONTAINERS`:
+Blobs of the registry's containers (:data:`shared.platform.storage.resources.CONTAINERS`:
 receipts, specifications, ...) are copied by content digest; a blob whose
 ETag the previous export already recorded is not read again. Receipts are
 copied to the location's kept container (write-once in Azure).
@@ -51,14 +51,14 @@ from typing import Any
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient
 
-from shared import clock
 from shared.backup.codec import encode_line
 from shared.backup.epochs import BackupEpoch, current_epoch
 from shared.backup.location import BackupLocation, PartRef, export_prefix
 from shared.backup.manifest import ContainerPart, Manifest, TableParts, latest_manifest, point_latest, read_manifest
 from shared.backup.settings import BackupSettings
-from shared.storage.clients import StorageClients
-from shared.storage.resources import CONTAINERS, TABLES
+from shared.platform import clock
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.resources import CONTAINERS, TABLES
 
 PROGRESS = "progress.json"
 # Containers whose copies go to the location's kept (write-once) container: receipts are audit, kept

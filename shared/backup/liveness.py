@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from azure.core.exceptions import ResourceNotFoundError
 
-from shared.errors import RuntimeCloudError
-from shared.storage.clients import StorageClients
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.storage.clients import StorageClients
 
 HOSTS_CONTAINER = "azure-webjobs-hosts"
 LEASE_SUFFIXES = ("-leases", "-applease")

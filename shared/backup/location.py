@@ -36,8 +36,8 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient
 
 from shared.backup.settings import BackupSettings
-from shared.errors import RuntimeCloudError
-from shared.storage.clients import host_storage
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.storage.clients import host_storage
 
 
 class BackupCorrupt(RuntimeCloudError):

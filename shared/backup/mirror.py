@@ -29,14 +29,14 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.neighbours.errors import ArtifactNotFound, NeighbourAnswerInvalid, NeighbourError
-from shared.neighbours.http_client import Token
-from shared.neighbours.knowledge_host import KnowledgeHost
-from shared.neighbours.settings import KnowledgeHostSettings
+from shared.platform.neighbours.errors import ArtifactNotFound, NeighbourAnswerInvalid, NeighbourError
+from shared.platform.neighbours.http_client import Token
+from shared.platform.neighbours.knowledge_host import KnowledgeHost
+from shared.platform.neighbours.settings import KnowledgeHostSettings
+from shared.platform.settings_section import Section
+from shared.platform.storage.clients import StorageClients
 from shared.provisioning.receipts import RECEIPTS_CONTAINER, ReceiptKind, ReceiptStore, receipt_artifact_id
 from shared.provisioning.store import RUNS_TABLE
-from shared.settings_section import Section
-from shared.storage.clients import StorageClients
 
 RECEIPT_KINDS = ("plan", "apply")
 

@@ -13,7 +13,7 @@ What a restore writes, and why:
   slots moves up with it.
 - **Event numbering**: every outbox stream's sequence row jumps past any
   number issued before the loss, and so does the sequence floor for streams
-  the backup does not hold (:mod:`shared.events.sequence_floor`): a number
+  the backup does not hold (:mod:`shared.platform.events.sequence_floor`): a number
   is never given to two events. Outbox rows come back as they were, so an
   event the backup holds undispatched is sent with its original id.
 - **Blobs** of the latest export's index are written back from their copies,
@@ -52,7 +52,6 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import TableClient, UpdateMode
 from azure.storage.blob import ContentSettings
 
-from shared import clock
 from shared.backup.codec import decode_entity
 from shared.backup.epochs import check_chain, check_latest, start_epoch
 from shared.backup.liveness import refuse_live_host
@@ -62,12 +61,13 @@ from shared.backup.mirror import restore_receipts_from_mirror, restored_metadata
 from shared.backup.settings import BackupSettings
 from shared.capacity import epoch
 from shared.capacity.keys import POOLS_TABLE
-from shared.errors import RuntimeCloudError
-from shared.events import sequence_floor
-from shared.neighbours.knowledge_host import KnowledgeHost
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import submit_batch
-from shared.storage.resources import CONTAINERS, TABLES, ensure_resources
+from shared.platform import clock
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.events import sequence_floor
+from shared.platform.neighbours.knowledge_host import KnowledgeHost
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import submit_batch
+from shared.platform.storage.resources import CONTAINERS, TABLES, ensure_resources
 
 BATCH_OPERATIONS = 100  # Table Storage's limit per batch
 BATCH_BYTES = 3 * 1024 * 1024  # under the 4 MiB limit per batch, with room for the envelope

@@ -7,7 +7,7 @@ Defaults:
   Functions binding names one (``RuntimeCloudBackup``): that setting is a
   connection string (locally) or the identity-based
   ``RuntimeCloudBackup__accountName`` / ``__blobServiceUri`` / ``__credential``
-  / ``__clientId`` (Azure), read by :mod:`shared.storage.connection`.
+  / ``__clientId`` (Azure), read by :mod:`shared.platform.storage.connection`.
 - ``Container``: ``runtime-cloud-backup``
 - ``Schedule``: ``0 */5 * * * *`` (every five minutes; 6-field NCRONTAB)
 - ``RpoMinutes``: ``15``. The schedule must fire at least that often (checked
@@ -27,7 +27,7 @@ Defaults:
   commit per second (every event is a row of the stream's one partition,
   which Azure serves at ~2,000 entities/s). A restore adds
   ``rate x (restore time - backup as-of time)`` to every stream's sequence
-  (:mod:`shared.events.sequence_floor`), so no event number is used twice.
+  (:mod:`shared.platform.events.sequence_floor`), so no event number is used twice.
 - ``RetentionDays``: ``7``: exports a restore could start from are kept this
   long (every export whose ``as_of`` is this recent, with the chain it
   depends on); older chains are pruned after each successful export. The
@@ -57,8 +57,8 @@ from croniter import croniter
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.errors import InvalidSettings
-from shared.settings_section import NcrontabSchedule, Section
+from shared.platform.errors import InvalidSettings
+from shared.platform.settings_section import NcrontabSchedule, Section
 
 LOCATION_RETRIES = 2  # three attempts in all
 LOCATION_BACKOFF = 1  # seconds between two attempts

@@ -23,15 +23,15 @@ from shared.backup.epochs import STATE_TABLE
 from shared.backup.location import BackupLocation
 from shared.backup.manifest import STATUS, Manifest
 from shared.backup.settings import BackupSettings
-from shared.logs import app_logger
-from shared.storage.clients import StorageClients
-from shared.telemetry.names import PREFIX, MetricName
+from shared.platform.logs import app_logger
+from shared.platform.storage.clients import StorageClients
+from shared.platform.telemetry.names import PREFIX, MetricName
 
 log = app_logger("backup")
 STATUS_PARTITION = "status"
 STATUS_ROW = "export"
 
-# Not in shared.telemetry.names.METRICS (whose names the infra's alert rules must also know): the
+# Not in shared.platform.telemetry.names.METRICS (whose names the infra's alert rules must also know): the
 # backup's alert is health's "degraded" and this counter, filtered on outcome.
 EXPORTS = MetricName(
     f"{PREFIX}.backup.exports", "counter", "{export}", ("outcome",), "backup exports, by outcome (ok, failed)"

@@ -15,6 +15,6 @@ read first:
   catalogue an administrator edits; :mod:`shared.capacity.sweeper`: the
   expiry sweep the Durable orchestration runs (correctness never waits for it).
 
-This ``__init__`` imports nothing so that ``shared.settings`` can import the
+This ``__init__`` imports nothing so that ``shared.wiring.settings`` can import the
 settings section without pulling in storage code.
 """

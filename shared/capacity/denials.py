@@ -30,10 +30,10 @@ from typing import Any
 
 from shared.capacity.keys import DENIAL_SHARDS, after, denial_partition, stamp, utcnow
 from shared.capacity.store import CapacityStore, commit_and_dispatch, query
-from shared.errors import AlreadyExists, ConcurrencyConflict, StoreError
-from shared.events.cloudevents import NewEvent
-from shared.logs import app_logger, ids
-from shared.storage.optimistic import on_conflict
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict, StoreError
+from shared.platform.events.cloudevents import NewEvent
+from shared.platform.logs import app_logger, ids
+from shared.platform.storage.optimistic import on_conflict
 
 log = app_logger("capacity")
 RECENT_LIMIT = 20

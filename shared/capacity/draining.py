@@ -20,8 +20,8 @@ from datetime import datetime
 from shared.capacity.models import Pool
 from shared.capacity.slots import SlotRow, read_pool_slots, read_slot
 from shared.capacity.store import CapacityStore
-from shared.storage.conditional import replace_if_unchanged
-from shared.storage.optimistic import on_conflict
+from shared.platform.storage.conditional import replace_if_unchanged
+from shared.platform.storage.optimistic import on_conflict
 
 
 def set_draining(store: CapacityStore, pool: Pool, indices: Iterable[int], draining: bool) -> int:

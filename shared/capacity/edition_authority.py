@@ -2,7 +2,7 @@
 
 With ``RuntimeCloud:Environments:Source=control-plane`` ControlPlaneApi owns
 "quotas per edition": the host keeps no limits of its own, it asks
-(:meth:`shared.neighbours.control_plane.ControlPlaneApi.edition_quotas`) and
+(:meth:`shared.platform.neighbours.control_plane.ControlPlaneApi.edition_quotas`) and
 the client keeps each answer for its ``CacheSeconds``; on top of that,
 :mod:`shared.capacity.editions` keeps an edition for a few seconds, so an
 acquire reads memory, not the network, nearly always.
@@ -28,9 +28,9 @@ from typing import Protocol
 
 from shared.capacity.errors import QuotasUnavailable
 from shared.capacity.models import PoolKind
-from shared.logs import app_logger
-from shared.neighbours.control_plane import EditionQuotas
-from shared.neighbours.errors import EditionUnknown, NeighbourAnswerInvalid, NeighbourUnavailable
+from shared.platform.logs import app_logger
+from shared.platform.neighbours.control_plane import EditionQuotas
+from shared.platform.neighbours.errors import EditionUnknown, NeighbourAnswerInvalid, NeighbourUnavailable
 
 log = app_logger("capacity")
 

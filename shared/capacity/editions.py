@@ -28,8 +28,8 @@ from shared.capacity.errors import EditionInUse, EditionsManagedElsewhere
 from shared.capacity.keys import EDITIONS_PARTITION, TENANT_EDITIONS_PARTITION, stamp, tenant_key, utcnow
 from shared.capacity.models import Edition, EditionSpec, PoolKind
 from shared.capacity.store import CapacityStore, query
-from shared.errors import AlreadyExists
-from shared.storage.conditional import insert_if_absent, read_row
+from shared.platform.errors import AlreadyExists
+from shared.platform.storage.conditional import insert_if_absent, read_row
 
 CACHE_SECONDS = 5.0
 T = TypeVar("T")

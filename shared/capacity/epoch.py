@@ -34,8 +34,8 @@ from azure.data.tables import TableClient
 
 from shared.capacity.keys import GRANT_PREFIX, LEASES_TABLE, POOLS_TABLE, QUOTAS_TABLE, SLOT_PREFIX, SLOTS_TABLE, stamp
 from shared.capacity.models import LeaseState
-from shared.errors import RuntimeCloudError
-from shared.storage.conditional import read_row
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.storage.conditional import read_row
 
 EPOCH_PARTITION = "fencing-epoch"
 EPOCH_ROW = "current"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.errors import RuntimeCloudError
+from shared.platform.errors import RuntimeCloudError
 
 
 class CapacityError(RuntimeCloudError):

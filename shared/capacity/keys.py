@@ -30,8 +30,8 @@ import zlib
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-from shared import clock
 from shared.capacity.models import PoolKind
+from shared.platform import clock
 
 POOLS_TABLE = "CapacityPools"
 SLOTS_TABLE = "CapacitySlots"
@@ -99,7 +99,7 @@ def denial_partition(pool_id: str, shard: int) -> str:
 
 
 def utcnow() -> datetime:
-    """The capacity modules' name for :func:`shared.clock.now`."""
+    """The capacity modules' name for :func:`shared.platform.clock.now`."""
     return clock.now()
 
 

@@ -67,8 +67,8 @@ from shared.capacity.pools import candidate_pools
 from shared.capacity.settle import settled
 from shared.capacity.slots import Claim, SlotRow
 from shared.capacity.store import CapacityStore, jittered_pause
-from shared.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, StoreError
-from shared.logs import app_logger
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, StoreError
+from shared.platform.logs import app_logger
 
 log = app_logger("capacity")
 

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from shared import telemetry
 from shared.capacity.errors import CapacityUnavailable, KindNotInEdition, QuotaExceeded
-from shared.telemetry import names
+from shared.platform import telemetry
+from shared.platform.telemetry import names
 
 
 @contextmanager

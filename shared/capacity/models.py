@@ -15,9 +15,9 @@ from typing import Annotated, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from shared.errors import FieldError
-from shared.identifiers import TENANT_PATTERN
-from shared.json_types import JsonTyped
+from shared.platform.errors import FieldError
+from shared.platform.identifiers import TENANT_PATTERN
+from shared.platform.json_types import JsonTyped
 
 POOL_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 EDITION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")

@@ -32,11 +32,11 @@ from shared.capacity.keys import POOL_ROW, after, pool_partition, stamp, utcnow
 from shared.capacity.models import Pool, PoolKind, PoolScope, PoolSpec, PoolView
 from shared.capacity.slots import ensure_slot, read_pool_slots, read_shard
 from shared.capacity.store import CapacityStore, commit_and_dispatch, query
-from shared.errors import AlreadyExists, ConcurrencyConflict
-from shared.events.cloudevents import NewEvent
-from shared.storage.conditional import read_row
-from shared.storage.optimistic import on_conflict
-from shared.storage.paging import read_page, scope_of
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict
+from shared.platform.events.cloudevents import NewEvent
+from shared.platform.storage.conditional import read_row
+from shared.platform.storage.optimistic import on_conflict
+from shared.platform.storage.paging import read_page, scope_of
 
 PLATFORM_TENANT = "platform"  # the events' tenant for shared pools
 CACHE_SECONDS = 5.0

@@ -75,8 +75,8 @@ from shared.capacity.keys import TOKEN_PREFIX, after, parse_stamp, quota_partiti
 from shared.capacity.models import PoolKind
 from shared.capacity.slots import shuffled
 from shared.capacity.store import CapacityStore, LruCache, jittered_pause, query
-from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound
-from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict, NotFound
+from shared.platform.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
 
 CLAIM_ROUNDS = 8
 VIEW_SECONDS = 5.0  # how long a remembered view of a tenant's tokens may stand in for a read

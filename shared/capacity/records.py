@@ -37,10 +37,10 @@ from shared.capacity.keys import (
 )
 from shared.capacity.models import LeaseState, LeaseView
 from shared.capacity.store import CapacityStore, LruCache, query
-from shared.errors import StoreUnavailable
-from shared.storage.conditional import insert_if_absent, read_row
-from shared.storage.paging import read_page, scope_of
-from shared.storage.rows import merge_row
+from shared.platform.errors import StoreUnavailable
+from shared.platform.storage.conditional import insert_if_absent, read_row
+from shared.platform.storage.paging import read_page, scope_of
+from shared.platform.storage.rows import merge_row
 
 # Recently seen records, so renew and release find a lease's slot without a read. Only what
 # never changes after the grant is trusted from here (tenant, pool, slot, fencing token, holder...);

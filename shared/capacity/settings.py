@@ -40,8 +40,8 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from shared.capacity.models import EDITION_NAME, POOL_ID, PoolKind, PoolScope
-from shared.settings_section import NcrontabSchedule, Section
-from shared.uniqueness import repeated
+from shared.platform.settings_section import NcrontabSchedule, Section
+from shared.platform.uniqueness import repeated
 
 
 def _json(value: Any) -> Any:

@@ -20,9 +20,9 @@ from shared.capacity import records, slots
 from shared.capacity.keys import grant_row, shard_partition
 from shared.capacity.models import LeaseState
 from shared.capacity.store import CapacityStore
-from shared.errors import StoreError
-from shared.logs import app_logger, ids
-from shared.storage.conditional import read_row
+from shared.platform.errors import StoreError
+from shared.platform.logs import app_logger, ids
+from shared.platform.storage.conditional import read_row
 
 log = app_logger("capacity")
 

@@ -68,10 +68,10 @@ from shared.capacity.store import (
     query,
     submit_batch,
 )
-from shared.errors import AlreadyExists, ConcurrencyConflict
-from shared.events.cloudevents import CloudEvent, NewEvent
-from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
-from shared.storage.optimistic import on_conflict
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict
+from shared.platform.events.cloudevents import CloudEvent, NewEvent
+from shared.platform.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
+from shared.platform.storage.optimistic import on_conflict
 
 T = TypeVar("T")
 

@@ -20,17 +20,17 @@ from azure.data.tables import TableClient, TableServiceClient
 from shared.capacity.edition_authority import EditionsAuthority
 from shared.capacity.keys import LEASES_TABLE, POOLS_TABLE, QUOTAS_TABLE, SLOTS_TABLE
 from shared.capacity.settings import CapacitySettings
-from shared.events.cloudevents import CloudEvent, NewEvent
-from shared.events.outbox import Outbox, outbox_for
-from shared.logs import app_logger
-from shared.lru_cache import LruCache as LruCache  # the capacity modules' remembered rows
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import query_rows
-from shared.storage.conditional import submit_batch as submit_batch  # the storage adapters' one batch
-from shared.storage.paging import PageSeal, paging_seal
+from shared.platform.events.cloudevents import CloudEvent, NewEvent
+from shared.platform.events.outbox import Outbox, outbox_for
+from shared.platform.logs import app_logger
+from shared.platform.lru_cache import LruCache as LruCache  # the capacity modules' remembered rows
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import query_rows
+from shared.platform.storage.conditional import submit_batch as submit_batch  # the storage adapters' one batch
+from shared.platform.storage.paging import PageSeal, paging_seal
 
 log = app_logger("capacity")
-# The capacity modules' name for the storage adapters' one query (shared.storage.conditional.query_rows).
+# The capacity modules' name for the storage adapters' one query (shared.platform.storage.conditional.query_rows).
 query = query_rows
 
 

@@ -23,8 +23,8 @@ from shared.capacity.keys import parse_stamp, utcnow
 from shared.capacity.models import LeaseState
 from shared.capacity.pools import read_pool
 from shared.capacity.store import CapacityStore
-from shared.errors import AlreadyExists, ConcurrencyConflict
-from shared.logs import app_logger
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict
+from shared.platform.logs import app_logger
 
 log = app_logger("capacity")
 

@@ -5,8 +5,8 @@ The specification (:mod:`.specification`), the resources it declares
 names and metadata reserved for the product. Provisioning stores and runs
 specifications, the IaC runners plan and apply them, inventory compares them
 with what it observes: all of them depend on this package, and it depends on
-nothing of the product but leaf helpers (:mod:`shared.identifiers`,
-:mod:`shared.uniqueness`), so no domain package has to import another to
+nothing of the product but leaf helpers (:mod:`shared.platform.identifiers`,
+:mod:`shared.platform.uniqueness`), so no domain package has to import another to
 share it.
 """
 

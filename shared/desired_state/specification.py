@@ -29,8 +29,8 @@ from shared.desired_state.resources import (
     resource_of,
 )
 from shared.desired_state.runners import RunnerName
-from shared.identifiers import TENANT_PATTERN
-from shared.uniqueness import repeated
+from shared.platform.identifiers import TENANT_PATTERN
+from shared.platform.uniqueness import repeated
 
 # Limits (the README's "Limits"): one run plans, applies, receipts and reports an environment in
 # bounded time and storage. What a run records of it (plan, receipts, outputs) lives in blobs, so

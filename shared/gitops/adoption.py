@@ -24,9 +24,9 @@ from typing import Any
 import yaml
 
 from shared.desired_state import EnvironmentSpecification
-from shared.errors import Conflict
 from shared.gitops.bindings import Binding
 from shared.gitops.store import BindingStore
+from shared.platform.errors import Conflict
 
 
 class FollowsGit(Conflict):

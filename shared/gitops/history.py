@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.logs import app_logger
-from shared.provisioning.git_policy import AllowedSource, LocalRepository, NotAllowed, locate
+from shared.platform.git_policy import AllowedSource, LocalRepository, NotAllowed, locate
+from shared.platform.logs import app_logger
 
 log = app_logger("gitops")
 

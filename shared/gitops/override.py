@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.auth.principal import PrincipalKind, SystemPrincipal
 from shared.gitops.bindings import Binding, key_prefix
+from shared.platform.auth.principal import PrincipalKind, SystemPrincipal
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.runs import Run
 

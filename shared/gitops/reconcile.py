@@ -41,19 +41,19 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
-from shared.auth.principal import Requester, SystemPrincipal
-from shared.clock import now
-from shared.errors import Conflict, InvalidInput, NotFound
 from shared.gitops import history
 from shared.gitops.bindings import Binding, BindingStatus, SelfHeal, bounded_error, idempotency_key
 from shared.gitops.override import Override, overriding_run
 from shared.gitops.settings import GitOpsSettings
 from shared.gitops.store import BindingStore
 from shared.gitops.windows import automatic_sync_allowed
-from shared.logs import app_logger, ids
+from shared.platform.auth.principal import Requester, SystemPrincipal
+from shared.platform.clock import now
+from shared.platform.errors import Conflict, InvalidInput, NotFound
+from shared.platform.logs import app_logger, ids
+from shared.platform.storage.optimistic import on_conflict
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.runs import Run
-from shared.storage.optimistic import on_conflict
 
 log = app_logger("gitops")
 

@@ -7,7 +7,7 @@ no table row, response or log. Two kinds of reference:
 - an app setting whose name starts with ``RuntimeCloudGitOps__`` (in Azure it
   may hold ``@Microsoft.KeyVault(SecretUri=...)``, which the platform resolves;
   a reference it could not resolve is read as unset, never as the key:
-  :mod:`shared.secret_settings`).
+  :mod:`shared.platform.secret_settings`).
   The prefix keeps a binding from naming any other setting of the host, whose
   value could be known (a schedule, a topology) and so forge signatures;
 - a Key Vault secret URI (``https://<vault>.vault.azure.net/secrets/<name>``),
@@ -24,8 +24,8 @@ import re
 import threading
 import time
 
-from shared.errors import RuntimeCloudError
-from shared.secret_settings import SecretSetting, read_secret_setting
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.secret_settings import SecretSetting, read_secret_setting
 
 APP_SETTING_PREFIX = "RuntimeCloudGitOps__"
 APP_SETTING = re.compile(r"^RuntimeCloudGitOps__[A-Za-z0-9_]{1,100}$")

@@ -22,18 +22,18 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from shared.clock import now
 from shared.desired_state import NAME_PATTERN
-from shared.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, NotFound
 from shared.gitops import history
 from shared.gitops.bindings import Binding, BindingRequest, BindingStatus
 from shared.gitops.override import overriding_run
 from shared.gitops.settings import GitOpsSettings
 from shared.gitops.store import BindingStore, Versioned
 from shared.gitops.windows import automatic_sync_allowed
+from shared.platform.clock import now
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, NotFound
+from shared.platform.git_sources import NOT_ALLOWED
+from shared.platform.storage.optimistic import on_conflict
 from shared.provisioning.api import EnvironmentSummary, ProvisioningApi
-from shared.provisioning.git_sources import NOT_ALLOWED
-from shared.storage.optimistic import on_conflict
 
 
 class GitOpsBindings:

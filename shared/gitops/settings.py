@@ -15,8 +15,8 @@ Defaults:
 - ``MaxWebhookBytes``: ``2097152`` (2 MiB): a larger delivery is refused
   (a push payload lists at most 20 commits on GitHub; its size is bounded).
 
-Why a module of its own: ``shared.settings`` imports it, so it must not import
-``shared.settings``.
+Why a module of its own: ``shared.wiring.settings`` imports it, so it must not import
+``shared.wiring.settings``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from shared.gitops.secrets import check_reference
-from shared.settings_section import Section, six_field_ncrontab
+from shared.platform.settings_section import Section, six_field_ncrontab
 
 DEFAULT_POLL_SCHEDULE = "0 */3 * * * *"
 DEFAULT_WEBHOOK_SECRET = "RuntimeCloudGitOps__WebhookSecret"

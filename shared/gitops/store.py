@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from azure.data.tables import TableClient
 
 from shared.gitops.bindings import Binding
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import (
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import (
     delete_if_unchanged,
     insert_if_absent,
     query_rows,
@@ -44,11 +44,11 @@ class BindingStore:
         return Versioned(Binding.model_validate_json(row["Document"]), row["etag"])
 
     def insert(self, binding: Binding) -> Versioned:
-        """Create the row; :class:`shared.errors.AlreadyExists` when the environment has one."""
+        """Create the row; :class:`shared.platform.errors.AlreadyExists` when the environment has one."""
         return Versioned(binding, insert_if_absent(self.table, _entity(binding)))
 
     def replace(self, binding: Binding, etag: str) -> Versioned:
-        """Write it back; :class:`shared.errors.ConcurrencyConflict` when someone wrote it since ``etag``."""
+        """Write it back; :class:`shared.platform.errors.ConcurrencyConflict` when someone wrote it since ``etag``."""
         return Versioned(binding, replace_if_unchanged(self.table, _entity(binding), etag))
 
     def delete(self, tenant: str, environment: str, etag: str) -> None:

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from shared import safe_json
-from shared.errors import RuntimeCloudError
+from shared.platform import safe_json
+from shared.platform.errors import RuntimeCloudError
 
 BRANCH_PREFIX = "refs/heads/"
 MAX_REF_UPDATES = 1000  # an Azure DevOps push of many refs at once; more is not a push we know

@@ -22,7 +22,7 @@ from typing import Literal
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from shared.settings_section import six_field_ncrontab
+from shared.platform.settings_section import six_field_ncrontab
 
 MAX_WINDOWS = 20
 MAX_DURATION_MINUTES = 7 * 24 * 60

@@ -40,10 +40,10 @@ from shared.iac.jobs.health import job_path_health
 from shared.iac.runner_info import describe_runner
 from shared.inventory.staleness import StaleSummary, stale_summary
 from shared.inventory.store import INVENTORY_TABLE
-from shared.modules import KNOWN_MODULES
-from shared.storage.clients import StorageClients, fail_fast_options, host_storage
-from shared.target_access import probe_target
-from shared.targets import ProvisioningTarget
+from shared.platform.modules import KNOWN_MODULES
+from shared.platform.storage.clients import StorageClients, fail_fast_options, host_storage
+from shared.platform.target_access import probe_target
+from shared.platform.targets import ProvisioningTarget
 
 __all__ = ["HealthAnswer", "HealthReport", "HealthSections", "check_health", "health_answer", "inbox_lags"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from shared.neighbours.errors import NeighbourError
-from shared.neighbours.probe import NeighbourProbe
+from shared.platform.neighbours.errors import NeighbourError
+from shared.platform.neighbours.probe import NeighbourProbe
 
 
 @dataclass

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from shared.backup.settings import BackupSettings
 from shared.desired_state import RunnerName
-from shared.host_settings import ConfigPlatformSettings, HealthSettings
 from shared.iac.settings import IaCSettings
-from shared.neighbours.probe import NeighbourProbe
+from shared.platform.host_settings import ConfigPlatformSettings, HealthSettings
+from shared.platform.neighbours.probe import NeighbourProbe
+from shared.platform.targets import ProvisioningTarget
 from shared.policy.gate import PolicyStatus
-from shared.targets import ProvisioningTarget
 
 
 @dataclass(frozen=True)
@@ -38,5 +38,6 @@ class HealthSections:
     iac: IaCSettings | None = None
     # ``GitOps:WebhookSecret``: the reference of the GitOps webhooks' default secret (None: not checked)
     gitops_webhook_secret: str | None = None
-    # ``ControlPlane``, ``KnowledgeHost``, ``DeliveryHost``: each neighbour, configured or not (shared.neighbours)
+    # ``ControlPlane``, ``KnowledgeHost``, ``DeliveryHost``: each neighbour, configured or not
+    # (shared.platform.neighbours)
     neighbours: tuple[NeighbourProbe, ...] = ()

@@ -20,8 +20,8 @@ from typing import Annotated, Any, Protocol
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from shared.desired_state import EnvironmentSpecification
-from shared.errors import RuntimeCloudError
-from shared.targets import ProvisioningTarget
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.targets import ProvisioningTarget
 
 
 class Action(str, Enum):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import telemetry
 from shared.desired_state import EnvironmentSpecification, RunnerName
 from shared.iac.model import ApplyResult, IaCRunner, PlanResult
 from shared.iac.settings import IaCSettings
-from shared.targets import ProvisioningTarget
+from shared.platform import telemetry
+from shared.platform.targets import ProvisioningTarget
 
 
 def runner_for(name: RunnerName, iac_settings: IaCSettings, **options: Any) -> TracedRunner:

@@ -32,7 +32,7 @@ from pydantic_settings import NoDecode
 
 from shared.desired_state import RunnerName
 from shared.iac.stacks import parse_adopted
-from shared.settings_section import Section
+from shared.platform.settings_section import Section
 
 JobLauncherKind = Literal["queue", "in-process"]
 

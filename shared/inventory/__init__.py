@@ -27,6 +27,6 @@ One concept per module:
 - :mod:`.retention`: purging after 13 months;
 - :mod:`.events`: the events this module emits.
 
-This package's ``__init__`` imports nothing: :mod:`shared.settings` imports
+This package's ``__init__`` imports nothing: :mod:`shared.wiring.settings` imports
 :mod:`.settings`, and that must not pull in the rest.
 """

@@ -32,12 +32,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from shared.desired_state import EmbeddedResource, EnvironmentSpecification, ResourceType, RunnerName
-from shared.errors import RuntimeCloudError
 from shared.iac.embedded.state import field_changes
 from shared.iac.tags import split_metadata
 from shared.inventory.findings import Finding
 from shared.inventory.model import FindingKind
 from shared.inventory.proposals import AdoptedChange
+from shared.platform.errors import RuntimeCloudError
 
 
 class NotAdoptable(RuntimeCloudError):

@@ -34,11 +34,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared.auth.principal import PrincipalKind, Requester
 from shared.desired_state import EnvironmentSpecification
-from shared.errors import AlreadyExists, ConcurrencyConflict, FieldError, InvalidInput, NotFound
-from shared.events.cloudevents import NewEvent
-from shared.events.outbox import TransactionOperation
 from shared.inventory import events
 from shared.inventory.adoption import NotAdoptable, declared_specification
 from shared.inventory.errors import OptionUnavailable, ProposalClosed, ProposalSuperseded
@@ -48,11 +44,15 @@ from shared.inventory.model import FindingKind
 from shared.inventory.proposals import OptionName, Proposal, ProposalDecision, ProposalState, Supersession
 from shared.inventory.settings import InventorySettings
 from shared.inventory.store import InventoryStore, Versioned
-from shared.json_types import exactly_one_of, one_given
+from shared.platform.auth.principal import PrincipalKind, Requester
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict, FieldError, InvalidInput, NotFound
+from shared.platform.events.cloudevents import NewEvent
+from shared.platform.events.outbox import TransactionOperation
+from shared.platform.json_types import exactly_one_of, one_given
+from shared.platform.storage.optimistic import on_conflict
+from shared.platform.targets import ProvisioningTarget, target_for
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.runs import Run, SourceInfo, run_id_for
-from shared.storage.optimistic import on_conflict
-from shared.targets import ProvisioningTarget, target_for
 
 
 class FindingDecision(BaseModel):

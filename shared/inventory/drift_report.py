@@ -4,7 +4,7 @@ A scan that compared (the target answered, no run was changing it) writes its
 report once, after its findings committed: canonical JSON at
 ``inventory/drift-reports/{tenant}/{environment}/{stamp}.json`` (``stamp``: the
 scan's time), and records it in the artifacts' outbox
-(:mod:`shared.events.artifact_outbox`) as a ``drift-report`` artifact, which
+(:mod:`shared.platform.events.artifact_outbox`) as a ``drift-report`` artifact, which
 the dispatcher sends. A host that dies between the findings' commit and the
 report loses that scan's report only; the next scan writes its own.
 """
@@ -18,11 +18,11 @@ from typing import Any
 
 from azure.core.exceptions import ResourceExistsError
 
-from shared.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
 from shared.inventory.findings import Finding
 from shared.inventory.store import INVENTORY_CONTAINER
-from shared.logs import app_logger, ids
-from shared.storage.clients import StorageClients
+from shared.platform.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
+from shared.platform.logs import app_logger, ids
+from shared.platform.storage.clients import StorageClients
 
 log = app_logger("inventory")
 

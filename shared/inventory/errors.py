@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.errors import Conflict
+from shared.platform.errors import Conflict
 
 
 class ScanInProgress(Conflict):

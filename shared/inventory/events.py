@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from shared.events.cloudevents import NewEvent
 from shared.inventory.findings import Finding
 from shared.inventory.proposals import Proposal
+from shared.platform.events.cloudevents import NewEvent
 
 
 def drift_detected(

@@ -18,13 +18,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.errors import AlreadyExists, ConcurrencyConflict, RuntimeCloudError
-from shared.events.cloudevents import TYPE_PREFIX
-from shared.identifiers import is_idempotency_key, is_tenant
 from shared.inventory.proposals import ProposalState, Supersession
 from shared.inventory.store import InventoryStore
-from shared.logs import app_logger, ids
-from shared.storage.optimistic import on_conflict
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict, RuntimeCloudError
+from shared.platform.events.cloudevents import TYPE_PREFIX
+from shared.platform.identifiers import is_idempotency_key, is_tenant
+from shared.platform.logs import app_logger, ids
+from shared.platform.storage.optimistic import on_conflict
 
 log = app_logger("inventory")
 

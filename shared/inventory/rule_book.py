@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from shared.errors import InvalidInput, NotFound
 from shared.inventory.expected import expected_resources
 from shared.inventory.findings import FindingState
 from shared.inventory.ignore_rules import IgnoreRule, NewIgnoreRule, new_rule
 from shared.inventory.settings import InventorySettings
 from shared.inventory.store import InventoryStore
+from shared.platform.errors import InvalidInput, NotFound
 from shared.provisioning.api import ProvisioningApi
 
 

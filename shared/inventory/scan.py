@@ -30,10 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared import telemetry
-from shared.clock import now as current_time
 from shared.desired_state import RunnerName
-from shared.errors import AlreadyExists, ConcurrencyConflict, NotFound
 from shared.inventory import events
 from shared.inventory.comparison import compare
 from shared.inventory.drift_report import DriftReports
@@ -48,11 +45,14 @@ from shared.inventory.proposal_refresh import ProposalRefresher
 from shared.inventory.settings import InventorySettings
 from shared.inventory.staleness import clear_stale, mark_stale
 from shared.inventory.store import InventoryStore
-from shared.logs import app_logger, ids
+from shared.platform import telemetry
+from shared.platform.clock import now as current_time
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict, NotFound
+from shared.platform.logs import app_logger, ids
+from shared.platform.storage.optimistic import on_conflict
+from shared.platform.targets import ProvisioningTarget, TargetKind, target_for
+from shared.platform.telemetry import names
 from shared.provisioning.api import AppliedEnvironment, ProvisioningApi
-from shared.storage.optimistic import on_conflict
-from shared.targets import ProvisioningTarget, TargetKind, target_for
-from shared.telemetry import names
 
 log = app_logger("inventory")
 

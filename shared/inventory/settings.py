@@ -22,15 +22,15 @@ Defaults:
   (which runs as an orchestration) before answering 202 with the scan's status
   URL. At most 200: Azure ends an HTTP request at 230 s.
 
-Why a module of its own: ``shared.settings`` imports it (as it does the
-capacity settings), so it must not import ``shared.settings``.
+Why a module of its own: ``shared.wiring.settings`` imports it (as it does the
+capacity settings), so it must not import ``shared.wiring.settings``.
 """
 
 from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from shared.settings_section import NcrontabSchedule, Section, six_field_ncrontab
+from shared.platform.settings_section import NcrontabSchedule, Section, six_field_ncrontab
 
 DEFAULT_SCAN_SCHEDULE = "0 */15 * * * *"
 DEFAULT_PURGE_SCHEDULE = "0 15 4 * * *"

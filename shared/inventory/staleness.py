@@ -17,11 +17,11 @@ from __future__ import annotations
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, UpdateMode
 
-# typing_extensions' TypedDict, not typing's: health's response view (shared.http.views.host) is a pydantic
+# typing_extensions' TypedDict, not typing's: health's response view (shared.health.responses) is a pydantic
 # model derived from these, and pydantic takes only typing_extensions.TypedDict before Python 3.12.
 from typing_extensions import TypedDict
 
-from shared.storage.streams import stream_key
+from shared.platform.storage.streams import stream_key
 
 STALE_PARTITION = "~stale"
 

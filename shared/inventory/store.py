@@ -27,16 +27,16 @@ from typing import Any, Generic, TypeVar
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, UpdateMode
 
-from shared.events.cloudevents import CloudEvent, NewEvent
-from shared.events.outbox import TransactionOperation, outbox_for
 from shared.inventory.findings import Finding, FindingState
 from shared.inventory.ignore_rules import IgnoreRule
 from shared.inventory.model import Observation
 from shared.inventory.proposals import Proposal, ProposalState
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import read_row, submit_batch
-from shared.storage.paging import after, paging_seal, read_page, scope_of
-from shared.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
+from shared.platform.events.cloudevents import CloudEvent, NewEvent
+from shared.platform.events.outbox import TransactionOperation, outbox_for
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import read_row, submit_batch
+from shared.platform.storage.paging import after, paging_seal, read_page, scope_of
+from shared.platform.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
 
 INVENTORY_TABLE = "Inventory"
 INVENTORY_CONTAINER = "inventory"

@@ -10,14 +10,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.errors import InvalidInput, NotFound
 from shared.inventory.findings import Finding, FindingState
 from shared.inventory.ignore_rules import IgnoreRule
 from shared.inventory.model import ObservationStatus
 from shared.inventory.proposals import Proposal, ProposalState
 from shared.inventory.store import InventoryStore
+from shared.platform.errors import InvalidInput, NotFound
+from shared.platform.storage.streams import EnvironmentRow
 from shared.provisioning.api import ProvisioningApi
-from shared.storage.streams import EnvironmentRow
 
 # A finding's state as asked for -> as stored (suppressed findings are open ones a rule hides; all: any).
 _FINDINGS_STORED: dict[str, str | None] = {

@@ -37,9 +37,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from shared import safe_json
-from shared.errors import RuntimeCloudError
-from shared.field_errors import field_errors
+from shared.platform import safe_json
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.field_errors import field_errors
 from shared.policy.yaml_text import YamlTextError, parse_yaml
 
 API_VERSION = "runtime-cloud.policy/v1"

@@ -47,7 +47,7 @@ from typing import Any, Literal
 import cel
 from pydantic import BaseModel, Field
 
-from shared.lru_cache import LruCache
+from shared.platform.lru_cache import LruCache
 from shared.policy.bundle import BundleLayer, EffectiveBundle, Enforcement, InvalidBundle, PolicyRule, RuleScope
 from shared.policy.facts import PlanFacts
 

@@ -34,12 +34,12 @@ from azure.core.exceptions import ResourceNotFoundError
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.desired_state import NAME_PATTERN
-from shared.errors import AlreadyExists, Conflict, NotFound
+from shared.platform.errors import AlreadyExists, Conflict, NotFound
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import insert_if_absent, query_rows, read_row, replace_if_unchanged
+from shared.platform.storage.optimistic import on_conflict
+from shared.platform.storage.paging import paging_seal, read_page, scope_of
 from shared.policy.bundle import RULE_ID_PATTERN
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import insert_if_absent, query_rows, read_row, replace_if_unchanged
-from shared.storage.optimistic import on_conflict
-from shared.storage.paging import paging_seal, read_page, scope_of
 
 TABLE = "PolicyExceptions"
 ROW_PREFIX = "exc|"

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shared.auth.principal import Requester
 from shared.iac.model import Action, ResourceChange
-from shared.targets import ProvisioningTarget
+from shared.platform.auth.principal import Requester
+from shared.platform.targets import ProvisioningTarget
 
 MANAGEMENT_PREFIX = "rc_"  # the product's own tags on a resource (shared.iac.tags): not the author's metadata
 

@@ -33,8 +33,10 @@ from pathlib import Path
 
 from azure.core.exceptions import ResourceExistsError
 
-from shared.clock import now
-from shared.logs import app_logger
+from shared.platform.clock import now
+from shared.platform.logs import app_logger
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import store_errors
 from shared.policy.bundle import EffectiveBundle, InvalidBundle, effective_bundle, layer_paths, parse_layer
 from shared.policy.evaluation import compile_bundle, evaluate_rules
 from shared.policy.exceptions import ExceptionStore
@@ -42,8 +44,6 @@ from shared.policy.facts import PlanFacts
 from shared.policy.settings import PolicySettings, PolicySource
 from shared.policy.sources import BundleTree, FileTree, HttpTree, PolicyUnavailable
 from shared.policy.verdict import PolicyVerdict, verdict_of
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import store_errors
 
 SNAPSHOTS_CONTAINER = "policy-bundles"
 INSTALLATION_LAYER = "installation.yaml"

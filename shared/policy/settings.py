@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from shared.settings_section import NcrontabSchedule, Section
+from shared.platform.settings_section import NcrontabSchedule, Section
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_DIRECTORY = "policies"  # the shipped tree (tools/package.py puts it in the package)

@@ -17,7 +17,7 @@ digest in each receipt says which policy that instance applied.
 
 GovernanceHost authenticates its callers: with ``GovernanceHostScope`` set,
 every request carries ``Authorization: Bearer <token>`` from the host's one
-credential (:mod:`shared.credentials`; the wiring hands the tree a token
+credential (:mod:`shared.platform.credentials`; the wiring hands the tree a token
 provider). A token that cannot be had is :class:`PolicyUnavailable` too, so a
 broken identity fails runs instead of reading policy anonymously; so is a 401
 or 403. Tokens are never logged, cached here (the credential caches them) or
@@ -35,8 +35,8 @@ from typing import Protocol
 
 import requests
 
-from shared.errors import RuntimeCloudError
-from shared.logs import app_logger
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.logs import app_logger
 
 log = app_logger("policy")
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from shared import safe_json
-from shared.errors import RuntimeCloudError
+from shared.platform import safe_json
+from shared.platform.errors import RuntimeCloudError
 
 
 class YamlTextError(RuntimeCloudError, ValueError):

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.auth.principal import Requester
 from shared.desired_state import EnvironmentSpecification
-from shared.errors import NotFound
-from shared.provisioning.git_policy import AllowedSource, NotAllowed, locate, sources_for
+from shared.platform.auth.principal import Requester
+from shared.platform.errors import NotFound
+from shared.platform.git_policy import AllowedSource, NotAllowed, locate, sources_for
 from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.runs import Run, RunState, SourceInfo
 from shared.provisioning.service import ProvisioningService
@@ -188,7 +188,7 @@ class ProvisioningApi:
     ) -> tuple[EnvironmentSpecification, SourceInfo]:
         """Read and validate the file at ``revision``; the source pins the commit it resolved to.
 
-        :class:`shared.errors.InvalidInput` (with safe messages) when it cannot be read or is not a
+        :class:`shared.platform.errors.InvalidInput` (with safe messages) when it cannot be read or is not a
         valid specification for this tenant and installation."""
         reference = GitReference(repository=repository, path=path, revision=revision)
         return self._service.specification_from(tenant, Declaration(git=reference))

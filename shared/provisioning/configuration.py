@@ -21,9 +21,9 @@ from urllib.parse import quote
 
 import requests
 
-from shared.credentials import azure_credential
 from shared.desired_state import ConfigReference, SecretReference
 from shared.iac.model import SecretUnresolvable as SecretUnresolvable  # raised here; a runner failure kind
+from shared.platform.credentials import azure_credential
 
 if TYPE_CHECKING:
     from azure.keyvault.secrets import SecretClient

@@ -14,9 +14,9 @@ plan job starts (fail-fast, like ``policy-unavailable``).
 
 from __future__ import annotations
 
-from shared.errors import InvalidInput
-from shared.neighbours.control_plane import NAME, ControlPlaneApi
-from shared.neighbours.errors import EnvironmentNotRegistered, NeighbourError
+from shared.platform.errors import InvalidInput
+from shared.platform.neighbours.control_plane import NAME, ControlPlaneApi
+from shared.platform.neighbours.errors import EnvironmentNotRegistered, NeighbourError
 from shared.provisioning.environment_registry import EnvironmentUnresolved, RegisteredEnvironment
 
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from shared.clock import now_iso
-from shared.errors import Conflict, NotFound, PermissionDenied
 from shared.iac.jobs.store import JobStore
-from shared.logs import app_logger
+from shared.platform.clock import now_iso
+from shared.platform.errors import Conflict, NotFound, PermissionDenied
+from shared.platform.logs import app_logger
+from shared.platform.storage.optimistic import on_conflict
 from shared.provisioning.runs import Decision, Run, RunState
 from shared.provisioning.store import ProvisioningStore
-from shared.storage.optimistic import on_conflict
 
 log = app_logger("provisioning")
 

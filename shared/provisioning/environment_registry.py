@@ -26,10 +26,10 @@ from typing import Any, Protocol
 
 from azure.data.tables import TableClient
 
-from shared.clock import now_iso
-from shared.errors import AlreadyExists, ConcurrencyConflict, RuntimeCloudError
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
+from shared.platform.clock import now_iso
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict, RuntimeCloudError
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
 
 ENVIRONMENTS_TABLE = "Environments"
 
@@ -88,7 +88,7 @@ class EnvironmentAuthority(Protocol):
         self, current: RegisteredEnvironment, environment_class: str, target: str, *, by: str, run_id: str
     ) -> RegisteredEnvironment:
         """Change class and target, unless the registration moved since ``current`` was read
-        (:class:`~shared.errors.ConcurrencyConflict`: read again and decide again)."""
+        (:class:`~shared.platform.errors.ConcurrencyConflict`: read again and decide again)."""
         ...
 
 

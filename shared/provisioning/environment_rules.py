@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from shared.desired_state import EnvironmentSpecification
-from shared.errors import InvalidInput
+from shared.platform.errors import InvalidInput
+from shared.platform.storage.optimistic import on_conflict
 from shared.provisioning.environment_registry import EnvironmentAuthority, EnvironmentUnresolved, RegisteredEnvironment
-from shared.storage.optimistic import on_conflict
 
 # How strict a class is: a move up adds control and is free; a move down takes what the higher one takes.
 STRICTNESS = {"non-production": 0, "production": 1}

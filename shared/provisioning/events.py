@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.events.cloudevents import NewEvent
+from shared.platform.events.cloudevents import NewEvent
 from shared.provisioning.outputs import OutputsReference
 from shared.provisioning.runs import FailureReason, Run
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 
 from shared.iac.jobs.protocol import JobKind
 from shared.iac.model import PlanResult
+from shared.platform.targets import ProvisioningTarget, target_for
 from shared.provisioning.configuration import ConfigPlatformClient, resolve_configuration
 from shared.provisioning.outcomes import Outcome, StepAnswer
 from shared.provisioning.policy_gate import PolicyGate, PolicyUnavailable, load_policy
@@ -39,7 +40,6 @@ from shared.provisioning.runner_jobs import JobTicket, RunnerJobs
 from shared.provisioning.runs import FailureReason, Run, RunState
 from shared.provisioning.step_answers import RunRef, failed, unresolved
 from shared.provisioning.store import ProvisioningStore
-from shared.targets import ProvisioningTarget, target_for
 
 
 class JobSteps:

@@ -27,12 +27,12 @@ from typing import Any
 from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableClient, TableTransactionError
 
-from shared.errors import AlreadyExists
 from shared.iac.jobs.access import STEPS_TABLE
 from shared.iac.jobs.outage import StoreOutage
 from shared.iac.model import StepResult
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import submit_batch
+from shared.platform.errors import AlreadyExists
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import submit_batch
 
 BATCH = 50  # rows per transaction: well under Azure's 100 operations and 4 MiB, with long messages
 

@@ -18,14 +18,18 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared import telemetry
-from shared.clock import now_iso
-from shared.events.artifact_outbox import ArtifactOutbox
 from shared.iac.jobs.protocol import JobKind
 from shared.iac.model import ApplyResult, ApplySliceEnded, RunnerError
 from shared.iac.registry import runner_for
 from shared.iac.settings import IaCSettings
-from shared.logs import app_logger
+from shared.platform import telemetry
+from shared.platform.clock import now_iso
+from shared.platform.events.artifact_outbox import ArtifactOutbox
+from shared.platform.logs import app_logger
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.optimistic import on_conflict
+from shared.platform.targets import ProvisioningTarget, target_for
+from shared.platform.telemetry import names
 from shared.provisioning import events
 from shared.provisioning.cancellation import CancelWatch
 from shared.provisioning.configuration import (
@@ -53,10 +57,6 @@ from shared.provisioning.step_answers import cancelled as _cancelled
 from shared.provisioning.step_answers import failed as _failed
 from shared.provisioning.store import ProvisioningStore
 from shared.provisioning.supersession import newer_run, supersede_awaiting_approval, superseded_by
-from shared.storage.clients import StorageClients
-from shared.storage.optimistic import on_conflict
-from shared.targets import ProvisioningTarget, target_for
-from shared.telemetry import names
 
 __all__ = ["FINAL_STATE_BY_OUTCOME", "RunRef", "RunSteps"]
 

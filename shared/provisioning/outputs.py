@@ -2,7 +2,7 @@
 
 An apply's outputs grow with the environment (one entry per resource: 2,000
 resources make some 300 KB), but an event is one table property and one queue
-message (see :data:`shared.events.outbox.MAX_EVENT_BYTES`). So the outputs are
+message (see :data:`shared.platform.events.outbox.MAX_EVENT_BYTES`). So the outputs are
 written once as canonical JSON to the blob
 ``receipts/{tenant}/{environment}/{run id}/outputs.json``, beside the run's
 receipts, and ``ProvisioningApplied`` carries an :class:`OutputsReference`:
@@ -12,7 +12,7 @@ the blob (or the path) and checks the digest; every output is there.
 
 With KnowledgeHost configured the outputs are mirrored by reference too: an
 artifact ``run-outputs`` whose ``content_ref`` is that HTTP path and whose
-``sha256`` is the blob's (:mod:`shared.events.artifact_outbox`).
+``sha256`` is the blob's (:mod:`shared.platform.events.artifact_outbox`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from pydantic import BaseModel
 
-from shared.errors import NotFound, RuntimeCloudError
-from shared.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
+from shared.platform.errors import NotFound, RuntimeCloudError
+from shared.platform.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
+from shared.platform.storage.clients import StorageClients
 from shared.provisioning.receipts import RECEIPTS_CONTAINER, sha256
-from shared.storage.clients import StorageClients
 
 
 class OutputsReference(BaseModel):

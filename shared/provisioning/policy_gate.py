@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from shared.desired_state import EnvironmentSpecification
 from shared.iac.model import PlanResult
+from shared.platform.targets import ProvisioningTarget
 from shared.policy.bundle import EffectiveBundle
 from shared.policy.facts import PlanFacts
 from shared.policy.gate import PolicyGate
 from shared.policy.sources import PolicyUnavailable
 from shared.policy.verdict import PolicyVerdict
 from shared.provisioning.runs import Run
-from shared.targets import ProvisioningTarget
 
 __all__ = ["PolicyGate", "PolicyUnavailable", "check_plan", "denial_of", "load_policy"]
 

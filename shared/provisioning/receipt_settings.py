@@ -28,8 +28,8 @@ from datetime import UTC, datetime, timedelta
 from croniter import croniter
 from pydantic import Field, model_validator
 
+from shared.platform.settings_section import NcrontabSchedule, Section
 from shared.provisioning.receipt_retention import SEVEN_YEARS, PolicyMode, RetentionRule
-from shared.settings_section import NcrontabSchedule, Section
 
 
 class ReceiptSettings(Section):

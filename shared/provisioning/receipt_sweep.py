@@ -31,7 +31,7 @@ from typing import Protocol
 from azure.core.exceptions import HttpResponseError, ResourceExistsError
 from azure.storage.blob import ContainerClient
 
-from shared import clock
+from shared.platform import clock
 from shared.provisioning.receipt_immutability import current_policy, set_policy, upload_options
 from shared.provisioning.receipt_retention import CurrentPolicy, PolicyChange, PolicyMode, RetentionRule
 from shared.provisioning.receipt_settings import ReceiptSettings

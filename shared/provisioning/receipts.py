@@ -15,7 +15,7 @@ version-level immutability policy (:mod:`shared.provisioning.receipt_retention`)
 which the retention timer extends while the environment lives.
 
 With KnowledgeHost configured, every receipt is also recorded in the
-artifacts' outbox (:mod:`shared.events.artifact_outbox`) before its digest is
+artifacts' outbox (:mod:`shared.platform.events.artifact_outbox`) before its digest is
 returned, and mirrored from there. A receipt's blob metadata ``source`` says
 where it came from when it was not written here: ``backup`` or ``mirror`` (a
 restore wrote it back); absent: ``store``.
@@ -30,15 +30,15 @@ from typing import Any, Literal
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from pydantic import BaseModel, Field
 
-from shared import clock
-from shared.errors import NotFound
-from shared.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
 from shared.iac.model import ResourceChange, StepResult
+from shared.platform import clock
+from shared.platform.errors import NotFound
+from shared.platform.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
+from shared.platform.storage.clients import StorageClients
 from shared.policy.verdict import PolicyVerdict
 from shared.provisioning.receipt_immutability import upload_options
 from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.runs import Decision, SourceInfo
-from shared.storage.clients import StorageClients
 
 RECEIPTS_CONTAINER = "receipts"
 

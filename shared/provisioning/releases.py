@@ -1,7 +1,7 @@
 """A promotion that names a release: resolved through DeliveryHost to specification text and its commit.
 
 A declaration may carry ``{"release": {"id": ..., "environment": ...}}`` instead of
-desired state. The host asks DeliveryHost (:mod:`shared.neighbours.delivery_host`)
+desired state. The host asks DeliveryHost (:mod:`shared.platform.neighbours.delivery_host`)
 when the declaration arrives, because everything a run is judged by (its
 environment's class and target, its digest, its registry decision) comes from
 the specification: a run recorded without one would leave each step to handle
@@ -23,11 +23,11 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.desired_state import NAME_PATTERN as ENVIRONMENT_PATTERN
-from shared.errors import RuntimeCloudError
-from shared.neighbours.delivery_host import NAME as DELIVERY_HOST
-from shared.neighbours.delivery_host import Release
-from shared.neighbours.errors import NeighbourError, ReleaseUnknown
-from shared.neighbours.models import NAME_PATTERN as RELEASE_PATTERN
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.neighbours.delivery_host import NAME as DELIVERY_HOST
+from shared.platform.neighbours.delivery_host import Release
+from shared.platform.neighbours.errors import NeighbourError, ReleaseUnknown
+from shared.platform.neighbours.models import NAME_PATTERN as RELEASE_PATTERN
 
 RELEASE_SOURCE = "release"  # SourceInfo.kind of a run declared by naming a release
 
@@ -46,7 +46,7 @@ class ReleaseReference(BaseModel):
 
 
 class Releases(Protocol):
-    """DeliveryHost's release resolution (:class:`shared.neighbours.delivery_host.DeliveryHost`)."""
+    """DeliveryHost's release resolution (:class:`shared.platform.neighbours.delivery_host.DeliveryHost`)."""
 
     def release(self, release_id: str, environment: str) -> Release: ...
 

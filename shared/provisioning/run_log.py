@@ -19,10 +19,10 @@ import json
 import re
 from typing import Any
 
-from shared.errors import InvalidInput
 from shared.iac.jobs.store import JobRecord, JobStore
+from shared.platform.errors import InvalidInput
+from shared.platform.storage.clients import StorageClients
 from shared.provisioning.runs import Run
-from shared.storage.clients import StorageClients
 
 PAGE_BYTES = 256 * 1024
 MAX_LINE_BYTES = 4 * 1024 * 1024  # an append block; no line the job writes is longer

@@ -3,7 +3,7 @@
 Every write here is safe to repeat (steps are at-least-once): receipts are
 written once (a retried step finds its receipt and keeps it,
 :class:`~shared.provisioning.receipts.ReceiptStore`), and a row change is
-read-modify-write under the row's ETag (:func:`~shared.storage.optimistic.on_conflict`
+read-modify-write under the row's ETag (:func:`~shared.platform.storage.optimistic.on_conflict`
 reads again and retries when another writer moved it). The apply is bound to
 the plan as reviewed: :meth:`RunRecords.reviewed_plan` refuses a plan receipt
 that no longer hashes to the digest on the run.
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.clock import now_iso
 from shared.iac.model import ApplyResult, PlanNoLongerHolds, PlanResult
+from shared.platform.clock import now_iso
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.optimistic import on_conflict
 from shared.policy.verdict import PolicyVerdict
 from shared.provisioning.configuration import ResolvedConfiguration
 from shared.provisioning.journal import TableStepJournal
@@ -22,8 +24,6 @@ from shared.provisioning.receipts import ApplyReceipt, ConfigurationRecord, Plan
 from shared.provisioning.runs import FailureReason, Run, RunState
 from shared.provisioning.step_answers import RunRef
 from shared.provisioning.store import ProvisioningStore
-from shared.storage.clients import StorageClients
-from shared.storage.optimistic import on_conflict
 
 Failure = tuple[FailureReason, str]
 

@@ -46,11 +46,11 @@ from shared.iac.jobs.results import JobResults, JobResultTampered
 from shared.iac.jobs.store import JobStore
 from shared.iac.model import ApplyResult, PlanResult, RunnerError
 from shared.iac.settings import IaCSettings
+from shared.platform.storage.clients import StorageClients
+from shared.platform.targets import ProvisioningTarget
+from shared.platform.telemetry.tracing import current_trace_context
 from shared.provisioning.configuration import ResolvedConfiguration
 from shared.provisioning.runs import Run
-from shared.storage.clients import StorageClients
-from shared.targets import ProvisioningTarget
-from shared.telemetry.tracing import current_trace_context
 
 # A waiting check's pauses between two reads of the job's row: short at first (a job of a few hundred
 # milliseconds is found within tens of them), growing slowly so a longer wait costs few reads.

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from shared.auth.principal import PrincipalKind, Requester
-from shared.clock import now_iso
-from shared.errors import RuntimeCloudError
 from shared.iac.model import PlanCounts
+from shared.platform.auth.principal import PrincipalKind, Requester
+from shared.platform.clock import now_iso
+from shared.platform.errors import RuntimeCloudError
 from shared.policy.verdict import PolicySummary
 from shared.provisioning.environment_rules import RegistryChange
 from shared.provisioning.releases import RELEASE_SOURCE
@@ -140,7 +140,7 @@ class Run(BaseModel):
     ordinal: int
     requested_by: str  # who asked: the person (oid, else sub) or the promoting system
     requested_by_client: str | None = None  # the client application they asked through
-    # The requester's kind (shared.auth.principal), set by the code path that declared the run: a
+    # The requester's kind (shared.platform.auth.principal), set by the code path that declared the run: a
     # token's person or service, a promotion's delivery, or a system actor. A row written before kinds
     # were recorded has none: it was a token's principal (see ``requester``).
     requested_by_kind: PrincipalKind | None = None

@@ -14,17 +14,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from shared.auth.principal import Requester
-from shared.clock import now_iso
 from shared.desired_state import EnvironmentSpecification
-from shared.errors import InvalidInput, NotFound
-from shared.field_errors import field_errors
 from shared.iac.stacks import stack_problem
+from shared.platform.auth.principal import Requester
+from shared.platform.clock import now_iso
+from shared.platform.errors import InvalidInput, NotFound
+from shared.platform.field_errors import field_errors
+from shared.platform.git_policy import sources_for
+from shared.platform.git_sources import GitLimits
+from shared.platform.secret_values import find_secrets
+from shared.platform.targets import ProvisioningTarget, target_for, unknown_target_message
 from shared.provisioning import events
 from shared.provisioning.environment_registry import EnvironmentUnresolved
 from shared.provisioning.environment_rules import STRICTNESS, UNRESOLVED_CLASS, EnvironmentRegistration
-from shared.provisioning.git_policy import sources_for
-from shared.provisioning.git_sources import GitLimits
 from shared.provisioning.releases import RELEASE_SOURCE, ReleaseReference, Releases, ReleaseUnresolved
 from shared.provisioning.runs import (
     FailureReason,
@@ -38,8 +40,6 @@ from shared.provisioning.runs import (
 from shared.provisioning.settings import ProvisioningSettings
 from shared.provisioning.sources import Declaration, SourceError, resolve
 from shared.provisioning.store import IdempotencyConflict, ProvisioningStore
-from shared.secret_values import find_secrets
-from shared.targets import ProvisioningTarget, target_for, unknown_target_message
 
 
 class SecretInSpecification(InvalidInput):

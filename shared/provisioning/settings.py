@@ -8,8 +8,8 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
-from shared.provisioning.git_policy import parse_allowed_sources
-from shared.settings_section import Section, six_field_ncrontab
+from shared.platform.git_policy import parse_allowed_sources
+from shared.platform.settings_section import Section, six_field_ncrontab
 
 
 class ProvisioningSettings(Section):
@@ -23,7 +23,7 @@ class ProvisioningSettings(Section):
     # The reconciler that restarts or fails stuck runs (6-field NCRONTAB, read when the app starts).
     reconcile_schedule: str = Field(default="0 */5 * * * *", alias="ReconcileSchedule")
     # Where specifications may come from in Git: folders and https:// prefixes, for every tenant or per
-    # tenant (see shared.provisioning.git_policy). None by default: Git sources are refused.
+    # tenant (see shared.platform.git_policy). None by default: Git sources are refused.
     git_allowed_sources: Annotated[dict[str, list[str]], NoDecode] = Field(
         default_factory=dict, alias="GitAllowedSources"
     )

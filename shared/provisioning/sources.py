@@ -2,7 +2,7 @@
 
 A Git reference (repository, path, revision) is resolved with dulwich, from a
 local repository path or an HTTPS URL that the installation allows
-(:mod:`shared.provisioning.git_sources`); the commit it resolved to is pinned
+(:mod:`shared.platform.git_sources`); the commit it resolved to is pinned
 in the run, so the run always names exactly which desired state it applied.
 A release (``{"release": {"id", "environment"}}``) is resolved through DeliveryHost
 (:mod:`shared.provisioning.releases`); its id and commit are pinned the same way.
@@ -18,9 +18,9 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
 from shared.desired_state import DeclaredSpecification
-from shared.errors import RuntimeCloudError
-from shared.json_types import exactly_one_of, one_given
-from shared.provisioning.git_sources import NOT_ALLOWED, GitLimits, GitSourceError, read_file
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.git_sources import NOT_ALLOWED, GitLimits, GitSourceError, read_file
+from shared.platform.json_types import exactly_one_of, one_given
 from shared.provisioning.releases import RELEASE_SOURCE, ReleaseReference, Releases, media_type_of, resolve_release
 from shared.provisioning.runs import SourceInfo
 from shared.provisioning.specification_text import SpecificationTextError, parse_specification_text

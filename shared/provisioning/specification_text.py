@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from shared import safe_json
-from shared.errors import RuntimeCloudError
+from shared.platform import safe_json
+from shared.platform.errors import RuntimeCloudError
 
 
 class SpecificationTextError(RuntimeCloudError, ValueError):

@@ -22,15 +22,15 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import TableClient
 
 from shared.desired_state import EnvironmentSpecification
-from shared.errors import AlreadyExists, ConcurrencyConflict, Conflict, NotFound
-from shared.events.cloudevents import CloudEvent, NewEvent
-from shared.events.outbox import outbox_for
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict, Conflict, NotFound
+from shared.platform.events.cloudevents import CloudEvent, NewEvent
+from shared.platform.events.outbox import outbox_for
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import read_row, submit_batch
+from shared.platform.storage.optimistic import on_conflict
+from shared.platform.storage.paging import after, paging_seal, read_page, scope_of
+from shared.platform.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
 from shared.provisioning.runs import Run, RunState
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import read_row, submit_batch
-from shared.storage.optimistic import on_conflict
-from shared.storage.paging import after, paging_seal, read_page, scope_of
-from shared.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
 
 RUNS_TABLE = "ProvisioningRuns"
 SPECIFICATIONS_CONTAINER = "specifications"

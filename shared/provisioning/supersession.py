@@ -19,11 +19,11 @@ other).
 
 from __future__ import annotations
 
-from shared.auth.principal import SystemPrincipal
-from shared.clock import now_iso
+from shared.platform.auth.principal import SystemPrincipal
+from shared.platform.clock import now_iso
+from shared.platform.storage.optimistic import on_conflict
 from shared.provisioning.runs import Decision, FailureReason, Run, RunState
 from shared.provisioning.store import ProvisioningStore
-from shared.storage.optimistic import on_conflict
 
 SYSTEM = SystemPrincipal.HOST.value
 

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from shared.errors import NotFound
+from shared.platform.errors import NotFound
 from shared.provisioning.receipts import ReceiptKind, ReceiptSource, ReceiptStore
 from shared.provisioning.runs import Run
 from shared.provisioning.store import ProvisioningStore

@@ -21,11 +21,11 @@ import os
 import sys
 from pathlib import Path
 
-from shared.errors import InvalidSettings, NotFound
+from shared.platform.errors import InvalidSettings, NotFound
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string, host_storage
 from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.store import ProvisioningStore
 from shared.provisioning.verification import verify_environment
-from shared.storage.clients import StorageClients, clients_from_connection_string, host_storage
 
 SETTING = "AzureWebJobsStorage"
 

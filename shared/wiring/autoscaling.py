@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 
 from shared.autoscaling.scaler import PoolScaler
-from shared.settings import get_settings
 from shared.wiring import capacity, provisioning
+from shared.wiring.settings import get_settings
 
 
 @functools.lru_cache(maxsize=1)

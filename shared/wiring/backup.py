@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from shared import clock, telemetry
 from shared.backup.attempts import ExportFailed, run_export
 from shared.backup.location import BackupLocation, open_backup_location
 from shared.backup.manifest import Manifest
@@ -31,15 +30,16 @@ from shared.backup.restore import RestoreReport
 from shared.backup.retention import prune_exports
 from shared.backup.settings import BackupSettings
 from shared.backup.status import EXPORTS, record_prune
-from shared.errors import NotFound
 from shared.inventory.errors import ScanInProgress
-from shared.logs import app_logger, ids
+from shared.platform import clock, telemetry
+from shared.platform.errors import NotFound
+from shared.platform.logs import app_logger, ids
+from shared.platform.storage.clients import shared_host_storage
 from shared.provisioning.lifecycle import RunRef
 from shared.provisioning.outcomes import Outcome
 from shared.provisioning.runs import FailureReason, RunState
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
 from shared.wiring import inventory, provisioning
+from shared.wiring.settings import get_settings
 
 log = app_logger("backup")
 

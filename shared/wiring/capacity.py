@@ -9,9 +9,9 @@ from shared.capacity.editions import seed_editions
 from shared.capacity.leases import LeaseService
 from shared.capacity.pools import seed_pools
 from shared.capacity.store import CapacityStore
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
+from shared.platform.storage.clients import shared_host_storage
 from shared.wiring.neighbours import control_plane, control_plane_is_authority
+from shared.wiring.settings import get_settings
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,9 +11,9 @@ from shared.gitops.service import GitOpsBindings
 from shared.gitops.store import BindingStore
 from shared.inventory.adoption_preview import adopted_specification
 from shared.inventory.decisions import AcceptBody
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
+from shared.platform.storage.clients import shared_host_storage
 from shared.wiring import inventory, provisioning
+from shared.wiring.settings import get_settings
 
 
 @functools.lru_cache(maxsize=1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 
 from shared.health.sections import HealthSections
-from shared.settings import Settings, get_settings
 from shared.wiring import neighbours, policy
+from shared.wiring.settings import Settings, get_settings
 
 
 def health_sections(settings: Settings) -> HealthSections:

@@ -11,9 +11,9 @@ from shared.inventory.rule_book import RuleBook
 from shared.inventory.scan import Scanner
 from shared.inventory.store import InventoryStore
 from shared.inventory.views import InventoryViews
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
+from shared.platform.storage.clients import shared_host_storage
 from shared.wiring import neighbours, provisioning
+from shared.wiring.settings import get_settings
 
 
 def event_source() -> str:

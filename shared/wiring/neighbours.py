@@ -1,7 +1,7 @@
 """The neighbours' clients, one per process each, or None when the neighbour is not configured.
 
 Each client's bearer token comes from the host's one credential
-(:mod:`shared.credentials`) for the section's ``Scope``; without a scope no
+(:mod:`shared.platform.credentials`) for the section's ``Scope``; without a scope no
 header is sent (a local stand-in). One client per process, so ControlPlaneApi's
 cache and each client's connections serve every run of the instance.
 """
@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import functools
 
-from shared.credentials import azure_credential
-from shared.events.artifact_dispatch import ArtifactPublisher, PublishPolicy
-from shared.events.artifact_outbox import ArtifactOutbox
-from shared.neighbours.control_plane import ControlPlaneApi
-from shared.neighbours.delivery_host import DeliveryHost
-from shared.neighbours.http_client import NeighbourHttp, Token
-from shared.neighbours.knowledge_host import KnowledgeHost
-from shared.neighbours.probe import NeighbourProbe
-from shared.neighbours.settings import NeighbourSettings
+from shared.platform.credentials import azure_credential
+from shared.platform.events.artifact_dispatch import ArtifactPublisher, PublishPolicy
+from shared.platform.events.artifact_outbox import ArtifactOutbox
+from shared.platform.neighbours.control_plane import ControlPlaneApi
+from shared.platform.neighbours.delivery_host import DeliveryHost
+from shared.platform.neighbours.http_client import NeighbourHttp, Token
+from shared.platform.neighbours.knowledge_host import KnowledgeHost
+from shared.platform.neighbours.probe import NeighbourProbe
+from shared.platform.neighbours.settings import NeighbourSettings
+from shared.platform.storage.clients import shared_host_storage
 from shared.provisioning.settings import EnvironmentSource
-from shared.settings import Settings, get_settings
-from shared.storage.clients import shared_host_storage
+from shared.wiring.settings import Settings, get_settings
 
 
 def scoped_token(scope: str) -> Token:

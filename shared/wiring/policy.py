@@ -6,11 +6,11 @@ import functools
 from collections.abc import Callable
 from pathlib import Path
 
-from shared.credentials import azure_credential
+from shared.platform.credentials import azure_credential
+from shared.platform.storage.clients import shared_host_storage
 from shared.policy.exceptions import ExceptionStore
 from shared.policy.gate import PolicyGate, PolicyStatus, tree_for
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
+from shared.wiring.settings import get_settings
 
 # The folder of function_app.py: relative Directory settings start here. In Azure it is the
 # deployment package's root, which holds policies/ (tools/package.py), so the default works there.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from shared.errors import InvalidSettings
+from shared.platform.errors import InvalidSettings
+from shared.platform.storage.clients import shared_host_storage
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.configuration import ConfigPlatformClient
 from shared.provisioning.control_plane_environments import ControlPlaneEnvironments
@@ -16,9 +17,8 @@ from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.service import ProvisioningService
 from shared.provisioning.settings import EnvironmentSource
 from shared.provisioning.store import ProvisioningStore
-from shared.settings import get_settings
-from shared.storage.clients import shared_host_storage
 from shared.wiring import neighbours, policy
+from shared.wiring.settings import get_settings
 
 
 def event_source() -> str:

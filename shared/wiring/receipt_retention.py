@@ -16,17 +16,17 @@ as failed; the next firing tries those receipts again.
 
 from __future__ import annotations
 
-from shared import clock, telemetry
 from shared.backup.receipt_copies import ReceiptCopies
-from shared.errors import RuntimeCloudError
-from shared.logs import app_logger
+from shared.platform import clock, telemetry
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.logs import app_logger
+from shared.platform.storage.clients import StorageClients, shared_host_storage
+from shared.platform.telemetry.names import PREFIX, MetricName
 from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.receipt_sweep import SweepReport, sweep_receipts
 from shared.provisioning.receipts import RECEIPTS_CONTAINER
-from shared.settings import get_settings
-from shared.storage.clients import StorageClients, shared_host_storage
-from shared.telemetry.names import PREFIX, MetricName
 from shared.wiring import backup
+from shared.wiring.settings import get_settings
 
 log = app_logger("receipts")
 

@@ -1,4 +1,4 @@
-"""Telemetry set up for this process: exporters (:func:`shared.telemetry.configure`) and the gauges' sources.
+"""Telemetry set up for this process: exporters (:func:`shared.platform.telemetry.configure`) and the gauges' sources.
 
 Gauges read the store when the exporter collects (every minute in Azure), each
 with one bounded query: the head of each inbound queue (``host.inbox_lag``),
@@ -14,14 +14,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from shared import telemetry
 from shared.health import HealthSections, inbox_lags
-from shared.settings import Settings
-from shared.storage.clients import shared_host_storage
-from shared.storage.resources import OUTBOX_TABLES
-from shared.telemetry import names
-from shared.telemetry.metrics import Reading
+from shared.platform import telemetry
+from shared.platform.storage.clients import shared_host_storage
+from shared.platform.storage.resources import OUTBOX_TABLES
+from shared.platform.telemetry import names
+from shared.platform.telemetry.metrics import Reading
 from shared.wiring.health import health_sections
+from shared.wiring.settings import Settings
 
 BACKLOG_LIMIT = 1000  # the gauge says "at least this many" beyond it, without reading a whole table
 
@@ -52,7 +52,7 @@ def _inbox_lag(sections: HealthSections) -> Iterable[Reading]:
 
 
 def _outbox_backlog() -> Iterable[Reading]:
-    from shared.events.outbox import _OUTBOX_END, OUTBOX_PREFIX
+    from shared.platform.events.outbox import _OUTBOX_END, OUTBOX_PREFIX
 
     tables = shared_host_storage().tables
     readings = []
@@ -131,7 +131,7 @@ def _pool_holdings() -> list[tuple[str, int, int]]:
         return _holdings[1]
     from shared.capacity.pools import list_pools
     from shared.capacity.slots import read_pool_slots
-    from shared.clock import now
+    from shared.platform.clock import now
     from shared.wiring.capacity import store
 
     capacity, moment = store(), now()

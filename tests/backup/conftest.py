@@ -13,8 +13,8 @@ import pytest
 
 from devhost.azurite import TARGET_ACCOUNT, Azurite
 from shared.backup.location import BackupLocation
-from shared.events.outbox import EVENTS_QUEUE
-from shared.storage.clients import StorageClients, clients_from_connection_string
+from shared.platform.events.outbox import EVENTS_QUEUE
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
 
 
 @pytest.fixture(scope="package")

@@ -27,10 +27,10 @@ from typing import Any
 from devhost.azurite import BACKUP_ACCOUNT, Azurite
 from shared.backup.location import BackupLocation
 from shared.backup.manifest import latest_manifest
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
 from shared.provisioning.receipts import ReceiptStore
 from shared.provisioning.store import ProvisioningStore
 from shared.provisioning.verification import verify_environment
-from shared.storage.clients import StorageClients, clients_from_connection_string
 from tests.backup.conftest import consume
 from tests.capacity.conftest import CapacityApi
 from tests.conftest import REPO, app_settings

@@ -22,7 +22,7 @@ from typing import Any
 from devhost.azurite import Azurite
 from shared.backup.location import BackupLocation
 from shared.backup.manifest import latest_manifest, read_manifest
-from shared.storage.clients import clients_from_connection_string
+from shared.platform.storage.clients import clients_from_connection_string
 from tests.backup.test_drill import backup_location, backup_settings, restore_command, run_backup, wipe
 from tests.conftest import REPO, app_settings
 from tests.provisioning.helpers import WRITE, declare, specification, unique, wait_for_run_state

@@ -11,9 +11,9 @@ from __future__ import annotations
 from shared.backup.export import export_store
 from shared.backup.restore import restore_store
 from shared.backup.settings import BackupSettings
-from shared.events.cloudevents import NewEvent
-from shared.events.outbox import outbox_for
-from shared.storage.resources import ensure_resources
+from shared.platform.events.cloudevents import NewEvent
+from shared.platform.events.outbox import outbox_for
+from shared.platform.storage.resources import ensure_resources
 from tests.backup.conftest import consume, wipe_account
 
 TABLE = "CapacityPools"  # an outbox table of the registry: the restore moves its streams on

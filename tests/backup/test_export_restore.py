@@ -22,7 +22,7 @@ from shared.backup.settings import BackupSettings
 from shared.backup.status import backup_health, record_failure, record_success
 from shared.capacity import epoch
 from shared.capacity.keys import LEASES_TABLE, SLOTS_TABLE
-from shared.storage.clients import StorageClients
+from shared.platform.storage.clients import StorageClients
 
 
 def wipe(store: StorageClients, tables: list[str], containers: list[str]) -> None:

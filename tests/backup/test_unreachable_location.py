@@ -17,7 +17,7 @@ from pathlib import Path
 
 from devhost.azurite import TARGET_ACCOUNT, Azurite, free_port
 from shared.backup.status import store_record
-from shared.storage.clients import clients_from_connection_string
+from shared.platform.storage.clients import clients_from_connection_string
 from tests.conftest import REPO, app_settings
 from tests.support.host import HostProcess
 

@@ -12,7 +12,7 @@ from shared.capacity.models import PoolKind
 from shared.capacity.pools import read_pool
 from shared.capacity.settings import CapacitySettings
 from shared.capacity.store import CapacityStore
-from shared.storage.clients import clients_from_connection_string
+from shared.platform.storage.clients import clients_from_connection_string
 from tests.capacity.conftest import PROBLEM, unique
 from tests.support.host import wait_until
 

@@ -31,7 +31,7 @@ from shared.capacity.models import AcquireRequest, LeaseView, PoolKind, Purpose
 from shared.capacity.pools import read_pool
 from shared.capacity.settings import CapacitySettings
 from shared.capacity.store import CapacityStore
-from shared.storage.clients import clients_from_connection_string
+from shared.platform.storage.clients import clients_from_connection_string
 from tests.support.host import wait_until
 
 # Long enough that nobody takes the expired lease's slot (or token) over while the test looks at it.

@@ -23,7 +23,7 @@ from shared.capacity import slots
 from shared.capacity.keys import utcnow
 from shared.capacity.settings import CapacitySettings
 from shared.capacity.store import CapacityStore
-from shared.storage.clients import clients_from_connection_string
+from shared.platform.storage.clients import clients_from_connection_string
 from tests.capacity.conftest import PROBLEM, CapacityApi, unique
 
 TTL = 60

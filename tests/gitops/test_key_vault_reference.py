@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from devhost.azurite import Azurite
-from shared.secret_settings import is_unresolved_reference, read_secret_setting
+from shared.platform.secret_settings import is_unresolved_reference, read_secret_setting
 from tests.conftest import REPO, app_settings
 from tests.gitops.helpers import SECRET, bind, github_push
 from tests.support.host import HostProcess

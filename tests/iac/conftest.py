@@ -20,7 +20,7 @@ from devhost.azurite import TARGET_ACCOUNT, Azurite
 from shared.desired_state import EnvironmentSpecification
 from shared.iac.model import StepResult
 from shared.iac.tags import ManagementTags
-from shared.targets import ProvisioningTarget
+from shared.platform.targets import ProvisioningTarget
 
 TARGET_SETTING = "RuntimeCloudTarget__iac_tests__Connection"
 TENANT = "tenant-a"

@@ -38,18 +38,18 @@ import pytest
 import yaml
 
 from devhost.azurite import TARGET_ACCOUNT, Azurite
-from shared.clock import now_iso
 from shared.desired_state import EnvironmentSpecification
 from shared.iac.jobs.protocol import JobKind
 from shared.iac.model import ApplyResult, PlanResult, RunnerError
 from shared.iac.pulumi.program_copy import VIRTUALENV_VARIABLE, WORKSPACE_VARIABLE
 from shared.iac.settings import IaCSettings
+from shared.platform.clock import now_iso
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
+from shared.platform.storage.resources import ensure_resources
+from shared.platform.targets import ProvisioningTarget
 from shared.provisioning.configuration import ResolvedConfiguration
 from shared.provisioning.runner_jobs import JobTicket, RunnerJobs
 from shared.provisioning.runs import Run, RunState, SourceInfo
-from shared.storage.clients import StorageClients, clients_from_connection_string
-from shared.storage.resources import ensure_resources
-from shared.targets import ProvisioningTarget
 from tests.iac.conftest import TARGET_SETTING, TargetAccount, specification
 from tests.iac.test_runner_image import ACQUISITION_OFF, FACTORY_SPEC, created_user, read_image
 

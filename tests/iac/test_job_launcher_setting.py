@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from shared.errors import InvalidSettings
 from shared.iac.settings import AZURE_HOST_VARIABLES
-from shared.settings import load_settings
+from shared.platform.errors import InvalidSettings
+from shared.wiring.settings import load_settings
 
 BASE = {
     "AzureWebJobsStorage": "UseDevelopmentStorage=true",

@@ -14,14 +14,14 @@ import uuid
 import pytest
 
 from devhost.azurite import Azurite
-from shared.clock import now_iso
 from shared.iac.jobs.protocol import JobKind, JobRequest, JobResult, job_id_for
 from shared.iac.jobs.results import JobResults, JobResultTampered
 from shared.iac.jobs.store import JobStore
 from shared.iac.model import PlanResult
 from shared.iac.pulumi.saved_plans import BINDING_KEY, PLANS_CONTAINER
+from shared.platform.clock import now_iso
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
 from shared.provisioning.cancellation import JobCancelWatch
-from shared.storage.clients import StorageClients, clients_from_connection_string
 
 TENANT = "tenant-a"
 

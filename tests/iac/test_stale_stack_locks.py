@@ -25,7 +25,7 @@ from shared.iac.pulumi import runner as pulumi_runner
 from shared.iac.pulumi.locks import BlobLockStore, clear_stale_locks
 from shared.iac.pulumi.runner import PulumiRunner
 from shared.iac.pulumi.saved_plans import BINDING_KEY, STACK_KEY, SavedPlans
-from shared.storage.clients import StorageClients, clients_from_connection_string
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
 from tests.iac.conftest import DictJournal
 
 STALE_SECONDS = 90

@@ -9,7 +9,7 @@ import pytest
 from devhost.azurite import TARGET_ACCOUNT, TARGET_KEY, free_port
 from shared.iac.embedded import EmbeddedRunner, read_target_state
 from shared.iac.model import TargetUnreachable
-from shared.targets import ProvisioningTarget
+from shared.platform.targets import ProvisioningTarget
 from tests.iac.conftest import specification
 
 

@@ -33,9 +33,9 @@ from shared.desired_state import EnvironmentSpecification
 from shared.iac.jobs.protocol import JobKind
 from shared.iac.model import RunnerError
 from shared.iac.settings import IaCSettings
-from shared.storage.clients import StorageClients, clients_from_connection_string
-from shared.storage.resources import ensure_resources
-from shared.targets import ProvisioningTarget
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
+from shared.platform.storage.resources import ensure_resources
+from shared.platform.targets import ProvisioningTarget
 from tests.iac.conftest import TARGET_SETTING
 from tests.iac.test_job_as_unprivileged_user import (
     FACTORY_SPEC,

@@ -233,7 +233,7 @@ def factory_config() -> dict[str, str]:
     """What the host's Pulumi runner sets on the stack when it applies environments/factory/host.yaml."""
     from shared.desired_state import EnvironmentSpecification
     from shared.iac.pulumi.workspace import stack_configuration
-    from shared.targets import ProvisioningTarget
+    from shared.platform.targets import ProvisioningTarget
 
     document = yaml.safe_load(FACTORY_SPEC.read_text(encoding="utf-8"))
     specification = EnvironmentSpecification.model_validate({**document, "tenant": "connectsoft-factory"})

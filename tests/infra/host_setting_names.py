@@ -1,4 +1,4 @@
-"""The app setting names the host reads, derived from its settings model (shared/settings.py).
+"""The app setting names the host reads, derived from its settings model (shared/wiring/settings.py).
 
 So the infra tests follow the host: a setting added to the model is known here at
 once, and a name the program writes that the model does not read (a typo the host
@@ -14,10 +14,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from shared.gitops.settings import DEFAULT_WEBHOOK_SECRET
-from shared.settings import Settings
-from shared.settings_section import Section
+from shared.platform.settings_section import Section
+from shared.wiring.settings import Settings
 
-# Identity-based store settings, read by shared.storage.connection (not by the model): the host's
+# Identity-based store settings, read by shared.platform.storage.connection (not by the model): the host's
 # store and the backup location (RuntimeCloud__Backup__Connection names RuntimeCloudBackup in Azure).
 STORE_SETTINGS = tuple(
     f"{connection}__{name}"

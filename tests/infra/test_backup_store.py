@@ -14,9 +14,9 @@ import pytest
 from runtime_cloud_infra.roles import BUILT_IN_ROLES
 
 from shared.backup.settings import BackupSettings
-from shared.credentials import forget_credentials
-from shared.settings import load_settings
-from shared.storage.connection import read_connection
+from shared.platform.credentials import forget_credentials
+from shared.platform.storage.connection import read_connection
+from shared.wiring.settings import load_settings
 from tests.infra.conftest import Deployment
 
 SEVEN_YEARS_DAYS = 2557

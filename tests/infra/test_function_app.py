@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from shared.credentials import forget_credentials
-from shared.settings import load_settings
-from shared.storage.connection import read_connection
+from shared.platform.credentials import forget_credentials
+from shared.platform.storage.connection import read_connection
+from shared.wiring.settings import load_settings
 from tests.infra.conftest import REPO, Deployment
 from tests.infra.host_setting_names import app_setting_names, host_json_references, is_host_setting
 
@@ -71,7 +71,7 @@ def test_store_settings_are_identity_based_with_mocked_pulumi_engine(deployment:
 def test_the_app_reads_targets_as_the_observer_and_hands_jobs_the_runner_with_mocked_pulumi_engine(
     deployment: Deployment,
 ) -> None:
-    from shared.targets import CredentialKind, ProvisioningTarget
+    from shared.platform.targets import CredentialKind, ProvisioningTarget
 
     observer = deployment.one("managedidentity:UserAssignedIdentity", "observer-identity").outputs["clientId"]
     runner = deployment.one("managedidentity:UserAssignedIdentity", "runner-identity").outputs["clientId"]
@@ -158,7 +158,7 @@ def azure_environment(monkeypatch: pytest.MonkeyPatch):
 def test_the_host_starts_with_exactly_these_settings_with_mocked_pulumi_engine(
     deployment: Deployment, azure_environment
 ) -> None:
-    """The host's own loader (shared.settings) accepts them: nothing it requires is missing or wrong."""
+    """The host's own loader (shared.wiring.settings) accepts them: nothing it requires is missing or wrong."""
     settings = deployment.app_settings()
     azure_environment(settings)
 

@@ -1,6 +1,6 @@
 """Nothing the program declares, exports or reads from the repository holds a key, password or token.
 
-The test uses the host's own detector (shared.secret_values: the shapes of keys,
+The test uses the host's own detector (shared.platform.secret_values: the shapes of keys,
 connection strings with keys, SAS signatures, private keys, JWTs, credentials in
 URLs, long random strings, and fields named like secrets).
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from shared.secret_values import find_secrets, secret_kind
+from shared.platform.secret_values import find_secrets, secret_kind
 from tests.infra.conftest import FACTORY_SPEC, INFRA, Deployment
 
 # Named like a secret, and not one: Application Insights' connection string carries an instrumentation

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from shared.credentials import azure_credential, forget_credentials
 from shared.inventory.observers.arm import default_client
-from shared.target_access import target_blob_service, target_table_service
-from shared.targets import CredentialKind, ProvisioningTarget, TargetKind
+from shared.platform.credentials import azure_credential, forget_credentials
+from shared.platform.target_access import target_blob_service, target_table_service
+from shared.platform.targets import CredentialKind, ProvisioningTarget, TargetKind
 from tests.infra.conftest import Deployment
 
 CLEARED = ("AzureWebJobsStorage", "AZURE_CLIENT_ID")

@@ -9,8 +9,8 @@ import pytest
 
 from devhost.azurite import TARGET_ACCOUNT, free_port
 from shared.inventory.store import InventoryStore
-from shared.storage.clients import clients_from_connection_string
-from shared.storage.resources import ensure_resources
+from shared.platform.storage.clients import clients_from_connection_string
+from shared.platform.storage.resources import ensure_resources
 from tests.conftest import REPO
 from tests.provisioning.conftest import provisioning_settings
 from tests.support.host import HostProcess

@@ -31,7 +31,7 @@ from shared.inventory.comparison import compare
 from shared.inventory.model import FindingKind, Observation
 from shared.inventory.observers.arm import ArmObserver, expected_from_outputs
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
-from shared.targets import ProvisioningTarget
+from shared.platform.targets import ProvisioningTarget
 
 RESPONSES = Path(__file__).parent / "arm_responses"
 SUBSCRIPTION = "6f1c0a52-3b8e-4c1d-9a7e-0d2b5f8e4c11"

@@ -14,12 +14,12 @@ from urllib.parse import unquote
 import pytest
 
 from devhost.azurite import Azurite
-from shared.events.artifact_dispatch import ArtifactPublisher, PublishPolicy
-from shared.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
-from shared.neighbours.knowledge_host import Artifact, KnowledgeHost
-from shared.neighbours.settings import KnowledgeHostSettings
-from shared.storage.clients import StorageClients, clients_from_connection_string
-from shared.storage.resources import ensure_resources
+from shared.platform.events.artifact_dispatch import ArtifactPublisher, PublishPolicy
+from shared.platform.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
+from shared.platform.neighbours.knowledge_host import Artifact, KnowledgeHost
+from shared.platform.neighbours.settings import KnowledgeHostSettings
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
+from shared.platform.storage.resources import ensure_resources
 from tests.provisioning.helpers import unique
 from tests.support.neighbours import KnowledgeHostStandIn
 

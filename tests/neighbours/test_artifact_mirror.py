@@ -18,7 +18,7 @@ import pytest
 from azure.data.tables import TableClient
 
 from devhost.azurite import Azurite
-from shared.events.artifact_outbox import artifact_id
+from shared.platform.events.artifact_outbox import artifact_id
 from tests.conftest import REPO, app_settings
 from tests.inventory.helpers import applied_environment, names, scan, target_queues
 from tests.provisioning.helpers import WRITE, declare, specification, unique, wait_for_run_state

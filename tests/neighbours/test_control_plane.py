@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from shared.neighbours.control_plane import ControlPlaneApi
-from shared.neighbours.errors import (
+from shared.platform.neighbours.control_plane import ControlPlaneApi
+from shared.platform.neighbours.errors import (
     EditionUnknown,
     EnvironmentNotRegistered,
     NeighbourAnswerInvalid,
     NeighbourNotFound,
     NeighbourUnavailable,
 )
-from shared.neighbours.settings import ControlPlaneSettings
+from shared.platform.neighbours.settings import ControlPlaneSettings
 from tests.support.neighbours import ControlPlaneStandIn
 
 ENVIRONMENT_PATH = "/v1/tenants/tenant-a/environments/shop"

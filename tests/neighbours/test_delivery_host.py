@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.neighbours.delivery_host import DeliveryHost
-from shared.neighbours.errors import NeighbourAnswerInvalid, NeighbourUnavailable, ReleaseUnknown
-from shared.neighbours.settings import DeliveryHostSettings
+from shared.platform.neighbours.delivery_host import DeliveryHost
+from shared.platform.neighbours.errors import NeighbourAnswerInvalid, NeighbourUnavailable, ReleaseUnknown
+from shared.platform.neighbours.settings import DeliveryHostSettings
 from tests.support.neighbours import DeliveryHostStandIn
 
 SPECIFICATION = '{"environment": "shop", "environment_class": "non-production"}'

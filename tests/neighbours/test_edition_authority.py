@@ -9,8 +9,8 @@ from shared.capacity import edition_authority
 from shared.capacity.edition_authority import EditionsAuthority
 from shared.capacity.errors import QuotasUnavailable
 from shared.capacity.models import PoolKind
-from shared.neighbours.control_plane import ControlPlaneApi
-from shared.neighbours.settings import ControlPlaneSettings
+from shared.platform.neighbours.control_plane import ControlPlaneApi
+from shared.platform.neighbours.settings import ControlPlaneSettings
 from tests.support.neighbours import ControlPlaneStandIn
 
 QUOTAS = "/v1/editions/gold/quotas"

@@ -1,4 +1,4 @@
-"""What every neighbour's client shares (shared.neighbours.http_client and settings), against a stand-in.
+"""What every neighbour's client shares (shared.platform.neighbours.http_client and settings), against a stand-in.
 
 Entra ID is the one edge mocked here: a token provider in the credential's place
 (``stand_in_entra_id``), since no token can be issued on this machine.
@@ -11,13 +11,13 @@ import os
 import pytest
 from azure.core.exceptions import ClientAuthenticationError
 
-from shared.errors import InvalidSettings
-from shared.neighbours.control_plane import ControlPlaneApi
-from shared.neighbours.delivery_host import DeliveryHost
-from shared.neighbours.errors import NeighbourAnswerInvalid, NeighbourUnavailable
-from shared.neighbours.http_client import MAX_ANSWER_BYTES
-from shared.neighbours.settings import ControlPlaneSettings, DeliveryHostSettings
-from shared.settings import load_settings
+from shared.platform.errors import InvalidSettings
+from shared.platform.neighbours.control_plane import ControlPlaneApi
+from shared.platform.neighbours.delivery_host import DeliveryHost
+from shared.platform.neighbours.errors import NeighbourAnswerInvalid, NeighbourUnavailable
+from shared.platform.neighbours.http_client import MAX_ANSWER_BYTES
+from shared.platform.neighbours.settings import ControlPlaneSettings, DeliveryHostSettings
+from shared.wiring.settings import load_settings
 from tests.support.neighbours import ControlPlaneStandIn, DeliveryHostStandIn
 
 

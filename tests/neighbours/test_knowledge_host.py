@@ -7,9 +7,14 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from shared.neighbours.errors import ArtifactConflict, ArtifactNotFound, NeighbourAnswerInvalid, NeighbourUnavailable
-from shared.neighbours.knowledge_host import Artifact, KnowledgeHost, sha256_of
-from shared.neighbours.settings import KnowledgeHostSettings
+from shared.platform.neighbours.errors import (
+    ArtifactConflict,
+    ArtifactNotFound,
+    NeighbourAnswerInvalid,
+    NeighbourUnavailable,
+)
+from shared.platform.neighbours.knowledge_host import Artifact, KnowledgeHost, sha256_of
+from shared.platform.neighbours.settings import KnowledgeHostSettings
 from tests.support.neighbours import KnowledgeHostStandIn
 
 RECEIPT = json.dumps({"kind": "plan", "run_id": "run-1", "changes": []}, sort_keys=True)

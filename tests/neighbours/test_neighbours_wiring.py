@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.settings import Settings
 from shared.wiring.health import health_sections
+from shared.wiring.settings import Settings
 
 
 def probes_by_check(settings: Settings) -> dict:

@@ -19,11 +19,11 @@ from devhost.azurite import Azurite
 from shared.backup.location import BackupLocation, PartRef
 from shared.backup.manifest import Manifest, manifest_name
 from shared.backup.mirror import restore_receipts_from_mirror
-from shared.neighbours.knowledge_host import Artifact, KnowledgeHost, sha256_of
-from shared.neighbours.settings import KnowledgeHostSettings
+from shared.platform.neighbours.knowledge_host import Artifact, KnowledgeHost, sha256_of
+from shared.platform.neighbours.settings import KnowledgeHostSettings
+from shared.platform.storage.clients import clients_from_connection_string
+from shared.platform.storage.resources import ensure_resources
 from shared.provisioning.receipts import ReceiptStore, receipt_artifact_id
-from shared.storage.clients import clients_from_connection_string
-from shared.storage.resources import ensure_resources
 from tests.backup.test_drill import backup_location, backup_settings, restore_command, run_backup, wipe
 from tests.conftest import REPO, app_settings
 from tests.neighbours.test_artifact_mirror import TENANT, all_published, applied_run, artifact_ids

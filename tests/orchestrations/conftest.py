@@ -41,7 +41,7 @@ def _import_orchestrations() -> tuple[Any, Any]:
             patch.setenv(name, value)
         provisioning = importlib.import_module("orchestrations.provisioning")
         capacity = importlib.import_module("orchestrations.capacity")
-        importlib.import_module("shared.settings").get_settings.cache_clear()
+        importlib.import_module("shared.wiring.settings").get_settings.cache_clear()
     return provisioning, capacity
 
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shared.auth.principal import PrincipalKind, Requester, SystemPrincipal
 from shared.desired_state import MAX_RESOURCES
 from shared.iac.model import Action, ResourceChange
+from shared.platform.auth.principal import PrincipalKind, Requester, SystemPrincipal
+from shared.platform.targets import ProvisioningTarget
 from shared.policy.bundle import EffectiveBundle, InvalidBundle, effective_bundle, layer_paths, parse_layer
 from shared.policy.evaluation import compile_bundle, evaluate_rules
 from shared.policy.facts import PlanFacts
 from shared.policy.sources import FileTree, HttpTree, PolicyUnavailable
 from shared.policy.verdict import verdict_of
-from shared.targets import ProvisioningTarget
 from tests.conftest import REPO
 from tests.policy.helpers import INSTALLATION, GovernanceHostStandIn, write_layer
 

@@ -14,9 +14,9 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient
 from azure.storage.blob import ContainerClient
 
+from shared.platform.storage.clients import clients_from_connection_string
 from shared.policy.exceptions import TABLE, ExceptionStore, NewPolicyException
 from shared.policy.gate import SNAPSHOTS_CONTAINER
-from shared.storage.clients import clients_from_connection_string
 from tests.policy.helpers import create_exception, get_json, policy_tenant, tokens
 from tests.provisioning.helpers import declare, specification, unique, wait_for_run_state
 from tests.support.host import wait_until

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from shared.clock import now_iso
 from shared.iac.model import Action, StepResult, StepStatus
+from shared.platform.clock import now_iso
+from shared.platform.storage.clients import clients_from_connection_string, shared_host_storage
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.lifecycle import RunRef, RunSteps
 from shared.provisioning.outcomes import Outcome
 from shared.provisioning.runs import FailureReason, RunState
-from shared.storage.clients import clients_from_connection_string, shared_host_storage
 from shared.wiring import provisioning as wiring
 from tests.conftest import REPO, app_settings
 from tests.provisioning.conftest import provisioning_settings
@@ -96,8 +96,8 @@ def test_the_reconciler_s_apply_failed_ending_has_a_receipt_of_what_the_killed_j
 @pytest.fixture
 def in_process_steps(azurite: Azurite, key_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunSteps]:
     """The app's run steps in this process, on the same storage and settings as the session's host."""
-    from shared import settings as app_settings_module
-    from shared.storage import clients
+    from shared.platform.storage import clients
+    from shared.wiring import settings as app_settings_module
 
     for name, value in app_settings(azurite, key_dir).items():
         monkeypatch.setenv(name, value)

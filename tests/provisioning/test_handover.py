@@ -14,7 +14,7 @@ from azure.core.exceptions import ResourceExistsError
 from shared.iac.jobs.handover import GONE, STOP, Handover
 from shared.iac.jobs.protocol import JobKind, JobRequest, JobResult
 from shared.iac.jobs.store import JOBS_TABLE, NEXT, JobStore
-from shared.storage.clients import StorageClients, clients_from_connection_string
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
 
 
 @pytest.fixture

@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 
 from devhost.azurite import Azurite
-from shared.clock import now_iso
-from shared.errors import StoreUnavailable
 from shared.iac.jobs.access import STEPS_TABLE
 from shared.iac.jobs.outage import StoreOutage
 from shared.iac.model import Action, StepResult, StepStatus
+from shared.platform.clock import now_iso
+from shared.platform.errors import StoreUnavailable
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
 from shared.provisioning.journal import TableStepJournal
-from shared.storage.clients import StorageClients, clients_from_connection_string
 from tests.conftest import REPO
 from tests.provisioning.conftest import provisioning_settings
 from tests.provisioning.helpers import WRITE, declare, specification, target_queue_names, unique, wait_for_run_state

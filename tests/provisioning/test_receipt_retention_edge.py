@@ -32,12 +32,12 @@ from shared.backup.export import export_store
 from shared.backup.location import BackupLocation, object_name
 from shared.backup.receipt_copies import ReceiptCopies
 from shared.backup.settings import BackupSettings
+from shared.platform.storage.clients import StorageClients, clients_from_connection_string
 from shared.provisioning.receipt_retention import SEVEN_YEARS, PolicyMode
 from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.receipt_sweep import record_environment_deleted, sweep_receipts
 from shared.provisioning.receipts import RECEIPTS_CONTAINER, ApplyReceipt, PlanReceipt, ReceiptStore, sha256
 from shared.provisioning.runs import SourceInfo
-from shared.storage.clients import StorageClients, clients_from_connection_string
 from tools import record_deletion
 
 ON = ReceiptSettings()  # Immutability on, Locked: Azure's defaults

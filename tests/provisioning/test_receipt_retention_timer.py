@@ -10,9 +10,9 @@ import re
 from datetime import UTC, datetime
 
 from devhost.azurite import Azurite
+from shared.platform.storage.clients import clients_from_connection_string
 from shared.provisioning.receipt_sweep import record_environment_deleted
 from shared.provisioning.receipts import RECEIPTS_CONTAINER
-from shared.storage.clients import clients_from_connection_string
 from tests.conftest import REPO
 from tests.provisioning.conftest import provisioning_settings
 from tests.provisioning.helpers import WRITE, declare, specification, unique, wait_for_run_state

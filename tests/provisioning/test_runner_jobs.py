@@ -315,7 +315,7 @@ def test_the_container_apps_job_takes_one_request_per_execution_and_keeps_a_bad_
     """``python -m runner_job once`` (the Container Apps job's command) takes exactly one message."""
     from runner_job.scaler import take_one
     from shared.iac.settings import IaCSettings
-    from shared.storage.clients import clients_from_connection_string
+    from shared.platform.storage.clients import clients_from_connection_string
 
     clients = clients_from_connection_string(azurite.connection_string())
     iac = IaCSettings(JobQueue=unique("once"))
@@ -437,8 +437,8 @@ def test_health_reports_the_job_path_not_a_local_cli_and_degrades_on_stuck_jobs_
 def test_the_run_s_job_log_pages_over_http_for_its_tenant_only_and_the_job_s_spans_join_the_run_s_trace(
     azurite, key_dir, mint, tmp_path
 ):
-    from shared.telemetry.files import read_spans
-    from shared.telemetry.names import RUN
+    from shared.platform.telemetry.files import read_spans
+    from shared.platform.telemetry.names import RUN
 
     telemetry = tmp_path / "telemetry"
     settings = provisioning_settings(

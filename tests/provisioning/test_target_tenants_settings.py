@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from shared.errors import InvalidSettings
-from shared.settings import load_settings
-from shared.targets import target_for, targets_for, unknown_target_message
+from shared.platform.errors import InvalidSettings
+from shared.platform.targets import target_for, targets_for, unknown_target_message
+from shared.wiring.settings import load_settings
 
 BASE = {
     "AzureWebJobsStorage": "UseDevelopmentStorage=true",

@@ -17,7 +17,7 @@ from tests.conftest import REPO
 _LIST_ROUTES = """
 import json
 import function_app
-from shared.http.openapi import function_name, http_functions, openapi_path, route_methods, route_of
+from shared.platform.http.openapi import function_name, http_functions, openapi_path, route_methods, route_of
 
 routes = [{"function": function_name(function), "path": openapi_path(route_of(function, trigger)),
            "methods": route_methods(trigger)}

@@ -1,7 +1,7 @@
 """Local stand-ins for the factory's neighbours (ControlPlaneApi, KnowledgeHost, DeliveryHost).
 
 Each is a real HTTP server on a free loopback port (stdlib ``http.server``)
-that speaks its neighbour's contract as :mod:`shared.neighbours` documents it,
+that speaks its neighbour's contract as :mod:`shared.platform.neighbours` documents it,
 and can be told to fail the ways a neighbour fails:
 
 - :meth:`StandIn.slow`: every answer waits first (past the client's time-out);

@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from devhost.azurite import TARGET_ACCOUNT, Azurite
-from shared import telemetry
-from shared.telemetry import names
+from shared.platform import telemetry
+from shared.platform.telemetry import names
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,8 +63,8 @@ def gauge_points(reader: InMemoryMetricReader, name: str) -> list[Any]:
 
 
 def test_a_message_traceparent_is_continued_and_events_carry_it(fresh: Exporters) -> None:
-    from shared.events.cloudevents import NewEvent
-    from shared.events.outbox import Outbox
+    from shared.platform.events.cloudevents import NewEvent
+    from shared.platform.events.outbox import Outbox
 
     trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
     body = json.dumps({"tenant": "t", "traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"})
@@ -108,8 +108,8 @@ def test_the_inbox_lag_gauge_reports_an_old_message(
     exporters: Exporters, azurite: Azurite, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from shared import health
-    from shared.settings import Settings
     from shared.wiring.health import health_sections
+    from shared.wiring.settings import Settings
     from shared.wiring.telemetry import _inbox_lag
 
     # The target account: no host of the tests takes messages from its queues.
@@ -168,7 +168,7 @@ def test_the_names_agree_with_the_alert_rules() -> None:
 AZURE_MONITOR_PROBE = """
 import json, os
 from opentelemetry import metrics, trace
-from shared.telemetry import configure
+from shared.platform.telemetry import configure
 
 configured = configure()
 provider = trace.get_tracer_provider()
@@ -227,7 +227,7 @@ def test_the_open_findings_gauge_counts_open_findings_by_kind(
 ) -> None:
     from azure.data.tables import TableServiceClient
 
-    from shared.storage import clients
+    from shared.platform.storage import clients
     from shared.wiring.telemetry import _open_findings
 
     # The target account's own Inventory table: no host of the tests writes findings there.

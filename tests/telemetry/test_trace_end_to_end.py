@@ -18,7 +18,7 @@ from azure.data.tables import TableClient
 from azure.storage.queue import QueueClient
 
 from devhost.azurite import Azurite
-from shared.telemetry.files import read_spans
+from shared.platform.telemetry.files import read_spans
 from tests.conftest import app_settings
 from tests.provisioning.helpers import READ, WRITE, runs_of, specification, unique, wait_for_run_state
 from tests.support.host import HostProcess, wait_until

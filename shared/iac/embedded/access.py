@@ -28,10 +28,10 @@ from azure.storage.blob import LinearRetry as BlobRetry
 from azure.storage.queue import LinearRetry as QueueRetry
 from azure.storage.queue import QueueServiceClient
 
-from shared.errors import InvalidSettings
 from shared.iac.model import TargetUnreachable
-from shared.target_access import target_blob_service, target_queue_service, target_table_service
-from shared.targets import ProvisioningTarget
+from shared.platform.errors import InvalidSettings
+from shared.platform.target_access import target_blob_service, target_queue_service, target_table_service
+from shared.platform.targets import ProvisioningTarget
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,6 @@ from typing import Any
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
-from shared.clock import now_iso
 from shared.desired_state import ResourceType
 from shared.iac.embedded.access import TargetClients, unreachable_on_failure
 from shared.iac.embedded.observed import ObservedResource
@@ -63,7 +62,8 @@ from shared.iac.model import (
     StepStatus,
 )
 from shared.iac.tags import ManagementTags, split_metadata
-from shared.logs import app_logger
+from shared.platform.clock import now_iso
+from shared.platform.logs import app_logger
 
 logger = app_logger("iac")
 

@@ -29,7 +29,7 @@ from shared.iac.embedded.listing import list_containers, list_queues
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
 from shared.iac.embedded.table_registry import is_registry, registry_of
 from shared.iac.tags import ManagementTags, split_metadata
-from shared.targets import ProvisioningTarget
+from shared.platform.targets import ProvisioningTarget
 
 PAGE_SIZE = 5000  # the services' largest page: fewest round trips for large accounts
 

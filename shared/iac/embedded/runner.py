@@ -23,7 +23,7 @@ from shared.iac.embedded.state import desired_state
 from shared.iac.model import Action, ApplyResult, PlanResult, RunnerError, StepJournal
 from shared.iac.settings import IaCSettings
 from shared.iac.tags import ManagementTags
-from shared.targets import ProvisioningTarget, TargetKind
+from shared.platform.targets import ProvisioningTarget, TargetKind
 
 
 class EmbeddedRunner:

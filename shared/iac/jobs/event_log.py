@@ -27,7 +27,7 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError, Resour
 from azure.storage.blob import ContainerClient
 
 from shared.iac.jobs.outage import StoreOutage
-from shared.logs import app_logger
+from shared.platform.logs import app_logger
 
 logger = app_logger("runner_job")
 

@@ -36,12 +36,12 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from shared.errors import ConcurrencyConflict
 from shared.iac.jobs.outage import OUTAGE_ERRORS
 from shared.iac.jobs.protocol import JobKind, JobRequest
 from shared.iac.jobs.store import AWAITS_NEXT, FINISHED, JOBS_TABLE, NEXT
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import read_row, replace_if_unchanged
+from shared.platform.errors import ConcurrencyConflict
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import read_row, replace_if_unchanged
 
 GONE, STOP = "gone", "stop"
 TRIES = 5  # a conditional write that lost its ETag reads the row again

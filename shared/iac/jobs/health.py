@@ -26,7 +26,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from shared.iac.jobs.liveness import liveness
 from shared.iac.jobs.store import JobStore
 from shared.iac.settings import IaCSettings
-from shared.storage.clients import StorageClients
+from shared.platform.storage.clients import StorageClients
 
 WINDOW = timedelta(hours=1)
 

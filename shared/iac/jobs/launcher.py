@@ -15,7 +15,7 @@ from __future__ import annotations
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from shared.iac.jobs.protocol import JobRequest
-from shared.storage.clients import StorageClients
+from shared.platform.storage.clients import StorageClients
 
 
 class QueueJobLauncher:

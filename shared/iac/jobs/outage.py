@@ -9,7 +9,7 @@ jittered exponential back-off while the store does not answer, for at most
 as before (the run launches its next attempt or fails with its receipt).
 
 Only "the store did not answer" is ridden out (:class:`StoreUnavailable` and the
-SDK's connection errors it maps from, see :mod:`shared.storage.conditional`);
+SDK's connection errors it maps from, see :mod:`shared.platform.storage.conditional`);
 any answer the store gives (a conflict, a missing row) is the caller's to handle.
 Every call ridden out here is safe to repeat: journal rows are created once,
 the result blob is written once, the finish and the heartbeat are upserts.
@@ -23,8 +23,8 @@ from typing import TypeVar
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_delay, wait_random_exponential
 
-from shared.errors import StoreUnavailable
-from shared.logs import app_logger
+from shared.platform.errors import StoreUnavailable
+from shared.platform.logs import app_logger
 
 log = app_logger("runner_job")
 

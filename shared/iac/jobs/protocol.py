@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from shared.iac.model import ApplyResult, PlanResult
-from shared.targets import ProvisioningTarget
+from shared.platform.targets import ProvisioningTarget
 
 
 class JobKind(str, Enum):

@@ -30,7 +30,7 @@ from shared.iac.jobs.protocol import JobInput, JobKind, JobResult
 from shared.iac.jobs.store import JobStore, folder_of, sha256
 from shared.iac.model import RunnerError
 from shared.iac.pulumi.saved_plans import BINDING_KEY, PLANS_CONTAINER
-from shared.storage.clients import StorageClients
+from shared.platform.storage.clients import StorageClients
 
 
 class JobResultTampered(RunnerError):

@@ -29,12 +29,12 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError, Resour
 from azure.data.tables import UpdateMode
 from azure.storage.blob import ContainerClient
 
-from shared.clock import now_iso
-from shared.errors import AlreadyExists, ConcurrencyConflict
 from shared.iac.jobs.outage import StoreOutage
 from shared.iac.jobs.protocol import JobInput, JobRequest, JobResult
-from shared.storage.clients import StorageClients
-from shared.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
+from shared.platform.clock import now_iso
+from shared.platform.errors import AlreadyExists, ConcurrencyConflict
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
 
 JOBS_CONTAINER = "runner-jobs"
 JOBS_TABLE = "RunnerJobs"

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 from urllib.parse import urlparse
 
-from shared.logs import app_logger
+from shared.platform.logs import app_logger
 
 logger = app_logger("iac")
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from shared.logs import app_logger
+from shared.platform.logs import app_logger
 
 logger = app_logger("iac")
 

@@ -41,8 +41,8 @@ from shared.iac.pulumi.saved_plans import BINDING_KEY, STACK_KEY, SavedPlans
 from shared.iac.pulumi.workspace import ProgramLocation, locate_program, open_stack, stack_configuration
 from shared.iac.runner_info import describe_runner
 from shared.iac.settings import IaCSettings
-from shared.logs import app_logger
-from shared.targets import ProvisioningTarget
+from shared.platform.logs import app_logger
+from shared.platform.targets import ProvisioningTarget
 
 logger = app_logger("iac")
 

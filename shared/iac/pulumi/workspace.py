@@ -36,7 +36,7 @@ from shared.desired_state import EnvironmentSpecification
 from shared.iac.pulumi.errors import ProgramNotFound
 from shared.iac.stacks import check_stack
 from shared.iac.tags import ManagementTags
-from shared.targets import ProvisioningTarget
+from shared.platform.targets import ProvisioningTarget
 
 if TYPE_CHECKING:
     from pulumi import automation

@@ -37,7 +37,7 @@ from shared.iac.embedded.access import AccessPolicy
 from shared.iac.embedded.observed import ObservedState
 from shared.iac.embedded.reader import read_target_state
 from shared.iac.model import TargetUnreachable
-from shared.targets import ProvisioningTarget
+from shared.platform.targets import ProvisioningTarget
 
 
 @dataclass(frozen=True)

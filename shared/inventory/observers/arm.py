@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError, ServiceRequestError, ServiceResponseError
 
-from shared.credentials import target_identity
 from shared.iac.tags import ENVIRONMENT_KEY, ManagementTags
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
-from shared.targets import ProvisioningTarget
+from shared.platform.credentials import target_identity
+from shared.platform.targets import ProvisioningTarget
 
 if TYPE_CHECKING:  # for the annotation only: an observer needs none of provisioning at run time
     from shared.provisioning.api import ResourceOutputs

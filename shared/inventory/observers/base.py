@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shared.desired_state import EnvironmentSpecification
-from shared.errors import RuntimeCloudError
 from shared.inventory.model import ExpectedResource, Observation
-from shared.targets import ProvisioningTarget
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.targets import ProvisioningTarget
 
 
 class ObservationFailed(RuntimeCloudError):

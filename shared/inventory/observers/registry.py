@@ -19,7 +19,7 @@ from shared.inventory.observers.base import ObservationFailed, ObservationReques
 from shared.inventory.observers.embedded import EmbeddedObserver
 from shared.inventory.observers.pulumi_refresh import PulumiRefreshObserver
 from shared.inventory.settings import InventorySettings
-from shared.targets import TargetKind
+from shared.platform.targets import TargetKind
 
 
 class PulumiObserver:

@@ -1,0 +1,78 @@
+"""Provisioning's answers: runs, receipts, outputs, environment specifications; and its query."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from shared.desired_state import NAME_PATTERN
+from shared.platform.http.contract import view_of
+from shared.platform.http.paging import PageInfo, PageQuery
+from shared.provisioning.runs import Run, RunState
+
+RunView = view_of(Run, "RunView", exclude=("ordinal",))
+
+
+class RunList(PageInfo):
+    runs: list[RunView]  # type: ignore[valid-type]
+
+
+class RunAccepted(BaseModel):
+    """A declaration was accepted: the run that carries it out (the same run for a retried request)."""
+
+    run_id: str
+    state: RunState
+    status_url: str
+    specification_digest: str
+
+
+class ReceiptView(BaseModel):
+    run_id: str
+    kind: Literal["plan", "apply"]
+    digest: str
+    expected_digest: str
+    verified: bool = Field(description="the stored receipt's digest is the one the run recorded")
+    receipt: dict[str, Any]
+
+
+class RunOutputs(BaseModel):
+    run_id: str
+    sha256: str
+    count: int
+    outputs: dict[str, Any]
+
+
+class SpecificationRef(BaseModel):
+    digest: str
+    run_id: str | None
+    specification: dict[str, Any] | None = Field(description="null when the declaration was invalid")
+
+
+class EnvironmentRegistrationView(BaseModel):
+    """What the environment registry holds: the class and target that count, whatever a specification says."""
+
+    environment_class: str
+    target: str
+    registered_at: str
+    registered_by: str
+    registered_run_id: str
+    updated_at: str | None
+    updated_by: str | None
+    updated_run_id: str | None
+
+
+class EnvironmentSpecification(BaseModel):
+    environment: str
+    declared: SpecificationRef | None
+    last_applied: SpecificationRef | None
+    registration: EnvironmentRegistrationView | None = Field(
+        default=None, description="the environment's registration (null: not registered yet)"
+    )
+
+
+class RunsQuery(PageQuery):
+    """Runs by environment, then run id."""
+
+    state: RunState | None = Field(default=None, description="only runs in this state")
+    environment: str | None = Field(default=None, pattern=NAME_PATTERN, description="only this environment's runs")
