@@ -201,7 +201,7 @@ def main(sizes: list[int]) -> None:
 
 
 def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
-    from shared.desired_state import EnvironmentSpecification
+    from shared.desired_state.api import EnvironmentSpecification
     from shared.desired_state import specification as specification_module
 
     # A specification declares at most 2,000 resources (README, Limits and names). To see how the

@@ -57,7 +57,7 @@ from bench._results import record
 from devhost.azurite import Azurite
 from devhost.tokens import mint_token
 from runner_job.scaler import START_DELAY_VARIABLE
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.iac.embedded.runner import EmbeddedRunner
 from shared.platform.targets import ProvisioningTarget
 from tests.conftest import REPO

@@ -18,11 +18,8 @@ import azure.functions as func
 from pydantic import BaseModel, Field
 
 from orchestrations.provisioning_client import start_and_wake
-from shared.autoscaling.policy import AutoscalingPolicy
-from shared.autoscaling.records import DecisionList, DecisionRecord, ScalerStatus
-from shared.autoscaling.scaler import Evaluation
-from shared.capacity import pools
-from shared.capacity.models import POOL_ID
+from shared.autoscaling.api import AutoscalingPolicy, DecisionList, DecisionRecord, Evaluation, ScalerStatus
+from shared.capacity.api import POOL_ID, pools
 from shared.platform.auth import Caller, Role, Scope
 from shared.platform.http import problems
 from shared.platform.http.endpoint import endpoint

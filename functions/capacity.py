@@ -16,49 +16,46 @@ from contextlib import contextmanager
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.autoscaling.ownership import refuse_resize_by_hand
-from shared.capacity import editions, pools
-from shared.capacity.errors import (
-    CapacityUnavailable,
-    ContentionExhausted,
-    EditionInUse,
-    EditionsManagedElsewhere,
-    KindNotInEdition,
-    LeaseIdInUse,
-    LeaseLost,
-    LeaseNotFound,
-    NoMatchingPool,
-    PoolChangeRefused,
-    PoolNotFound,
-    QuotaExceeded,
-    QuotasUnavailable,
-)
-from shared.capacity.keys import utcnow
-from shared.capacity.measures import measured_acquire
-from shared.capacity.models import (
+from shared.autoscaling.api import refuse_resize_by_hand
+from shared.capacity.api import (
     EDITION_NAME,
     LEASE_ID,
     POOL_ID,
     AcquireRequest,
+    CapacityUnavailable,
+    ContentionExhausted,
+    EditionInUse,
+    EditionSaved,
+    EditionsManagedElsewhere,
     EditionSpec,
+    KindNotInEdition,
+    LeaseIdInUse,
+    LeaseList,
+    LeaseLost,
+    LeaseNotFound,
+    LeasesQuery,
     LeaseView,
+    NoMatchingPool,
     Pool,
+    PoolChangeRefused,
+    PoolList,
+    PoolNotFound,
     PoolSpec,
+    PoolsQuery,
     PoolView,
+    QuotaExceeded,
+    QuotasUnavailable,
+    QuotasView,
     RenewRequest,
+    TenantUsage,
+    editions,
+    measured_acquire,
+    pools,
+    purge_expired_history,
+    tenant_usage,
+    utcnow,
     with_ttl_bound,
 )
-from shared.capacity.responses import (
-    EditionSaved,
-    LeaseList,
-    LeasesQuery,
-    PoolList,
-    PoolsQuery,
-    QuotasView,
-    TenantUsage,
-)
-from shared.capacity.retention import purge_expired_history
-from shared.capacity.usage import tenant_usage
 from shared.platform.auth import Caller, Role, Scope
 from shared.platform.errors import InvalidInput
 from shared.platform.http import problems

@@ -33,12 +33,22 @@ from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrations.provisioning_client import start_and_wake
-from shared.desired_state import NAME_PATTERN
-from shared.gitops import secrets, signatures
-from shared.gitops.bindings import BindingRequest, SuspendRequest
-from shared.gitops.reconcile import SyncBusy, SyncOutcome, Trigger
-from shared.gitops.responses import GitOpsBindingView, GitOpsStatusView, GitOpsSyncView, GitOpsWebhookAnswer
-from shared.gitops.webhooks import UnreadablePayload, read_push
+from shared.desired_state.api import NAME_PATTERN
+from shared.gitops.api import (
+    BindingRequest,
+    GitOpsBindingView,
+    GitOpsStatusView,
+    GitOpsSyncView,
+    GitOpsWebhookAnswer,
+    SuspendRequest,
+    SyncBusy,
+    SyncOutcome,
+    Trigger,
+    UnreadablePayload,
+    read_push,
+    secrets,
+    signatures,
+)
 from shared.platform import safe_json
 from shared.platform.auth import Caller, Role, Scope
 from shared.platform.errors import NotFound, StoreUnavailable

@@ -13,7 +13,7 @@ import shared
 from functions import blueprints_for
 from shared.health import finished_answer, health_answer
 from shared.health.responses import OPENAPI_DOCUMENT, HealthView, TargetsView
-from shared.iac.runner_info import describe_runner
+from shared.iac.api import describe_runner
 from shared.platform.auth import Caller, Scope
 from shared.platform.http.endpoint import endpoint
 from shared.platform.http.openapi import build_document

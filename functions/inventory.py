@@ -25,12 +25,9 @@ import azure.functions as func
 
 from orchestrations.inventory import STORE_UNAVAILABLE, ScanState, read_scan, start_scan, status_url, wait_for_scan
 from orchestrations.provisioning_client import start_and_wake, status_path
-from shared.gitops.adoption import FollowsGit
-from shared.inventory.decisions import AcceptBody, RejectBody
-from shared.inventory.errors import ScanInProgress
-from shared.inventory.ignore_rules import NewIgnoreRule
-from shared.inventory.inbox import NotAnEvent, handle_event
-from shared.inventory.responses import (
+from shared.gitops.api import FollowsGit
+from shared.inventory.api import (
+    AcceptBody,
     AcceptedProposal,
     EnvironmentList,
     EnvironmentsQuery,
@@ -41,13 +38,18 @@ from shared.inventory.responses import (
     IgnoreRulesQuery,
     IgnoreRuleView,
     InventoryView,
+    NewIgnoreRule,
+    NotAnEvent,
     ProposalList,
     ProposalsQuery,
     ProposalView,
+    RejectBody,
+    ScanInProgress,
     ScanOutcome,
     ScanView,
+    handle_event,
+    purge,
 )
-from shared.inventory.retention import purge
 from shared.platform import safe_json
 from shared.platform.auth import Caller, Role, Scope
 from shared.platform.errors import Conflict, NotFound, StoreUnavailable

@@ -20,8 +20,7 @@ import azure.durable_functions as df
 import azure.functions as func
 from pydantic import ValidationError
 
-from shared.iac.model import RunnerError, TargetUnreachable
-from shared.iac.registry import runner_for
+from shared.iac.api import RunnerError, TargetUnreachable, runner_for
 from shared.platform.auth import Caller, Requester, Role, Scope
 from shared.platform.errors import InvalidInput, NotFound
 from shared.platform.field_errors import field_errors
@@ -34,19 +33,20 @@ from shared.platform.identifiers import IDEMPOTENCY_KEY_PATTERN, is_idempotency_
 from shared.platform.logs import app_logger
 from shared.platform.targets import target_for
 from shared.platform.timer_schedules import timer_schedule
-from shared.policy.bundle import EffectiveBundle
-from shared.policy.exceptions import NewPolicyException, PolicyException, check_expiry
-from shared.policy.facts import PlanFacts
-from shared.policy.responses import (
+from shared.policy.api import (
     DryRunVerdict,
+    EffectiveBundle,
     EffectivePolicy,
+    NewPolicyException,
+    PlanFacts,
+    PolicyException,
     PolicyExceptionList,
     PolicyExceptionsQuery,
     PolicyExceptionView,
+    PolicyUnavailable,
+    check_expiry,
 )
-from shared.policy.sources import PolicyUnavailable
-from shared.provisioning.releases import ReleaseUnresolved
-from shared.provisioning.sources import Declaration
+from shared.provisioning.api import Declaration, ReleaseUnresolved
 from shared.wiring import policy as wiring
 from shared.wiring import provisioning
 from shared.wiring.settings import get_settings

@@ -12,8 +12,8 @@ import azure.functions as func
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrations.provisioning_client import ensure_started, notify_decision, start_and_wake, status_path, wake
-from shared.desired_state import NAME_PATTERN
-from shared.iac.jobs.store import JobStore
+from shared.desired_state.api import NAME_PATTERN
+from shared.iac.api import JobStore
 from shared.platform import safe_json
 from shared.platform.auth import Caller, Requester, Role, Scope
 from shared.platform.errors import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -29,21 +29,24 @@ from shared.platform.rejections import record_rejection
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.telemetry import annotate, message_span
 from shared.platform.timer_schedules import timer_schedule
-from shared.provisioning.decisions import cancel, decide, decide_as_control_plane
-from shared.provisioning.lifecycle import RunRef
-from shared.provisioning.outcomes import Outcome
-from shared.provisioning.releases import ReleaseReference
-from shared.provisioning.responses import (
+from shared.provisioning.api import (
+    Declaration,
     EnvironmentSpecification,
+    FailureReason,
+    Outcome,
     ReceiptView,
+    ReleaseReference,
+    Run,
     RunAccepted,
     RunList,
+    RunRef,
     RunsQuery,
     RunView,
+    SecretInSpecification,
+    cancel,
+    decide,
+    decide_as_control_plane,
 )
-from shared.provisioning.runs import FailureReason, Run
-from shared.provisioning.service import SecretInSpecification
-from shared.provisioning.sources import Declaration
 from shared.wiring import provisioning as wiring
 from shared.wiring.neighbours import control_plane_is_authority
 from shared.wiring.settings import get_settings

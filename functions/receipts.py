@@ -19,12 +19,11 @@ import re
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.desired_state import NAME_PATTERN
+from shared.desired_state.api import NAME_PATTERN
 from shared.platform.auth import Caller, Scope
 from shared.platform.errors import NotFound
 from shared.platform.http.endpoint import endpoint
-from shared.provisioning.responses import RunOutputs
-from shared.provisioning.verification import ChainReport, verify_environment
+from shared.provisioning.api import ChainReport, RunOutputs, verify_environment
 from shared.wiring import provisioning as wiring
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)

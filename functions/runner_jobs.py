@@ -23,14 +23,14 @@ import azure.functions as func
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrations.provisioning_client import notify_job_finished
-from shared.iac.jobs.protocol import JobNotice
+from shared.iac.api import JobNotice
 from shared.platform.auth import Caller, Scope
 from shared.platform.field_errors import field_errors
 from shared.platform.http.endpoint import endpoint
 from shared.platform.rejections import record_rejection
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.telemetry import message_span
-from shared.provisioning.run_log import RunLog
+from shared.provisioning.api import RunLog
 from shared.wiring import provisioning as wiring
 from shared.wiring.settings import get_settings
 

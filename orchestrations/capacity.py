@@ -28,8 +28,7 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from orchestrations.starting import ACTIVE, start_once
-from shared.capacity.pools import list_pools
-from shared.capacity.sweeper import sweep_pool
+from shared.capacity.api import list_pools, sweep_pool
 from shared.platform.logs import app_logger
 from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import capacity as wiring

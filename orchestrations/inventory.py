@@ -29,7 +29,7 @@ import azure.durable_functions as df
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
 from orchestrations.starting import ACTIVE
-from shared.inventory.errors import ScanInProgress
+from shared.inventory.api import ScanInProgress
 from shared.platform.errors import NotFound, StoreUnavailable
 from shared.platform.logs import app_logger, ids
 from shared.wiring import inventory as wiring

@@ -45,10 +45,9 @@ from orchestrations.provisioning_client import (
     wake,
 )
 from orchestrations.waits import JobNotice, Wakes
-from shared.iac.jobs.protocol import JobKind
+from shared.iac.api import JobKind
 from shared.platform.telemetry import annotate
-from shared.provisioning.lifecycle import RunRef
-from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
+from shared.provisioning.api import Claim, Outcome, RunRef, StepAnswer
 from shared.wiring.provisioning import steps
 
 bp = df.Blueprint()

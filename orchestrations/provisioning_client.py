@@ -15,9 +15,7 @@ import azure.durable_functions as df
 
 from orchestrations.starting import start_once
 from shared.platform.logs import app_logger, ids
-from shared.provisioning.lifecycle import RunRef
-from shared.provisioning.runner_jobs import notice_event
-from shared.provisioning.runs import Run
+from shared.provisioning.api import Run, RunRef, notice_event
 from shared.wiring import provisioning as wiring
 from shared.wiring.settings import get_settings
 

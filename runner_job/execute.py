@@ -12,22 +12,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from shared.desired_state import EnvironmentSpecification, RunnerName
-from shared.iac.jobs.event_log import EventLog
-from shared.iac.jobs.failures import applied_before, to_wire
-from shared.iac.jobs.protocol import JobFailure, JobInput, JobKind, JobResult
-from shared.iac.model import (
+from shared.desired_state.api import EnvironmentSpecification, RunnerName
+from shared.iac.api import (
     ApplyResult,
+    EventLog,
+    IaCSettings,
+    JobFailure,
+    JobInput,
+    JobKind,
+    JobResult,
+    LockOwners,
+    PulumiRunner,
     RunnerError,
+    SavedPlans,
     StepJournal,
+    applied_before,
+    runner_for,
+    to_wire,
 )
-from shared.iac.pulumi.locks import LockOwners
-from shared.iac.pulumi.runner import PulumiRunner
-from shared.iac.pulumi.saved_plans import SavedPlans
-from shared.iac.registry import runner_for
-from shared.iac.settings import IaCSettings
 from shared.platform.clock import now_iso
-from shared.provisioning.configuration import SecretUnresolvable, resolve_secrets
+from shared.provisioning.api import SecretUnresolvable, resolve_secrets
 
 
 def execute(

@@ -12,8 +12,7 @@ from __future__ import annotations
 import threading
 from types import TracebackType
 
-from shared.iac.jobs.protocol import JobRequest
-from shared.iac.jobs.store import JobStore
+from shared.iac.api import JobRequest, JobStore
 from shared.platform.logs import app_logger
 
 log = app_logger("runner_job")

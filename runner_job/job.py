@@ -39,20 +39,28 @@ from pydantic import ValidationError
 
 from runner_job.execute import execute
 from runner_job.heartbeat import Heartbeat
-from shared.iac.jobs.event_log import EventLog
-from shared.iac.jobs.handover import Handover
-from shared.iac.jobs.lock_owners import JobLockOwners
-from shared.iac.jobs.outage import StoreOutage
-from shared.iac.jobs.protocol import JobFailure, JobKind, JobNotice, JobRequest, JobResult
-from shared.iac.jobs.store import JobInputTampered, JobStore, folder_of
-from shared.iac.pulumi.saved_plans import PLANS_CONTAINER, SavedPlans
-from shared.iac.settings import IaCSettings
+from shared.iac.api import (
+    PLANS_CONTAINER,
+    EventLog,
+    Handover,
+    IaCSettings,
+    JobFailure,
+    JobInputTampered,
+    JobKind,
+    JobLockOwners,
+    JobNotice,
+    JobRequest,
+    JobResult,
+    JobStore,
+    SavedPlans,
+    StoreOutage,
+    folder_of,
+)
 from shared.platform.clock import now_iso
 from shared.platform.logs import app_logger, ids
 from shared.platform.storage.clients import StorageClients
 from shared.platform.telemetry.tracing import span
-from shared.provisioning.cancellation import JobCancelWatch
-from shared.provisioning.journal import TableStepJournal
+from shared.provisioning.api import JobCancelWatch, TableStepJournal
 
 log = app_logger("runner_job")
 

@@ -37,8 +37,7 @@ from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient
 
 from runner_job.job import BadRequest, parse_request, run_request
-from shared.iac.jobs.protocol import JobRequest
-from shared.iac.settings import IaCSettings
+from shared.iac.api import IaCSettings, JobRequest
 from shared.platform import telemetry
 from shared.platform.logs import app_logger
 from shared.platform.storage.clients import StorageClients

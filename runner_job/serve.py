@@ -35,7 +35,7 @@ from pathlib import Path
 
 from runner_job.job import run_request
 from runner_job.scaler import Taken, take_one
-from shared.iac.settings import IaCSettings
+from shared.iac.api import IaCSettings
 from shared.platform import telemetry
 from shared.platform.logs import app_logger
 from shared.platform.storage.clients import StorageClients

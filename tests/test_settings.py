@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from shared.desired_state import RunnerName
+from shared.desired_state.api import RunnerName
 from shared.platform.errors import InvalidSettings
 from shared.wiring.settings import load_settings
 

@@ -24,7 +24,7 @@ import json
 import re
 
 from shared.autoscaling.policy import AutoscalingPolicy
-from shared.desired_state import EnvironmentSpecification, RunnerName
+from shared.desired_state.api import EnvironmentSpecification, RunnerName
 
 PLATFORM_TENANT = "platform"  # shared pools' owner (the capacity module's name for it too)
 MAX_NAME = 63

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from shared.autoscaling import store as rows
 from shared.autoscaling.infrastructure import owner_of
-from shared.capacity.pools import read_pool
-from shared.capacity.store import CapacityStore
+from shared.capacity.api import CapacityStore, read_pool
 from shared.platform.errors import Conflict
 
 KIND = "autoscaling-owns-size"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field, model_validator
 
-from shared.desired_state import MAX_RESOURCES, EnvironmentClass, PulumiProgram, ResourceType, RunnerName
+from shared.desired_state.api import MAX_RESOURCES, EnvironmentClass, PulumiProgram, ResourceType, RunnerName
 from shared.platform.errors import FieldError
 from shared.platform.json_types import JsonTyped
 

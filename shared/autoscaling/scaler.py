@@ -55,19 +55,25 @@ from shared.autoscaling.infrastructure import environment_for, infrastructure_di
 from shared.autoscaling.policy import AutoscalingPolicy
 from shared.autoscaling.records import DecisionRecord, Phase, ScalerState, ScalerStatus
 from shared.autoscaling.settings import AutoscalingSettings
-from shared.capacity.denials import recent_denials
-from shared.capacity.draining import live_leases, set_draining
-from shared.capacity.keys import parse_stamp, stamp, utcnow
-from shared.capacity.models import Pool, PoolSpec
-from shared.capacity.pools import put_pool, read_pool
-from shared.capacity.store import CapacityStore
+from shared.capacity.api import (
+    CapacityStore,
+    Pool,
+    PoolSpec,
+    live_leases,
+    parse_stamp,
+    put_pool,
+    read_pool,
+    recent_denials,
+    set_draining,
+    stamp,
+    utcnow,
+)
 from shared.platform.auth.principal import Requester, SystemPrincipal
 from shared.platform.errors import ConcurrencyConflict, Conflict, InvalidInput, NotFound
 from shared.platform.events.cloudevents import NewEvent
 from shared.platform.logs import app_logger
 from shared.platform.targets import ProvisioningTarget, TargetKind, targets_for
-from shared.provisioning.api import ProvisioningApi
-from shared.provisioning.runs import Run, RunState, SourceInfo
+from shared.provisioning.api import ProvisioningApi, Run, RunState, SourceInfo
 
 log = app_logger("autoscaling")
 # The runs' requester: a system principal no token can carry (so no token can pass for it at the policy

@@ -34,8 +34,7 @@ from azure.data.tables import UpdateMode
 from shared.autoscaling.decide import Direction, LastDecision, Sample
 from shared.autoscaling.policy import AutoscalingPolicy
 from shared.autoscaling.records import DecisionRecord, ScalerState
-from shared.capacity.keys import after, tenant_key
-from shared.capacity.store import CapacityStore
+from shared.capacity.api import CapacityStore, after, tenant_key
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict
 from shared.platform.events.cloudevents import CloudEvent, NewEvent
 from shared.platform.storage.conditional import query_rows, read_row

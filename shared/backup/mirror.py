@@ -35,8 +35,7 @@ from shared.platform.neighbours.knowledge_host import KnowledgeHost
 from shared.platform.neighbours.settings import KnowledgeHostSettings
 from shared.platform.settings_section import Section
 from shared.platform.storage.clients import StorageClients
-from shared.provisioning.receipts import RECEIPTS_CONTAINER, ReceiptKind, ReceiptStore, receipt_artifact_id
-from shared.provisioning.store import RUNS_TABLE
+from shared.provisioning.api import RECEIPTS_CONTAINER, RUNS_TABLE, ReceiptKind, ReceiptStore, receipt_artifact_id
 
 RECEIPT_KINDS = ("plan", "apply")
 

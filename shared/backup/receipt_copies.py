@@ -21,9 +21,7 @@ from datetime import datetime
 from azure.core.exceptions import ResourceNotFoundError
 
 from shared.backup.location import BackupLocation, object_name
-from shared.provisioning.receipt_immutability import current_policy, set_policy
-from shared.provisioning.receipt_retention import PolicyMode, RetentionRule
-from shared.provisioning.receipt_sweep import StoredBlob
+from shared.provisioning.api import PolicyMode, RetentionRule, StoredBlob, current_policy, set_policy
 
 
 class ReceiptCopies:

@@ -59,8 +59,7 @@ from shared.backup.location import BackupLocation, PartRef
 from shared.backup.manifest import Manifest, latest_manifest, read_manifest
 from shared.backup.mirror import restore_receipts_from_mirror, restored_metadata
 from shared.backup.settings import BackupSettings
-from shared.capacity import epoch
-from shared.capacity.keys import POOLS_TABLE
+from shared.capacity.api import POOLS_TABLE, epoch
 from shared.platform import clock
 from shared.platform.errors import RuntimeCloudError
 from shared.platform.events import sequence_floor

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.gitops.bindings import Binding
 from shared.gitops.store import BindingStore
 from shared.platform.errors import Conflict

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 from shared.gitops.bindings import Binding, key_prefix
 from shared.platform.auth.principal import PrincipalKind, SystemPrincipal
-from shared.provisioning.api import ProvisioningApi
-from shared.provisioning.runs import Run
+from shared.provisioning.api import ProvisioningApi, Run
 
 
 @dataclass(frozen=True)

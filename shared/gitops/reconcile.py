@@ -52,8 +52,7 @@ from shared.platform.clock import now
 from shared.platform.errors import Conflict, InvalidInput, NotFound
 from shared.platform.logs import app_logger, ids
 from shared.platform.storage.optimistic import on_conflict
-from shared.provisioning.api import ProvisioningApi
-from shared.provisioning.runs import Run
+from shared.provisioning.api import ProvisioningApi, Run
 
 log = app_logger("gitops")
 

@@ -77,8 +77,8 @@ def _key_vault(uri: str) -> str | None:
         cached = _cache.get(uri)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
-    from shared.desired_state import SecretReference
-    from shared.provisioning.configuration import SecretUnresolvable, resolve_secrets
+    from shared.desired_state.api import SecretReference
+    from shared.provisioning.api import SecretUnresolvable, resolve_secrets
 
     try:
         value = resolve_secrets([SecretReference(name="webhook", uri=uri)])["webhook"]

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from shared.desired_state import NAME_PATTERN
+from shared.desired_state.api import NAME_PATTERN
 from shared.gitops import history
 from shared.gitops.bindings import Binding, BindingRequest, BindingStatus
 from shared.gitops.override import overriding_run

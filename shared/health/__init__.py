@@ -31,15 +31,12 @@ from typing import Any
 import requests
 
 import shared
-from shared.backup.location import BackupLocation, open_location
-from shared.backup.status import backup_health
-from shared.gitops.secrets import MIN_SECRET_CHARS, app_setting_status
+from shared.backup.api import BackupLocation, backup_health, open_location
+from shared.gitops.api import MIN_SECRET_CHARS, app_setting_status
 from shared.health.neighbours import NeighbourHealth, probe_neighbour
 from shared.health.sections import HealthSections
-from shared.iac.jobs.health import job_path_health
-from shared.iac.runner_info import describe_runner
-from shared.inventory.staleness import StaleSummary, stale_summary
-from shared.inventory.store import INVENTORY_TABLE
+from shared.iac.api import describe_runner, job_path_health
+from shared.inventory.api import INVENTORY_TABLE, StaleSummary, stale_summary
 from shared.platform.modules import KNOWN_MODULES
 from shared.platform.storage.clients import StorageClients, fail_fast_options, host_storage
 from shared.platform.target_access import probe_target

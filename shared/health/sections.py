@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shared.backup.settings import BackupSettings
-from shared.desired_state import RunnerName
-from shared.iac.settings import IaCSettings
+from shared.backup.api import BackupSettings
+from shared.desired_state.api import RunnerName
+from shared.iac.api import IaCSettings
 from shared.platform.host_settings import ConfigPlatformSettings, HealthSettings
 from shared.platform.neighbours.probe import NeighbourProbe
 from shared.platform.targets import ProvisioningTarget
-from shared.policy.gate import PolicyStatus
+from shared.policy.api import PolicyStatus
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.platform.errors import RuntimeCloudError
 from shared.platform.targets import ProvisioningTarget
 

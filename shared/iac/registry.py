@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.desired_state import EnvironmentSpecification, RunnerName
+from shared.desired_state.api import EnvironmentSpecification, RunnerName
 from shared.iac.model import ApplyResult, IaCRunner, PlanResult
 from shared.iac.settings import IaCSettings
 from shared.platform import telemetry

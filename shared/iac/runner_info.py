@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 
 import shared
-from shared.desired_state import RunnerName
+from shared.desired_state.api import RunnerName
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
-from shared.desired_state import RunnerName
+from shared.desired_state.api import RunnerName
 from shared.iac.stacks import parse_adopted
 from shared.platform.settings_section import Section
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from shared.desired_state import RESERVED_METADATA_PREFIX
+from shared.desired_state.api import RESERVED_METADATA_PREFIX
 
 MANAGED_BY_KEY = f"{RESERVED_METADATA_PREFIX}managed_by"
 TENANT_KEY = f"{RESERVED_METADATA_PREFIX}tenant"

@@ -31,9 +31,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from shared.desired_state import EmbeddedResource, EnvironmentSpecification, ResourceType, RunnerName
-from shared.iac.embedded.state import field_changes
-from shared.iac.tags import split_metadata
+from shared.desired_state.api import EmbeddedResource, EnvironmentSpecification, ResourceType, RunnerName
+from shared.iac.api import field_changes, split_metadata
 from shared.inventory.findings import Finding
 from shared.inventory.model import FindingKind
 from shared.inventory.proposals import AdoptedChange

@@ -13,7 +13,7 @@ answers as it always does (404, ``proposal-not-open``, ``option-unavailable``).
 
 from __future__ import annotations
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.inventory.adoption import NotAdoptable, declared_specification
 from shared.inventory.decisions import AcceptBody
 from shared.inventory.findings import FindingState

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from shared.iac.embedded.state import field_changes, flatten
+from shared.iac.api import field_changes, flatten
 from shared.inventory.model import Drift, ExpectedResource, FieldDifference, FindingKind, Observation
 
 

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.inventory import events
 from shared.inventory.adoption import NotAdoptable, declared_specification
 from shared.inventory.errors import OptionUnavailable, ProposalClosed, ProposalSuperseded
@@ -51,8 +51,7 @@ from shared.platform.events.outbox import TransactionOperation
 from shared.platform.json_types import exactly_one_of, one_given
 from shared.platform.storage.optimistic import on_conflict
 from shared.platform.targets import ProvisioningTarget, target_for
-from shared.provisioning.api import ProvisioningApi
-from shared.provisioning.runs import Run, SourceInfo, run_id_for
+from shared.provisioning.api import ProvisioningApi, Run, SourceInfo, run_id_for
 
 
 class FindingDecision(BaseModel):

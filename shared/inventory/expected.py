@@ -12,7 +12,7 @@ receipt's outputs (a program's resources are not listed in its specification).
 
 from __future__ import annotations
 
-from shared.desired_state import RunnerName
+from shared.desired_state.api import RunnerName
 from shared.inventory.model import ExpectedResource
 from shared.inventory.observers.arm import expected_from_outputs
 from shared.inventory.observers.embedded import expected_from_specification

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.inventory import events
 from shared.inventory.adoption import Declared, NotAdoptable, declared_specification
 from shared.inventory.findings import Finding

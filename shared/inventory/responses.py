@@ -6,13 +6,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from shared.desired_state import NAME_PATTERN
+from shared.desired_state.api import NAME_PATTERN
 from shared.inventory.findings import Finding
 from shared.inventory.ignore_rules import IgnoreRule
 from shared.inventory.proposals import Proposal, ProposalState
 from shared.platform.http.contract import view_of
 from shared.platform.http.paging import PageInfo, PageQuery
-from shared.provisioning.runs import RunState
+from shared.provisioning.api import RunState
 
 FindingView = view_of(Finding, "FindingView", exclude=("tenant",), suppressed=(bool, ...))
 IgnoreRuleView = view_of(IgnoreRule, "IgnoreRuleView", exclude=("tenant",), active=(bool, ...))

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared.desired_state import RunnerName
+from shared.desired_state.api import RunnerName
 from shared.inventory import events
 from shared.inventory.comparison import compare
 from shared.inventory.drift_report import DriftReports

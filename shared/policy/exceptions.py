@@ -33,7 +33,7 @@ from typing import Any
 from azure.core.exceptions import ResourceNotFoundError
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.desired_state import NAME_PATTERN
+from shared.desired_state.api import NAME_PATTERN
 from shared.platform.errors import AlreadyExists, Conflict, NotFound
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import insert_if_absent, query_rows, read_row, replace_if_unchanged

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shared.iac.model import Action, ResourceChange
+from shared.iac.api import Action, ResourceChange
 from shared.platform.auth.principal import Requester
 from shared.platform.targets import ProvisioningTarget
 

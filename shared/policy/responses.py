@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from shared.iac.model import PlanCounts
+from shared.iac.api import PlanCounts
 from shared.platform.http.contract import view_of
 from shared.platform.http.paging import PageInfo, PageQuery
 from shared.policy.exceptions import PolicyException

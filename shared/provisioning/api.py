@@ -14,16 +14,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.platform.auth.principal import Requester
 from shared.platform.errors import NotFound
 from shared.platform.git_policy import AllowedSource, NotAllowed, locate, sources_for
-from shared.provisioning.receipts import ReceiptStore
-from shared.provisioning.runs import Run, RunState, SourceInfo
-from shared.provisioning.service import ProvisioningService
+from shared.provisioning.cancellation import JobCancelWatch
+from shared.provisioning.configuration import SecretUnresolvable, resolve_secrets
+from shared.provisioning.decisions import cancel, decide, decide_as_control_plane
+from shared.provisioning.journal import TableStepJournal
+from shared.provisioning.lifecycle import RunRef
+from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
+from shared.provisioning.receipt_immutability import current_policy, set_policy
+from shared.provisioning.receipt_retention import PolicyMode, RetentionRule
+from shared.provisioning.receipt_sweep import StoredBlob
+from shared.provisioning.receipts import RECEIPTS_CONTAINER, ReceiptKind, ReceiptStore, receipt_artifact_id
+from shared.provisioning.releases import ReleaseReference, ReleaseUnresolved
+from shared.provisioning.responses import (
+    ReceiptView,
+    RunAccepted,
+    RunList,
+    RunOutputs,
+    RunsQuery,
+    RunView,
+)
+from shared.provisioning.run_log import RunLog
+from shared.provisioning.runner_jobs import notice_event
+from shared.provisioning.runs import FailureReason, Run, RunState, SourceInfo, run_id_for
+from shared.provisioning.service import ProvisioningService, SecretInSpecification
 from shared.provisioning.settings import ProvisioningSettings
 from shared.provisioning.sources import Declaration, GitReference
-from shared.provisioning.store import ProvisioningStore
+from shared.provisioning.store import RUNS_TABLE, ProvisioningStore
+from shared.provisioning.verification import ChainReport, verify_environment
 
 # An apply's outputs: per resource address (a Pulumi URN; ``stack`` for the stack's own outputs), the
 # output values it reported (ARM's ``id`` among them). JSON as the runner reported it, hence ``Any`` inside.
@@ -192,3 +213,52 @@ class ProvisioningApi:
         valid specification for this tenant and installation."""
         reference = GitReference(repository=repository, path=path, revision=revision)
         return self._service.specification_from(tenant, Declaration(git=reference))
+
+
+__all__ = [
+    "AppliedEnvironment",
+    "ChainReport",
+    "Claim",
+    "Declaration",
+    "EnvironmentSpecification",
+    "EnvironmentSummary",
+    "FailureReason",
+    "JobCancelWatch",
+    "Outcome",
+    "PolicyMode",
+    "ProvisioningApi",
+    "RECEIPTS_CONTAINER",
+    "RUNS_TABLE",
+    "ReceiptKind",
+    "ReceiptStore",
+    "ReceiptView",
+    "ReleaseReference",
+    "ReleaseUnresolved",
+    "ResourceOutputs",
+    "RetentionRule",
+    "Run",
+    "RunAccepted",
+    "RunList",
+    "RunLog",
+    "RunOutputs",
+    "RunRef",
+    "RunState",
+    "RunView",
+    "RunsQuery",
+    "SecretInSpecification",
+    "SecretUnresolvable",
+    "SourceInfo",
+    "StepAnswer",
+    "StoredBlob",
+    "TableStepJournal",
+    "cancel",
+    "current_policy",
+    "decide",
+    "decide_as_control_plane",
+    "notice_event",
+    "receipt_artifact_id",
+    "resolve_secrets",
+    "run_id_for",
+    "set_policy",
+    "verify_environment",
+]

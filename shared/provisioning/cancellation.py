@@ -15,8 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from shared.iac.jobs.protocol import JobRequest
-from shared.iac.jobs.store import JobStore
+from shared.iac.api import JobRequest, JobStore
 from shared.provisioning.store import ProvisioningStore
 
 

@@ -21,8 +21,8 @@ from urllib.parse import quote
 
 import requests
 
-from shared.desired_state import ConfigReference, SecretReference
-from shared.iac.model import SecretUnresolvable as SecretUnresolvable  # raised here; a runner failure kind
+from shared.desired_state.api import ConfigReference, SecretReference
+from shared.iac.api import SecretUnresolvable as SecretUnresolvable  # raised here; a runner failure kind
 from shared.platform.credentials import azure_credential
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from shared.iac.jobs.store import JobStore
+from shared.iac.api import JobStore
 from shared.platform.clock import now_iso
 from shared.platform.errors import Conflict, NotFound, PermissionDenied
 from shared.platform.logs import app_logger

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.platform.errors import InvalidInput
 from shared.platform.storage.optimistic import on_conflict
 from shared.provisioning.environment_registry import EnvironmentAuthority, EnvironmentUnresolved, RegisteredEnvironment

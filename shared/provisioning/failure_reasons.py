@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shared.iac.jobs.failures import Kind, RunnerFailure, applied_before, kind_of
-from shared.iac.model import ApplyResult, RunnerError
+from shared.iac.api import ApplyResult, Kind, RunnerError, RunnerFailure, applied_before, kind_of
 from shared.provisioning.runs import FailureReason
 
 

@@ -29,8 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from shared.iac.jobs.protocol import JobKind
-from shared.iac.model import PlanResult
+from shared.iac.api import JobKind, PlanResult
 from shared.platform.targets import ProvisioningTarget, target_for
 from shared.provisioning.configuration import ConfigPlatformClient, resolve_configuration
 from shared.provisioning.outcomes import Outcome, StepAnswer

@@ -27,9 +27,7 @@ from typing import Any
 from azure.core.exceptions import ResourceExistsError
 from azure.data.tables import TableClient, TableTransactionError
 
-from shared.iac.jobs.access import STEPS_TABLE
-from shared.iac.jobs.outage import StoreOutage
-from shared.iac.model import StepResult
+from shared.iac.api import STEPS_TABLE, StepResult, StoreOutage
 from shared.platform.errors import AlreadyExists
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import submit_batch

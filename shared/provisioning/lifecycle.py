@@ -18,10 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared.iac.jobs.protocol import JobKind
-from shared.iac.model import ApplyResult, ApplySliceEnded, RunnerError
-from shared.iac.registry import runner_for
-from shared.iac.settings import IaCSettings
+from shared.iac.api import ApplyResult, ApplySliceEnded, IaCSettings, JobKind, RunnerError, runner_for
 from shared.platform import telemetry
 from shared.platform.clock import now_iso
 from shared.platform.events.artifact_outbox import ArtifactOutbox

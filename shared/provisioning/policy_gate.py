@@ -10,14 +10,10 @@ plan to approve.
 
 from __future__ import annotations
 
-from shared.desired_state import EnvironmentSpecification
-from shared.iac.model import PlanResult
+from shared.desired_state.api import EnvironmentSpecification
+from shared.iac.api import PlanResult
 from shared.platform.targets import ProvisioningTarget
-from shared.policy.bundle import EffectiveBundle
-from shared.policy.facts import PlanFacts
-from shared.policy.gate import PolicyGate
-from shared.policy.sources import PolicyUnavailable
-from shared.policy.verdict import PolicyVerdict
+from shared.policy.api import EffectiveBundle, PlanFacts, PolicyGate, PolicyUnavailable, PolicyVerdict
 from shared.provisioning.runs import Run
 
 __all__ = ["PolicyGate", "PolicyUnavailable", "check_plan", "denial_of", "load_policy"]

@@ -30,12 +30,12 @@ from typing import Any, Literal
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from pydantic import BaseModel, Field
 
-from shared.iac.model import ResourceChange, StepResult
+from shared.iac.api import ResourceChange, StepResult
 from shared.platform import clock
 from shared.platform.errors import NotFound
 from shared.platform.events.artifact_outbox import ArtifactOutbox, PendingArtifact, artifact_id
 from shared.platform.storage.clients import StorageClients
-from shared.policy.verdict import PolicyVerdict
+from shared.policy.api import PolicyVerdict
 from shared.provisioning.receipt_immutability import upload_options
 from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.runs import Decision, SourceInfo

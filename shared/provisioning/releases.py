@@ -22,7 +22,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.desired_state import NAME_PATTERN as ENVIRONMENT_PATTERN
+from shared.desired_state.api import NAME_PATTERN as ENVIRONMENT_PATTERN
 from shared.platform.errors import RuntimeCloudError
 from shared.platform.neighbours.delivery_host import NAME as DELIVERY_HOST
 from shared.platform.neighbours.delivery_host import Release

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from shared.desired_state import NAME_PATTERN
+from shared.desired_state.api import NAME_PATTERN
 from shared.platform.http.contract import view_of
 from shared.platform.http.paging import PageInfo, PageQuery
 from shared.provisioning.runs import Run, RunState

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from shared.iac.jobs.store import JobRecord, JobStore
+from shared.iac.api import JobRecord, JobStore
 from shared.platform.errors import InvalidInput
 from shared.platform.storage.clients import StorageClients
 from shared.provisioning.runs import Run

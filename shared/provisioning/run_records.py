@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.iac.model import ApplyResult, PlanNoLongerHolds, PlanResult
+from shared.iac.api import ApplyResult, PlanNoLongerHolds, PlanResult
 from shared.platform.clock import now_iso
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.optimistic import on_conflict
-from shared.policy.verdict import PolicyVerdict
+from shared.policy.api import PolicyVerdict
 from shared.provisioning.configuration import ResolvedConfiguration
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.receipts import ApplyReceipt, ConfigurationRecord, PlanReceipt, ReceiptStore

@@ -36,16 +36,24 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypedDict
 
-from shared.desired_state import EnvironmentSpecification
-from shared.iac.jobs.failures import from_wire
-from shared.iac.jobs.handover import Handover
-from shared.iac.jobs.launcher import QueueJobLauncher
-from shared.iac.jobs.liveness import liveness
-from shared.iac.jobs.protocol import JobInput, JobKind, JobResult, job_id_for
-from shared.iac.jobs.results import JobResults, JobResultTampered
-from shared.iac.jobs.store import JobStore
-from shared.iac.model import ApplyResult, PlanResult, RunnerError
-from shared.iac.settings import IaCSettings
+from shared.desired_state.api import EnvironmentSpecification
+from shared.iac.api import (
+    ApplyResult,
+    Handover,
+    IaCSettings,
+    JobInput,
+    JobKind,
+    JobResult,
+    JobResults,
+    JobResultTampered,
+    JobStore,
+    PlanResult,
+    QueueJobLauncher,
+    RunnerError,
+    from_wire,
+    job_id_for,
+    liveness,
+)
 from shared.platform.storage.clients import StorageClients
 from shared.platform.targets import ProvisioningTarget
 from shared.platform.telemetry.tracing import current_trace_context

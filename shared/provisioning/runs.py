@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from shared.iac.model import PlanCounts
+from shared.iac.api import PlanCounts
 from shared.platform.auth.principal import PrincipalKind, Requester
 from shared.platform.clock import now_iso
 from shared.platform.errors import RuntimeCloudError
-from shared.policy.verdict import PolicySummary
+from shared.policy.api import PolicySummary
 from shared.provisioning.environment_rules import RegistryChange
 from shared.provisioning.releases import RELEASE_SOURCE
 

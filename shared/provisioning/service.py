@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from shared.desired_state import EnvironmentSpecification
-from shared.iac.stacks import stack_problem
+from shared.desired_state.api import EnvironmentSpecification
+from shared.iac.api import stack_problem
 from shared.platform.auth.principal import Requester
 from shared.platform.clock import now_iso
 from shared.platform.errors import InvalidInput, NotFound

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJson
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from shared.desired_state import DeclaredSpecification
+from shared.desired_state.api import DeclaredSpecification
 from shared.platform.errors import RuntimeCloudError
 from shared.platform.git_sources import NOT_ALLOWED, GitLimits, GitSourceError, read_file
 from shared.platform.json_types import exactly_one_of, one_given

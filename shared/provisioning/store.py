@@ -21,7 +21,7 @@ from typing import Any
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.data.tables import TableClient
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict, Conflict, NotFound
 from shared.platform.events.cloudevents import CloudEvent, NewEvent
 from shared.platform.events.outbox import outbox_for

@@ -17,7 +17,7 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
 from devhost.azurite import TARGET_ACCOUNT, Azurite
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.iac.model import StepResult
 from shared.iac.tags import ManagementTags
 from shared.platform.targets import ProvisioningTarget

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.desired_state import ResourceType
+from shared.desired_state.api import ResourceType
 from shared.iac.embedded import (
     EmbeddedRunner,
     ObservedResource,

@@ -7,7 +7,7 @@ import shutil
 import pytest
 from azure.storage.blob import BlobServiceClient
 
-from shared.desired_state import EnvironmentSpecification, RunnerName
+from shared.desired_state.api import EnvironmentSpecification, RunnerName
 from shared.iac.embedded import EmbeddedRunner
 from shared.iac.model import PlanResult
 from shared.iac.pulumi import PulumiRunner, RunnerUnavailable

@@ -17,7 +17,7 @@ import pytest
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobServiceClient, ContainerClient
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.iac.jobs.lock_owners import JobLockOwners
 from shared.iac.jobs.store import JOBS_TABLE, JobStore
 from shared.iac.model import Action, PlanResult, ResourceChange

@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from devhost.azurite import TARGET_ACCOUNT, Azurite
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.iac.jobs.protocol import JobKind
 from shared.iac.model import RunnerError
 from shared.iac.settings import IaCSettings

@@ -231,7 +231,7 @@ def _as_config_text(value: Any) -> str:
 
 def factory_config() -> dict[str, str]:
     """What the host's Pulumi runner sets on the stack when it applies environments/factory/host.yaml."""
-    from shared.desired_state import EnvironmentSpecification
+    from shared.desired_state.api import EnvironmentSpecification
     from shared.iac.pulumi.workspace import stack_configuration
     from shared.platform.targets import ProvisioningTarget
 

@@ -7,7 +7,7 @@ import json
 
 import yaml
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.iac.pulumi.workspace import locate_program
 from tests.infra.conftest import FACTORY_SPEC, INFRA, PROJECT, REPO, Deployment, stack_file_config
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.iac.tags import ManagementTags
 from shared.inventory.adoption import NotAdoptable, declared_specification
 from shared.inventory.findings import reconcile

@@ -26,7 +26,7 @@ from azure.core.rest._requests_basic import RestRequestsTransportResponse
 from azure.mgmt.resource.resources import ResourceManagementClient
 from urllib3.response import HTTPResponse
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.inventory.comparison import compare
 from shared.inventory.model import FindingKind, Observation
 from shared.inventory.observers.arm import ArmObserver, expected_from_outputs

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from shared.desired_state import ResourceType
+from shared.desired_state.api import ResourceType
 from shared.iac.embedded.observed import ObservedResource, ObservedState
 from shared.inventory.comparison import compare
 from shared.inventory.model import ExpectedResource, FindingKind, Observation, ObservedItem

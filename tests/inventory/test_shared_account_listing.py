@@ -13,7 +13,7 @@ import uuid
 from azure.storage.blob import BlobServiceClient
 
 from devhost.azurite import TARGET_ACCOUNT
-from shared.desired_state import ResourceType
+from shared.desired_state.api import ResourceType
 from shared.iac.embedded.listing import list_containers, list_queues
 from shared.iac.embedded.observed import ObservedResource
 from shared.inventory.model import ObservedItem

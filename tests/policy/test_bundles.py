@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shared.desired_state import MAX_RESOURCES
+from shared.desired_state.api import MAX_RESOURCES
 from shared.iac.model import Action, ResourceChange
 from shared.platform.auth.principal import PrincipalKind, Requester, SystemPrincipal
 from shared.platform.targets import ProvisioningTarget

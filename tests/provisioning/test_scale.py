@@ -18,7 +18,7 @@ from typing import Any
 from azure.data.tables import TableClient
 from azure.storage.blob import BlobServiceClient
 
-from shared.desired_state import MAX_RESOURCES
+from shared.desired_state.api import MAX_RESOURCES
 from tests.provisioning.helpers import WRITE, declare, runs_of, send_promotion, unique, wait_for_run_state
 from tests.support.host import wait_until
 

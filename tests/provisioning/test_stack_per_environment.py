@@ -98,7 +98,7 @@ def test_the_adoption_setting_refuses_one_stack_for_two_environments_and_names_w
 def test_the_factory_specification_keeps_its_bootstrapped_stack_only_where_the_installation_adopted_it():
     import yaml
 
-    from shared.desired_state import EnvironmentSpecification
+    from shared.desired_state.api import EnvironmentSpecification
     from shared.iac.pulumi.workspace import locate_program
     from shared.iac.stacks import StackNotOwned
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 
-from shared.desired_state import ResourceType
+from shared.desired_state.api import ResourceType
 from shared.iac.embedded.access import TargetClients, unreachable_on_failure
 from shared.iac.embedded.observed import ObservedResource
 from shared.iac.embedded.reader import read_resource

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from shared.desired_state import ResourceType
+from shared.desired_state.api import ResourceType
 from shared.iac.tags import ManagementTags
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shared.desired_state import EmbeddedResource, EnvironmentSpecification, ResourceType
+from shared.desired_state.api import EmbeddedResource, EnvironmentSpecification, ResourceType
 from shared.iac.embedded.errors import OwnedElsewhere
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
 from shared.iac.embedded.state import desired_state, field_changes

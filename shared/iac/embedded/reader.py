@@ -23,7 +23,7 @@ from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
 
-from shared.desired_state import ResourceType
+from shared.desired_state.api import ResourceType
 from shared.iac.embedded.access import AccessPolicy, TargetClients, open_target, unreachable_on_failure
 from shared.iac.embedded.listing import list_containers, list_queues
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key

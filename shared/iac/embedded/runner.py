@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 import shared
-from shared.desired_state import EnvironmentSpecification, RunnerName
+from shared.desired_state.api import EnvironmentSpecification, RunnerName
 from shared.iac.embedded.access import AccessPolicy, open_target
 from shared.iac.embedded.applier import Applier, ApplyProgress
 from shared.iac.embedded.errors import PlanNotForThisRunner, UnsupportedTarget

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shared.desired_state import EmbeddedResource, ResourceType
+from shared.desired_state.api import EmbeddedResource, ResourceType
 from shared.iac.model import FieldChange
 from shared.iac.tags import ManagementTags
 

@@ -32,7 +32,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableClient, TableEntity, TableServiceClient, UpdateMode
 
-from shared.desired_state import OWNERSHIP_TABLE
+from shared.desired_state.api import OWNERSHIP_TABLE
 from shared.iac.model import PlanNoLongerHolds
 from shared.iac.tags import MANAGED_BY_VALUE, ManagementTags
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from shared.desired_state import EnvironmentSpecification, RunnerName
+from shared.desired_state.api import EnvironmentSpecification, RunnerName
 from shared.iac.model import (
     Action,
     ApplyFailed,

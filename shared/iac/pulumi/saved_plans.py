@@ -21,7 +21,7 @@ from pathlib import Path
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import ContainerClient
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.iac.model import PlanNoLongerHolds
 
 BINDING_KEY = "pulumi_plan_sha256"

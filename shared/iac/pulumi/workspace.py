@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.iac.pulumi.errors import ProgramNotFound
 from shared.iac.stacks import check_stack
 from shared.iac.tags import ManagementTags

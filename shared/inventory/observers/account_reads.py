@@ -33,10 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shared.iac.embedded.access import AccessPolicy
-from shared.iac.embedded.observed import ObservedState
-from shared.iac.embedded.reader import read_target_state
-from shared.iac.model import TargetUnreachable
+from shared.iac.api import AccessPolicy, ObservedState, TargetUnreachable, read_target_state
 from shared.platform.targets import ProvisioningTarget
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError, ServiceRequestError, ServiceResponseError
 
-from shared.iac.tags import ENVIRONMENT_KEY, ManagementTags
+from shared.iac.api import ENVIRONMENT_KEY, ManagementTags
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
 from shared.platform.credentials import target_identity

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from shared.desired_state import EnvironmentSpecification
+from shared.desired_state.api import EnvironmentSpecification
 from shared.inventory.model import ExpectedResource, Observation
 from shared.platform.errors import RuntimeCloudError
 from shared.platform.targets import ProvisioningTarget

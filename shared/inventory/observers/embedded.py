@@ -26,13 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shared.desired_state import EnvironmentSpecification, ResourceType
-from shared.iac.embedded.access import AccessPolicy
-from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
-from shared.iac.embedded.reader import Keep, read_target_state
-from shared.iac.embedded.state import desired_state
-from shared.iac.model import TargetUnreachable
-from shared.iac.tags import ManagementTags
+from shared.desired_state.api import EnvironmentSpecification, ResourceType
+from shared.iac.api import (
+    AccessPolicy,
+    Keep,
+    ManagementTags,
+    ObservedResource,
+    ObservedState,
+    TargetUnreachable,
+    desired_state,
+    lookup_key,
+    read_target_state,
+)
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.account_reads import AccountReads
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.iac.pulumi.events import clean, is_infrastructure, property_at, resource_name
+from shared.iac.api import clean, is_infrastructure, property_at, resource_name
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
 
@@ -50,8 +50,7 @@ class PulumiRefreshObserver:
     def observe(self, request: ObservationRequest) -> Observation:
         if not self.available():
             raise ObservationFailed("the Pulumi CLI is not installed on this host: a refresh preview cannot run")
-        from shared.iac.pulumi.runner import EventCollector
-        from shared.iac.pulumi.workspace import locate_program, open_stack, stack_configuration
+        from shared.iac.api import EventCollector, locate_program, open_stack, stack_configuration
 
         events = EventCollector()
         try:

@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
-from shared.desired_state import RunnerName
-from shared.iac.settings import IaCSettings
+from shared.desired_state.api import RunnerName
+from shared.iac.api import IaCSettings
 from shared.inventory.model import Observation
 from shared.inventory.observers.arm import ArmObserver
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest, Observer
