@@ -31,7 +31,7 @@ KEYS = {HOST_ACCOUNT: HOST_KEY, TARGET_ACCOUNT: TARGET_KEY, BACKUP_ACCOUNT: BACK
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])  # (host, port): typed Any in the socket stubs
 
 
 def wait_for_port(port: int, timeout: float = 20.0) -> None:

@@ -30,7 +30,7 @@ class FunctionInfo:
 
     @property
     def trigger_type(self) -> str:
-        return self.trigger["type"]
+        return str(self.trigger["type"])
 
     def bindings_of(self, binding_type: str) -> list[dict[str, Any]]:
         return [b for b in self.bindings if b["type"].lower() == binding_type.lower()]

@@ -24,7 +24,7 @@ import binascii
 import logging
 import os
 import random
-from typing import Any
+from datetime import datetime
 
 from azure.core.exceptions import ResourceExistsError
 from azure.functions.queue import QueueMessage as FunctionsQueueMessage
@@ -184,8 +184,8 @@ class QueueListener:
         except (binascii.Error, ValueError):
             return None
 
-    def _binding_value(self, message: StorageMessage, body: bytes) -> Any:
-        return FunctionsQueueMessage(
+    def _binding_value(self, message: StorageMessage, body: bytes) -> FunctionsQueueMessage:
+        return _functions_message(
             id=message.id,
             body=body,
             dequeue_count=message.dequeue_count,
@@ -220,7 +220,30 @@ async def _ensure_queue(queue: QueueClient) -> None:
 
 def admin_message(text: str) -> FunctionsQueueMessage:
     """The message an admin run of a queue function receives, as in the Functions host."""
-    return FunctionsQueueMessage(id="admin", body=text.encode("utf-8"), dequeue_count=1)
+    return _functions_message(id="admin", body=text.encode("utf-8"), dequeue_count=1)
+
+
+def _functions_message(
+    *,
+    id: str,
+    body: bytes,
+    dequeue_count: int | None,
+    expiration_time: datetime | None = None,
+    insertion_time: datetime | None = None,
+    time_next_visible: datetime | None = None,
+    pop_receipt: str | None = None,
+) -> FunctionsQueueMessage:
+    """The queue binding's message, as the worker hands it to a function."""
+    # azure.functions ships types, but QueueMessage's constructor has no annotations: the one untyped call.
+    return FunctionsQueueMessage(  # type: ignore[no-untyped-call]
+        id=id,
+        body=body,
+        dequeue_count=dequeue_count,
+        expiration_time=expiration_time,
+        insertion_time=insertion_time,
+        time_next_visible=time_next_visible,
+        pop_receipt=pop_receipt,
+    )
 
 
 async def _stop(task: asyncio.Task[None]) -> None:

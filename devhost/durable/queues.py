@@ -181,14 +181,9 @@ class TaskHubQueues:
 
     async def decode(self, message: QueueMessage) -> dict[str, Any]:
         """The message body; raises ``ValueError`` for a message that is not the engine's."""
-        try:
-            body = json.loads(message.content)
-        except (TypeError, json.JSONDecodeError) as error:
-            raise ValueError("not JSON") from error
-        if not isinstance(body, dict):
-            raise ValueError("not a JSON object")
+        body = _json_object(message.content)
         if "blob" in body:
-            body = json.loads(await self._payloads.get(str(body["blob"])))
+            body = _json_object(await self._payloads.get(str(body["blob"])))
         if body.get("kind") not in ("control", "activity"):
             raise ValueError("not a Durable engine message")
         return body
@@ -307,3 +302,14 @@ async def _ensure(queue: QueueClient) -> None:
         await queue.create_queue()
     except ResourceExistsError:
         pass
+
+
+def _json_object(text: str | bytes) -> dict[str, Any]:
+    """A JSON object's members; ``ValueError`` for anything else (not JSON, or JSON that is not an object)."""
+    try:
+        value = json.loads(text)
+    except (TypeError, json.JSONDecodeError) as error:
+        raise ValueError("not JSON") from error
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value

@@ -166,7 +166,8 @@ class InstanceStore:
     async def _get_text(self, entity: Any, key: str) -> str | None:
         if entity.get(key + "Blob"):
             return await self._payloads.get(entity[key + "Blob"])
-        return entity.get(key)
+        text = entity.get(key)
+        return None if text is None else str(text)
 
     # -- history -----------------------------------------------------------
 

@@ -177,6 +177,6 @@ def spent(message: ControlMessage, why: str) -> None:
 
 def _event_name(kind: int) -> str:
     try:
-        return EventType(kind).name.title().replace("_", "")
+        return str(EventType(kind).name).title().replace("_", "")  # the SDK's enum: untyped, so Any
     except ValueError:
         return f"event type {kind}"

@@ -54,7 +54,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from azure.core import MatchConditions
@@ -62,7 +62,6 @@ from azure.core.exceptions import HttpResponseError, ResourceModifiedError, Reso
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 from azure.storage.queue import QueueClient
 
-from shared.platform import clock
 from shared.platform.errors import ConcurrencyConflict, RuntimeCloudError
 from shared.platform.events.cloudevents import CloudEvent, NewEvent
 from shared.platform.events.sent_marks import MAX_MARKS_PER_BATCH, SentMarks, table_identity
@@ -145,7 +144,7 @@ class Outbox:
             else:
                 current = remembered
             last = current[0] if current else sequence_floor(self._markers)  # past a restore's loss
-            now = clock.now_iso()
+            now = datetime.now(UTC).isoformat()
             cloud_events = [self._envelope(stream, event, last + n, now) for n, event in enumerate(pending, 1)]
             for event in cloud_events:
                 _check_size(event)
@@ -272,10 +271,10 @@ class Outbox:
 
     def _unmark(self, marker: Any) -> None:
         if self._markers is not None:  # no markers kept: nothing to remove
-            remove_stale_marker(self._markers, marker, clock.utcnow())
+            remove_stale_marker(self._markers, marker, datetime.now(UTC))
 
     def purge_dispatched(self, older_than: timedelta) -> int:
-        cutoff = (clock.utcnow() - older_than).isoformat()
+        cutoff = (datetime.now(UTC) - older_than).isoformat()
         query = "RowKey ge @start and RowKey lt @end and Dispatched eq true and DispatchedAt lt @cutoff"
         purged = 0
         for row in self._table.query_entities(
@@ -293,7 +292,7 @@ class Outbox:
                 "PartitionKey": stream,
                 "RowKey": row_key,
                 "Dispatched": True,
-                "DispatchedAt": clock.now_iso(),
+                "DispatchedAt": datetime.now(UTC).isoformat(),
             },
             mode=UpdateMode.MERGE,
         )
@@ -349,7 +348,7 @@ _marked: LruCache[tuple[str, str, str], float] = LruCache(20_000)
 
 def mark_operations(stream: str, sequences: Iterable[int]) -> list[TransactionOperation]:
     """A merge per event, as :meth:`Outbox._send` marks one: ``Dispatched`` and when (the purge reads it)."""
-    now = clock.now_iso()
+    now = datetime.now(UTC).isoformat()
     return [
         (
             "upsert",
@@ -391,22 +390,6 @@ def outbox_for(storage: StorageClients, table_name: str, source: str) -> Outbox:
         subscribers,
         storage.tables.get_table_client(PENDING_TABLE),
     )
-
-
-def undispatched_count(table: TableClient, limit: int) -> int:
-    """How many events of ``table`` are not sent yet, counting at most ``limit`` (the backlog gauge's read)."""
-    rows = table.query_entities(
-        "RowKey ge @start and RowKey lt @end and Dispatched eq false",
-        parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END},
-        select=["PartitionKey"],
-        results_per_page=100,
-    )
-    pending = 0
-    for _ in rows:
-        pending += 1
-        if pending >= limit:
-            break
-    return pending
 
 
 def read_events(queue: QueueClient, max_messages: int = 32) -> list[dict[str, Any]]:
