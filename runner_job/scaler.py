@@ -31,10 +31,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from azure.core.exceptions import ResourceExistsError
-from azure.storage.queue import QueueClient
+from azure.storage.queue import QueueClient, QueueMessage
 
 from runner_job.job import BadRequest, parse_request, run_request
 from shared.iac.api import IaCSettings, JobRequest
@@ -93,24 +92,25 @@ def scale(storage: Callable[[], StorageClients], iac: IaCSettings) -> int:
     return 0
 
 
-def take(queue: QueueClient, poison: QueueClient, message: Any) -> Taken | None:
+def take(queue: QueueClient, poison: QueueClient, message: QueueMessage) -> Taken | None:
     """The request of a received message, left in the queue for its job to release; a bad one (or one
     taken too often) goes to the poison queue at once."""
-    content = str(getattr(message, "content", ""))
+    content = str(message.content)
     try:
         request = parse_request(content)
     except BadRequest as error:
         log.error("%s; moved to the poison queue", error)
         _set_aside(queue, poison, message, content)
         return None
-    if int(getattr(message, "dequeue_count", 1) or 1) > MAX_TAKES:
+    if (message.dequeue_count or 1) > MAX_TAKES:
         log.error("job request %s taken %d times, never claimed; moved to the poison queue", request.job_id, MAX_TAKES)
         _set_aside(queue, poison, message, content)
         return None
-    return Taken(request, queue.queue_name, message.id, message.pop_receipt)
+    # A received message always carries its pop receipt (the SDK's type allows none for a message built locally).
+    return Taken(request, queue.queue_name, message.id, message.pop_receipt or "")
 
 
-def _set_aside(queue: QueueClient, poison: QueueClient, message: Any, content: str) -> None:
+def _set_aside(queue: QueueClient, poison: QueueClient, message: QueueMessage, content: str) -> None:
     poison.send_message(content)
     queue.delete_message(message)
 
