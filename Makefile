@@ -10,11 +10,13 @@ PYTEST_ARGS ?=
 
 setup: $(VENV)/.installed $(VENV)/bin/runtime-cloud node_modules/.installed local.settings.json
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-infra.txt requirements-worker.txt constraints.txt
+# .venv/codegen: the client generator of tests/test_generated_client.py (requirements-codegen.txt says why there).
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-infra.txt requirements-worker.txt requirements-codegen.txt constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --ignore-requires-python \
 	    --upgrade --target $(VENV)/functions-worker -r requirements-worker.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --upgrade --target $(VENV)/codegen -r requirements-codegen.txt
 	touch $@
 
 # The operator CLI (runtime_cloud_cli/) as the console script `runtime-cloud`: this project installed

@@ -187,7 +187,10 @@ def test_timestamps_counts_and_alternatives_are_stated(document):
     assert {"format": "date-time", "type": "string"} in lease["ended_at"]["anyOf"]
     assert set(counts["required"]) == {"create", "update", "delete", "no-change", "replace"}
     assert counts["additionalProperties"] is False
-    assert accept["oneOf"] == [{"required": ["option"]}, {"required": ["decisions"]}]
+    # Each alternative a whole object (the fields it may come with), so that a generated client has a type for it.
+    assert [branch["required"] for branch in accept["oneOf"]] == [["option"], ["decisions"]]
+    assert all(branch["additionalProperties"] is False for branch in accept["oneOf"])
+    assert set(accept["oneOf"][0]["properties"]) == {"option", "reason", "expires_at"}
     assert len(schemas["Declaration"]["oneOf"]) == 4
 
 

@@ -64,15 +64,31 @@ def exactly_one_of(*names: str) -> Callable[[dict[str, Any]], None]:
     """A model's ``json_schema_extra``: exactly one of the fields ``names`` is given, and never as null.
 
     The model enforces the same with :func:`one_given` in its validator; a field left out stays None.
+    The schema says it as ``oneOf`` whole objects, one per field (with the model's other fields), so that
+    a client generated from the document has a type for each form: alternatives stated as bare
+    ``required`` lists leave generators nothing to build a model from (they make the body ``Any``).
     """
 
     def extra(schema: dict[str, Any]) -> None:
+        properties = schema.pop("properties")
+        required = [name for name in schema.pop("required", []) if name not in names]
+        closed = schema.pop("additionalProperties", True)
         for name in names:
-            field = schema["properties"][name]
+            field = properties[name]
             options = [option for option in field.pop("anyOf", []) if option.get("type") != "null"]
             field.pop("default", None)
             field.update(options[0] if len(options) == 1 else {"anyOf": options} if options else {})
-        schema["oneOf"] = [{"required": [name]} for name in names]
+        others = {name: field for name, field in properties.items() if name not in names}
+        schema["oneOf"] = [
+            {
+                "title": f"{schema['title']} {name.replace('_', ' ')}",
+                "type": "object",
+                "additionalProperties": closed,
+                "properties": {name: properties[name], **others},
+                "required": [name, *required],
+            }
+            for name in names
+        ]
 
     return extra
 

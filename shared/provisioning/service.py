@@ -46,8 +46,10 @@ class SecretInSpecification(InvalidInput):
     """The specification holds a secret value; ``errors`` name the fields (never the values)."""
 
 
-def _field_errors(error: ValidationError, prefix: str) -> list[dict[str, str]]:
-    return field_errors(error, prefix=prefix)
+def _field_errors(error: ValidationError, prefix: str, document: dict[str, Any]) -> list[dict[str, str]]:
+    # With the document, a pointer leaves out the steps pydantic adds that are not fields (a resource's
+    # union tag: /resources/0/name, not /resources/0/queue/name).
+    return field_errors(error, prefix=prefix, document=document)
 
 
 def _refuse_secrets(document: dict[str, Any]) -> None:
@@ -55,13 +57,13 @@ def _refuse_secrets(document: dict[str, Any]) -> None:
         raise SecretInSpecification(secrets)
 
 
-def _undisclosing_errors(error: ValidationError, prefix: str) -> list[dict[str, str]]:
+def _undisclosing_errors(error: ValidationError, prefix: str, document: dict[str, Any]) -> list[dict[str, str]]:
     """Field errors for a file read from Git: the fields a specification has, but not the names of others.
 
     The file may not be a specification at all (a caller pointing at some other file of an allowed
     repository); naming its keys would disclose its contents.
     """
-    issues = zip(field_errors(error, prefix=prefix), error.errors(), strict=True)
+    issues = zip(_field_errors(error, prefix, document), error.errors(), strict=True)
     errors = [e for e, issue in issues if issue["type"] != "extra_forbidden"]
     unknown = sum(1 for issue in error.errors() if issue["type"] == "extra_forbidden")
     if unknown:
@@ -126,7 +128,7 @@ class ProvisioningService:
             specification = EnvironmentSpecification.model_validate(document)
         except ValidationError as error:
             errors = _undisclosing_errors if declaration.git else _field_errors
-            raise InvalidInput(errors(error, "/specification")) from None
+            raise InvalidInput(errors(error, "/specification", document)) from None
         if declaration.git:  # after validation: only a file that is a specification has its fields named
             _refuse_secrets(document)
         self._check_installation(specification, platform_admin)

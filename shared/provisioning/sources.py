@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, model_validator
-from pydantic.json_schema import JsonSchemaValue
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, model_validator
 from pydantic_core import CoreSchema, core_schema
 
 from shared.desired_state.api import DeclaredSpecification
@@ -51,15 +50,19 @@ class SpecificationDocument(dict[str, Any]):
     """An inline specification: read as the JSON object it is, checked for secrets and then validated as an
     :class:`~shared.desired_state.EnvironmentSpecification` by the service (the secret check comes first, so
     that a refused message can be kept without them). The document states that model's schema
-    (:class:`~shared.desired_state.DeclaredSpecification`: the tenant may be left out)."""
+    (:class:`~shared.desired_state.DeclaredSpecification`: the tenant may be left out), as a reference to
+    that model's own component, so that a generated client has one class for it."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        return core_schema.dict_schema(keys_schema=core_schema.str_schema(), values_schema=core_schema.any_schema())
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return handler(DeclaredSpecification.__pydantic_core_schema__)
+        # Validation reads any JSON object (the identity function adds nothing); the JSON schema is the
+        # input schema's, which pydantic states as a $ref (a schema returned by __get_pydantic_json_schema__
+        # would be inlined).
+        return core_schema.no_info_before_validator_function(
+            lambda value: value,
+            core_schema.dict_schema(keys_schema=core_schema.str_schema(), values_schema=core_schema.any_schema()),
+            json_schema_input_schema=handler.generate_schema(DeclaredSpecification),
+        )
 
 
 class Declaration(BaseModel):
