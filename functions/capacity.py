@@ -53,9 +53,9 @@ from shared.capacity.api import (
     pools,
     purge_expired_history,
     tenant_usage,
-    utcnow,
     with_ttl_bound,
 )
+from shared.platform import clock
 from shared.platform.auth import Caller, Role, Scope
 from shared.platform.errors import InvalidInput
 from shared.platform.http import problems
@@ -161,7 +161,7 @@ def _visible_pool(caller: Caller, pool_id: str) -> Pool:
 def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
     """The pools the caller may use (every pool for a platform administrator), a page at a time in id order."""
     query = parse_query(req, PoolsQuery)
-    store, now = wiring.store(), utcnow()
+    store, now = wiring.store(), clock.utcnow()
     tenant = None if caller.has_role(Role.PLATFORM_ADMIN) else caller.tenant
     visible, following = pools.pools_page(store, tenant, limit=query.limit, continuation=query.continuation)
     views = [pools.pool_view(store, pool, now, _viewer(caller)) for pool in visible]
@@ -172,7 +172,7 @@ def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, responses={200: PoolView})
 def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> object:
     pool = _visible_pool(caller, _route_id(req, "id", POOL_ID))
-    return pools.pool_view(wiring.store(), pool, utcnow(), _viewer(caller))
+    return pools.pool_view(wiring.store(), pool, clock.utcnow(), _viewer(caller))
 
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["PUT"])
@@ -192,7 +192,7 @@ def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
         refuse_resize_by_hand(wiring.store(), pool_id, spec.size)  # 409 while a policy owns the size
     with capacity_problems():
         pool, created = pools.put_pool(wiring.store(), pool_id, spec)
-    view = pools.pool_view(wiring.store(), pool, utcnow())
+    view = pools.pool_view(wiring.store(), pool, clock.utcnow())
     headers = {"Location": f"/runtime-cloud/pools/{pool_id}"} if created else {}
     return JsonResult(view, status=201 if created else 200, headers=headers)
 
@@ -208,7 +208,7 @@ def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
 def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
     with capacity_problems():
         pool = pools.drain_pool(wiring.store(), _route_id(req, "id", POOL_ID))
-    return pools.pool_view(wiring.store(), pool, utcnow())
+    return pools.pool_view(wiring.store(), pool, clock.utcnow())
 
 
 # -- quotas and usage ------------------------------------------------------------

@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 import azure.durable_functions as df
 import azure.functions as func
 
+from shared.platform import clock
 from shared.platform.logs import app_logger
 from shared.platform.timer_schedules import timer_schedule
 from shared.wiring.settings import get_settings
@@ -48,7 +49,7 @@ def purge_window(now: datetime, retention_days: float) -> tuple[datetime, dateti
 @bp.durable_client_input(client_name="client")
 async def durable_history_purge(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
     retention = get_settings().runtime_cloud.durable.history_retention_days
-    created_from, created_to = purge_window(datetime.now(UTC), retention)
+    created_from, created_to = purge_window(clock.utcnow(), retention)
     result = await client.purge_instance_history_by(
         created_time_from=created_from, created_time_to=created_to, runtime_status=FINISHED
     )

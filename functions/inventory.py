@@ -18,7 +18,6 @@ provisioning's events.
 from __future__ import annotations
 
 from asyncio import to_thread
-from datetime import UTC, datetime
 
 import azure.durable_functions as df
 import azure.functions as func
@@ -50,7 +49,7 @@ from shared.inventory.api import (
     handle_event,
     purge,
 )
-from shared.platform import safe_json
+from shared.platform import clock, safe_json
 from shared.platform.auth import Caller, Role, Scope
 from shared.platform.errors import Conflict, NotFound, StoreUnavailable
 from shared.platform.http import problems
@@ -189,7 +188,7 @@ def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller) -> JsonR
         caller.tenant, environment, parse_model(req, NewIgnoreRule), author=caller.principal
     )
     location = f"/runtime-cloud/environments/{environment}/ignore-rules/{rule.id}"
-    return JsonResult(rule.public_view(datetime.now(UTC)), status=201, headers={"Location": location})
+    return JsonResult(rule.public_view(clock.utcnow()), status=201, headers={"Location": location})
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules/{rule_id}", methods=["DELETE"])

@@ -14,13 +14,12 @@ purged: they are what a receipt's digest leads back to.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import azure.durable_functions as df
 import azure.functions as func
 from pydantic import ValidationError
 
 from shared.iac.api import RunnerError, TargetUnreachable, runner_for
+from shared.platform import clock
 from shared.platform.auth import Caller, Requester, Role, Scope
 from shared.platform.errors import InvalidInput, NotFound
 from shared.platform.field_errors import field_errors
@@ -68,7 +67,7 @@ def policy_effective(req: func.HttpRequest, caller: Caller) -> dict:
     environment = req.route_params["environment"]
     environment_class = _environment_class(caller.tenant, environment)
     bundle = _load(caller.tenant, environment_class)
-    moment = datetime.now(UTC)
+    moment = clock.utcnow()
     document = bundle.document() if bundle else {"digest": None, "layers": []}
     return {
         "environment": environment,
@@ -144,7 +143,7 @@ def policy_create_exception(req: func.HttpRequest, caller: Caller) -> JsonResult
     environment = req.route_params["environment"]
     _environment_class(caller.tenant, environment)
     request = parse_model(req, NewPolicyException)
-    now = datetime.now(UTC)
+    now = clock.utcnow()
     try:
         check_expiry(request.expires_at, now, get_settings().runtime_cloud.policy.max_exception_days)
     except ValueError as error:
@@ -166,7 +165,7 @@ def policy_list_exceptions(req: func.HttpRequest, caller: Caller) -> dict:
     environment = req.route_params["environment"]
     query = parse_query(req, PolicyExceptionsQuery)
     _environment_class(caller.tenant, environment)
-    moment = datetime.now(UTC)
+    moment = clock.utcnow()
     found, following = wiring.exceptions().page(
         caller.tenant, environment, limit=query.limit, continuation=query.continuation
     )
@@ -177,7 +176,7 @@ def policy_list_exceptions(req: func.HttpRequest, caller: Caller) -> dict:
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"exception_id": EXCEPTION_ID}, responses={200: PolicyExceptionView})
 def policy_get_exception(req: func.HttpRequest, caller: Caller) -> dict:
     exception = _exception(caller, req)
-    return exception.public_view(datetime.now(UTC))
+    return exception.public_view(clock.utcnow())
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/policy/exceptions/{exception_id}", methods=["DELETE"])
@@ -190,7 +189,7 @@ def policy_get_exception(req: func.HttpRequest, caller: Caller) -> dict:
 def policy_revoke_exception(req: func.HttpRequest, caller: Caller) -> dict:
     """Revoke an exception (idempotent); the record stays, since plan receipts name it."""
     exception = _exception(caller, req)
-    now = datetime.now(UTC)
+    now = clock.utcnow()
     return wiring.exceptions().revoke(caller.tenant, exception.id, caller.principal, now).public_view(now)
 
 
@@ -198,7 +197,7 @@ def policy_revoke_exception(req: func.HttpRequest, caller: Caller) -> dict:
 def policy_purge(timer: func.TimerRequest) -> None:
     """Exceptions that ended more than ``ExceptionRetentionDays`` ago lose their rows (receipts keep copies)."""
     days = get_settings().runtime_cloud.policy.exception_retention_days
-    purged = wiring.exceptions().purge(days, datetime.now(UTC))
+    purged = wiring.exceptions().purge(days, clock.utcnow())
     log.info("policy purge: %d exception row(s) ended more than %d days ago", purged, days)
 
 

@@ -30,7 +30,7 @@ from shared.iac.api import (
     runner_for,
     to_wire,
 )
-from shared.platform.clock import now_iso
+from shared.platform import clock
 from shared.provisioning.api import SecretUnresolvable, resolve_secrets
 
 
@@ -43,7 +43,7 @@ def execute(
     events: EventLog,
     lock_owners: LockOwners | None = None,
 ) -> JobResult:
-    started = now_iso()
+    started = clock.now_iso()
     iac = IaCSettings.model_validate(document.iac)  # the launching app's, whichever process runs the job
     specification = EnvironmentSpecification.model_validate(document.specification)
     options: dict[str, Any] = {}
@@ -91,7 +91,7 @@ def execute(
         events.line(line)
     if result.failure:
         events.line(f"{result.failure.kind}: {result.failure.message}")
-    return result.model_copy(update={"finished_at": now_iso()})
+    return result.model_copy(update={"finished_at": clock.now_iso()})
 
 
 def _configuration(document: JobInput, specification: EnvironmentSpecification) -> dict[str, str]:

@@ -56,7 +56,7 @@ from shared.iac.api import (
     StoreOutage,
     folder_of,
 )
-from shared.platform.clock import now_iso
+from shared.platform import clock
 from shared.platform.logs import app_logger, ids
 from shared.platform.storage.clients import StorageClients
 from shared.platform.telemetry.tracing import span
@@ -131,7 +131,7 @@ def _run_request(
     if not ours:
         log.info("job %s is running elsewhere or finished; this execution leaves", request.job_id, extra=where)
         return None, 0.0
-    started = now_iso()
+    started = clock.now_iso()
     handover_seconds = 0.0
     folder = folder_of(request.tenant, request.environment, request.run_id, request.job_id)
     events = EventLog(jobs.container, f"{folder}/events.jsonl", outage=outage)
@@ -200,7 +200,7 @@ def _job_error(request: JobRequest, started: str, events: EventLog, message: str
         failure=JobFailure(kind="job-error", message=message),
         events_blob=events.blob_name,
         started_at=started,
-        finished_at=now_iso(),
+        finished_at=clock.now_iso(),
     )
 
 

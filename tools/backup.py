@@ -52,7 +52,7 @@ from shared.backup.mirror import mirror_from_environment
 from shared.backup.restore import NoBackup, StoreNotEmpty, restore_store
 from shared.backup.settings import BackupSettings, backup_settings_from_environment
 from shared.backup.status import backup_health
-from shared.platform.clock import now
+from shared.platform import clock
 from shared.platform.errors import InvalidSettings
 from shared.platform.neighbours.knowledge_host import KnowledgeHost
 from shared.platform.storage.clients import StorageClients
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "empty-store":
         return _empty_store(store, location, force=args.force)
     if args.command == "status":
-        health = backup_health(settings, location, now(), store=store)
+        health = backup_health(settings, location, clock.utcnow(), store=store)
         try:
             latest = latest_manifest(location)
         except AzureError:  # the location does not answer: the detail above says so

@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy-mode", choices=[mode.value for mode in PolicyMode], default=PolicyMode.LOCKED.value)
     parser.add_argument("--connection-string", help="the host's store (default: the app settings)")
     args = parser.parse_args(argv)
-    deleted_at = args.at or clock.now()
+    deleted_at = args.at or clock.utcnow()
     if deleted_at.tzinfo is None:
         parser.error("--at needs an offset (e.g. 2030-01-31T12:00:00+00:00)")
     try:

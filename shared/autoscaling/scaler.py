@@ -66,8 +66,8 @@ from shared.capacity.api import (
     recent_denials,
     set_draining,
     stamp,
-    utcnow,
 )
+from shared.platform import clock
 from shared.platform.auth.principal import Requester, SystemPrincipal
 from shared.platform.errors import ConcurrencyConflict, Conflict, InvalidInput, NotFound
 from shared.platform.events.cloudevents import NewEvent
@@ -100,14 +100,14 @@ class PoolScaler:
         *,
         settings: AutoscalingSettings,
         targets: Sequence[ProvisioningTarget],
-        clock: Callable[[], datetime] = utcnow,
+        now: Callable[[], datetime] = clock.utcnow,
     ) -> None:
         self._capacity = capacity
         self._provisioning = provisioning
         self._read_run = read_run
         self._settings = settings
         self._targets = targets
-        self._clock = clock
+        self._clock = now
 
     # -- policy and reads ----------------------------------------------------------------------
 

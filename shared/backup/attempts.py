@@ -49,7 +49,7 @@ def run_export(
     location: BackupLocation,
     probe: BackupLocation,
     settings: BackupSettings,
-    now: Callable[[], datetime] = clock.now,
+    now: Callable[[], datetime] = clock.utcnow,
 ) -> Manifest:
     """Export once; record the outcome in the store and the location (``probe``: the same location with
     one short attempt per call). Raises :class:`ExportFailed` with one line."""

@@ -84,7 +84,7 @@ def export_store(
     *,
     tables: Iterable[str] = TABLES,
     containers: Iterable[str] = CONTAINERS,
-    now: Callable[[], datetime] = clock.now,
+    now: Callable[[], datetime] = clock.utcnow,
 ) -> Manifest:
     """Run one export (or finish an interrupted one) and answer its manifest."""
     location.ensure()

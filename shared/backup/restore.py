@@ -128,7 +128,7 @@ def restore_store(
     force: bool = False,
     tables: Iterable[str] = TABLES,
     containers: Iterable[str] = CONTAINERS,
-    now: Callable[[], datetime] = clock.now,
+    now: Callable[[], datetime] = clock.utcnow,
     mirror: KnowledgeHost | None = None,
 ) -> RestoreReport:
     tables, containers = list(tables), list(containers)

@@ -26,7 +26,7 @@ from shared.capacity.errors import (
     QuotaExceeded,
     QuotasUnavailable,
 )
-from shared.capacity.keys import POOLS_TABLE, after, parse_stamp, stamp, tenant_key, utcnow
+from shared.capacity.keys import POOLS_TABLE, after, parse_stamp, stamp, tenant_key
 from shared.capacity.measures import measured_acquire
 from shared.capacity.models import (
     EDITION_NAME,
@@ -106,6 +106,5 @@ __all__ = [
     "sweep_pool",
     "tenant_key",
     "tenant_usage",
-    "utcnow",
     "with_ttl_bound",
 ]

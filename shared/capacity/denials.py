@@ -28,8 +28,9 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from shared.capacity.keys import DENIAL_SHARDS, after, denial_partition, stamp, utcnow
+from shared.capacity.keys import DENIAL_SHARDS, after, denial_partition, stamp
 from shared.capacity.store import CapacityStore, commit_and_dispatch, query
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict, StoreError
 from shared.platform.events.cloudevents import NewEvent
 from shared.platform.logs import app_logger, ids
@@ -74,7 +75,7 @@ def record_denial(
             store,
             pool_id,
             tenant,
-            stamp(utcnow()),
+            stamp(clock.utcnow()),
             count,
             {"kind": kind, "reason": reason, "holder": holder, "detail": detail},
         )
@@ -145,7 +146,7 @@ def _denial_view(row: dict[str, Any], viewer_tenant: str | None) -> dict[str, An
 
 
 def purge_denials(store: CapacityStore, older_than: timedelta) -> int:
-    cutoff = stamp(utcnow() - older_than)
+    cutoff = stamp(clock.utcnow() - older_than)
     low = "denials|"
     purged = 0
     for row in query(

@@ -25,9 +25,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from shared.capacity.errors import EditionInUse, EditionsManagedElsewhere
-from shared.capacity.keys import EDITIONS_PARTITION, TENANT_EDITIONS_PARTITION, stamp, tenant_key, utcnow
+from shared.capacity.keys import EDITIONS_PARTITION, TENANT_EDITIONS_PARTITION, stamp, tenant_key
 from shared.capacity.models import Edition, EditionSpec, PoolKind
 from shared.capacity.store import CapacityStore, query
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists
 from shared.platform.storage.conditional import insert_if_absent, read_row
 
@@ -61,7 +62,7 @@ def _edition_entity(name: str, limits: dict[PoolKind, int]) -> dict[str, Any]:
         "RowKey": name,
         "Name": name,
         "Limits": json.dumps({kind.value: limit for kind, limit in limits.items()}),
-        "UpdatedAt": stamp(utcnow()),
+        "UpdatedAt": stamp(clock.utcnow()),
     }
 
 
@@ -144,7 +145,7 @@ def put_edition(store: CapacityStore, name: str, spec: EditionSpec) -> tuple[Edi
                 "RowKey": tenant_key(tenant),
                 "Tenant": tenant,
                 "Edition": name,
-                "UpdatedAt": stamp(utcnow()),
+                "UpdatedAt": stamp(clock.utcnow()),
             }
         )
     forget_cached()

@@ -31,7 +31,6 @@ from datetime import UTC, datetime
 from urllib.parse import quote
 
 from shared.capacity.models import PoolKind
-from shared.platform import clock
 
 POOLS_TABLE = "CapacityPools"
 SLOTS_TABLE = "CapacitySlots"
@@ -96,11 +95,6 @@ def tenant_lease_partitions(tenant: str) -> tuple[str, str]:
 
 def denial_partition(pool_id: str, shard: int) -> str:
     return f"denials|{pool_id}|{shard}"
-
-
-def utcnow() -> datetime:
-    """The capacity modules' name for :func:`shared.platform.clock.now`."""
-    return clock.now()
 
 
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z", re.ASCII)  # what stamp() writes

@@ -61,12 +61,13 @@ from shared.capacity.errors import (
     QuotaExceeded,
 )
 from shared.capacity.inflight import InFlight
-from shared.capacity.keys import stamp, utcnow
+from shared.capacity.keys import stamp
 from shared.capacity.models import AcquireRequest, Edition, LeaseState, LeaseView, Pool, PoolKind
 from shared.capacity.pools import candidate_pools
 from shared.capacity.settle import settled
 from shared.capacity.slots import Claim, SlotRow
 from shared.capacity.store import CapacityStore, jittered_pause
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, StoreError
 from shared.platform.logs import app_logger
 
@@ -119,10 +120,10 @@ class LeaseService:
             self._deny(pools[0], tenant, request, "kind-not-in-edition", str(refusal))
             raise refusal
         lease_id = request.lease_id or uuid.uuid4().hex
-        tokens: quota.TenantTokens | None = quota.known_tokens(self.store, tenant, request.kind, utcnow())
+        tokens: quota.TenantTokens | None = quota.known_tokens(self.store, tenant, request.kind, clock.utcnow())
         if request.lease_id and tokens is not None and tokens.held_by(request.lease_id):
             if tokens.remembered:  # join or adopt only on what storage says now
-                tokens = quota.read_tokens(self.store, tenant, request.kind, utcnow())
+                tokens = quota.read_tokens(self.store, tenant, request.kind, clock.utcnow())
         if request.lease_id and tokens is not None and tokens.held_by(request.lease_id):
             joined = self._join_in_flight(tenant, request, pools, tokens)
             if joined is not None:
@@ -172,10 +173,10 @@ class LeaseService:
         pressure: refusals.PoolPressure | None = None
         pool_checked = False
         for round_number in range(SETTLE_ROUNDS + 1):
-            expires_at = utcnow() + timedelta(seconds=request.ttl_seconds)
+            expires_at = clock.utcnow() + timedelta(seconds=request.ttl_seconds)
             try:
                 return quota.claim(
-                    self.store, tenant, request.kind, limit, lease_id, expires_at, utcnow, self.grace, tokens
+                    self.store, tenant, request.kind, limit, lease_id, expires_at, clock.utcnow, self.grace, tokens
                 ), expires_at
             except quota.QuotaFull as full:
                 if (
@@ -186,7 +187,9 @@ class LeaseService:
                 census = refusals.take_census(self.store, tenant, full.tokens, limit)
             tokens = None
             if census.holds_limit(limit):
-                refusal = QuotaExceeded(edition.name, request.kind.value, limit, *census.waits(utcnow(), self.grace))
+                refusal = QuotaExceeded(
+                    edition.name, request.kind.value, limit, *census.waits(clock.utcnow(), self.grace)
+                )
                 self._deny(pools[0], tenant, request, "quota-exceeded", str(refusal))
                 raise refusal
             if census.ended and refusals.return_ended(self.store, tenant, request.kind, census):
@@ -205,7 +208,7 @@ class LeaseService:
     ) -> CapacityUnavailable:
         """The pool is full, or the tenant's own acquires kept every token while slots were free."""
         pressure = pressure or refusals.read_pressure(self.store, pools, self.grace)
-        refusal = pressure.refusal(request.kind.value, pools, utcnow(), self.grace, contended=pressure.free > 0)
+        refusal = pressure.refusal(request.kind.value, pools, clock.utcnow(), self.grace, contended=pressure.free > 0)
         self._deny(pools[0], tenant, request, "capacity-unavailable", str(refusal))
         return refusal
 
@@ -222,7 +225,7 @@ class LeaseService:
             return None
         if not request.same_request(record):
             raise LeaseIdInUse(request.lease_id)
-        return records.view(record, utcnow())
+        return records.view(record, clock.utcnow())
 
     def _join_in_flight(
         self, tenant: str, request: AcquireRequest, pools: list[Pool], tokens: quota.TenantTokens | None = None
@@ -235,7 +238,7 @@ class LeaseService:
         assert request.lease_id
         deadline = time.monotonic() + JOIN_SECONDS
         while True:
-            tokens = tokens or quota.read_tokens(self.store, tenant, request.kind, utcnow())
+            tokens = tokens or quota.read_tokens(self.store, tenant, request.kind, clock.utcnow())
             if not tokens.held_by(request.lease_id):
                 return None
             tokens = None  # read afresh on the next round
@@ -249,7 +252,7 @@ class LeaseService:
     def _adopt(self, tenant: str, request: AcquireRequest, pools: list[Pool]) -> LeaseView | None:
         """Find the slot an earlier attempt with this id granted but did not record."""
         assert request.lease_id
-        now = utcnow()
+        now = clock.utcnow()
         for pool in pools:
             for row in slots.read_pool_slots(self.store, pool):
                 if row.holds(request.lease_id, tenant) and row.valid_at(now):
@@ -287,7 +290,7 @@ class LeaseService:
                     else:
                         rows = slots.read_shard(self.store, pool.id, shard)
                     seen.extend(rows)
-                    now = utcnow()
+                    now = clock.utcnow()
                     if now >= expires_at:  # so slow that a grant now would be born expired
                         raise CapacityUnavailable(claim.kind, [p.id for p in pools], False, 1.0, contended=True)
                     free = [row for row in rows if row.takeable_at(now, self.grace)]
@@ -316,7 +319,7 @@ class LeaseService:
             if not lost_race or attempts >= GRANT_ATTEMPTS:
                 break
             jittered_pause(pass_number)
-        now = utcnow()
+        now = clock.utcnow()
         pressure = refusals.pressure_of(seen, pools, now, self.grace)
         raise pressure.refusal(claim.kind, pools, now, self.grace, contended=saw_free and not pressure.draining)
 
@@ -365,7 +368,7 @@ class LeaseService:
         )
         try:
             records.insert_record(self.store, record)
-            return records.view(record, utcnow()), False
+            return records.view(record, clock.utcnow()), False
         except AlreadyExists:
             winner = records.read_record(self.store, claim.tenant, claim.lease_id)
             assert winner is not None  # records are deleted only long after their lease ended
@@ -378,7 +381,7 @@ class LeaseService:
                 self._give_back(slot, claim)
             if not request.same_request(winner):
                 raise LeaseIdInUse(claim.lease_id) from None
-            return records.view(winner, utcnow()), not mine
+            return records.view(winner, clock.utcnow()), not mine
 
     def _give_back(self, granted: SlotRow, claim: Claim) -> None:
         """A concurrent acquire with the same id recorded its lease first: return our duplicate grant."""
@@ -387,7 +390,7 @@ class LeaseService:
             if row is None or not row.holds(claim.lease_id, claim.tenant) or row.generation != granted.generation:
                 break
             try:
-                slots.end(self.store, row, utcnow(), reason="duplicate-acquire")
+                slots.end(self.store, row, clock.utcnow(), reason="duplicate-acquire")
                 break
             except (ConcurrencyConflict, AlreadyExists):
                 jittered_pause(attempt)
@@ -415,7 +418,7 @@ class LeaseService:
         for attempt in range(RENEW_ATTEMPTS):
             remembered = self._remembered_slot(record) if attempt == 0 else None
             row = remembered or self._slot_of(record)
-            now = utcnow()
+            now = clock.utcnow()
             if row is None or not self._holds(row, record) or not row.valid_at(now):
                 if remembered:
                     continue  # a lease is declared lost only on a fresh read
@@ -432,7 +435,8 @@ class LeaseService:
                 continue  # the row moved (a drain, a sweep, a takeover): look again
             records.update_record(self.store, tenant, lease_id, ExpiresAt=stamp(until))
             return records.view(
-                {**record, "State": LeaseState.ACTIVE.value, "ExpiresAt": stamp(until), "TtlSeconds": ttl}, utcnow()
+                {**record, "State": LeaseState.ACTIVE.value, "ExpiresAt": stamp(until), "TtlSeconds": ttl},
+                clock.utcnow(),
             )
         raise ContentionExhausted(f"lease {lease_id}: renew kept losing races")
 
@@ -453,7 +457,7 @@ class LeaseService:
                 if remembered:
                     continue
                 return  # already ended
-            now = utcnow()
+            now = clock.utcnow()
             try:
                 slots.end(self.store, row, now)
             except (ConcurrencyConflict, AlreadyExists):
@@ -473,12 +477,12 @@ class LeaseService:
 
     def get(self, tenant: str, lease_id: str) -> LeaseView:
         """The lease as its slot row says (the record may lag a renew, an expiry or a crashed release)."""
-        now = utcnow()
+        now = clock.utcnow()
         return records.view(settled(self.store, self._record_of(tenant, lease_id), now), now)
 
     def list_leases(self, tenant: str, **filters: Any) -> records.LeasePage:
         """The tenant's leases, each as its slot says (so the list and GET never disagree)."""
-        now = utcnow()
+        now = clock.utcnow()
         return records.list_records(
             self.store, tenant, now, settle=lambda record: settled(self.store, record, now), **filters
         )

@@ -28,10 +28,11 @@ from azure.data.tables import UpdateMode
 
 from shared.capacity.denials import recent_denials
 from shared.capacity.errors import PoolChangeRefused, PoolNotFound
-from shared.capacity.keys import POOL_ROW, after, pool_partition, stamp, utcnow
+from shared.capacity.keys import POOL_ROW, after, pool_partition, stamp
 from shared.capacity.models import Pool, PoolKind, PoolScope, PoolSpec, PoolView
 from shared.capacity.slots import ensure_slot, read_pool_slots, read_shard
 from shared.capacity.store import CapacityStore, commit_and_dispatch, query
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict
 from shared.platform.events.cloudevents import NewEvent
 from shared.platform.storage.conditional import read_row
@@ -166,7 +167,7 @@ def put_pool(store: CapacityStore, pool_id: str, spec: PoolSpec) -> tuple[Pool, 
 
 @on_conflict(attempts=20)
 def _write_pool(store: CapacityStore, pool_id: str, spec: PoolSpec) -> tuple[Pool, bool]:
-    now = stamp(utcnow())
+    now = stamp(clock.utcnow())
     current = read_pool(store, pool_id)
     if current is None:
         pool = Pool(
@@ -238,7 +239,7 @@ def _mark_draining(store: CapacityStore, pool_id: str) -> Pool:
     current = read_pool(store, pool_id)
     if current is None:
         raise PoolNotFound(pool_id)
-    pool = current.pool.model_copy(update={"draining": True, "updated_at": stamp(utcnow())})
+    pool = current.pool.model_copy(update={"draining": True, "updated_at": stamp(clock.utcnow())})
     if not current.pool.draining:
         _commit(store, pool, current, old_size=current.pool.size)
     return pool

@@ -28,15 +28,10 @@ from azure.core.exceptions import (
     ServiceResponseError,
 )
 
-from shared.capacity.keys import (
-    lease_partition,
-    parse_stamp,
-    stamp,
-    tenant_lease_partitions,
-    utcnow,
-)
+from shared.capacity.keys import lease_partition, parse_stamp, stamp, tenant_lease_partitions
 from shared.capacity.models import LeaseState, LeaseView
 from shared.capacity.store import CapacityStore, LruCache, query
+from shared.platform import clock
 from shared.platform.errors import StoreUnavailable
 from shared.platform.storage.conditional import insert_if_absent, read_row
 from shared.platform.storage.paging import read_page, scope_of
@@ -212,7 +207,7 @@ def list_records(
 
 def purge_records(store: CapacityStore, older_than: timedelta) -> int:
     """Delete records of leases that ended (or expired) before the retention cutoff."""
-    cutoff = stamp(utcnow() - older_than)
+    cutoff = stamp(clock.utcnow() - older_than)
     purged = 0
     for row in query(store.leases, "ExpiresAt lt @cutoff", cutoff=cutoff):
         ended = row.get("EndedAt") or row["ExpiresAt"]

@@ -41,11 +41,12 @@ from typing import Any
 
 from shared.capacity import quota, records, slots
 from shared.capacity.errors import CapacityUnavailable
-from shared.capacity.keys import parse_stamp, utcnow
+from shared.capacity.keys import parse_stamp
 from shared.capacity.models import Pool, PoolKind
 from shared.capacity.quota import QuotaToken, TenantTokens
 from shared.capacity.settle import settled
 from shared.capacity.store import CapacityStore
+from shared.platform import clock
 
 DRAINING_RETRY_SECONDS = 30.0  # a draining pool re-opens when an administrator says so: a guess
 CONTENDED_RETRY_SECONDS = 1.0  # free slots existed; concurrent acquires took them first
@@ -96,7 +97,7 @@ def take_census(store: CapacityStore, tenant: str, tokens: TenantTokens, limit: 
     if len(recorded) < limit:
         return census  # the limit cannot be held: spare the slot reads (ended tokens show in a later census)
     for token, record in recorded:
-        seen = utcnow()  # before the read: the row it returns was current no earlier than this
+        seen = clock.utcnow()  # before the read: the row it returns was current no earlier than this
         row = slots.read_slot(store, record["Pool"], int(record["Shard"]), int(record["Slot"]))
         if row is None or not row.holds(token.lease_id, tenant) or row.generation != int(record["FencingToken"]):
             census.ended.append((token, record))  # the slot moved past the lease: it cannot come back
@@ -132,7 +133,7 @@ def return_ended(store: CapacityStore, tenant: str, kind: PoolKind, census: Toke
     returned = 0
     for token, record in census.ended:
         returned += quota.give_back(store, tenant, kind, token)
-        settled(store, record, utcnow())
+        settled(store, record, clock.utcnow())
     return returned
 
 
@@ -184,7 +185,7 @@ def read_pressure(store: CapacityStore, pools: list[Pool], grace: timedelta) -> 
         for shard in pool.shards(upto=pool.size)
         for row in slots.read_shard(store, pool.id, shard)
     ]
-    return pressure_of(rows, pools, utcnow(), grace)
+    return pressure_of(rows, pools, clock.utcnow(), grace)
 
 
 def _seconds(delta: timedelta) -> float:

@@ -14,9 +14,10 @@ from datetime import timedelta
 from azure.core.exceptions import ResourceNotFoundError
 
 from shared.capacity.denials import purge_denials
-from shared.capacity.keys import GRANT_PREFIX, after, stamp, utcnow
+from shared.capacity.keys import GRANT_PREFIX, after, stamp
 from shared.capacity.records import purge_records
 from shared.capacity.store import CapacityStore, query
+from shared.platform import clock
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class PurgeResult:
 
 
 def purge_grant_history(store: CapacityStore, older_than: timedelta) -> int:
-    cutoff = stamp(utcnow() - older_than)
+    cutoff = stamp(clock.utcnow() - older_than)
     purged = 0
     rows = query(
         store.slots,

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from shared.capacity import quota, records, slots
-from shared.capacity.keys import parse_stamp, utcnow
+from shared.capacity.keys import parse_stamp
 from shared.capacity.models import LeaseState
 from shared.capacity.pools import read_pool
 from shared.capacity.store import CapacityStore
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict
 from shared.platform.logs import app_logger
 
@@ -48,7 +49,7 @@ def sweep_pool(store: CapacityStore, pool_id: str) -> SweepResult:
     expired = contended = 0
     for shard in pool.shards():
         for row in slots.read_shard(store, pool.id, shard):
-            now = utcnow()
+            now = clock.utcnow()
             if not row.lease_id or parse_stamp(row.expires_at) + grace >= now:
                 continue
             try:

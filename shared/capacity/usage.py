@@ -10,14 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from shared.capacity.editions import edition_of
-from shared.capacity.keys import stamp, utcnow
+from shared.capacity.keys import stamp
 from shared.capacity.models import PoolKind
 from shared.capacity.quota import read_tokens
 from shared.capacity.store import CapacityStore
+from shared.platform import clock
 
 
 def tenant_usage(store: CapacityStore, tenant: str) -> dict[str, Any]:
-    now = utcnow()
+    now = clock.utcnow()
     edition = edition_of(store, tenant)
     kinds: dict[str, Any] = {}
     for kind in PoolKind:

@@ -47,8 +47,8 @@ from shared.gitops.override import Override, overriding_run
 from shared.gitops.settings import GitOpsSettings
 from shared.gitops.store import BindingStore
 from shared.gitops.windows import automatic_sync_allowed
+from shared.platform import clock
 from shared.platform.auth.principal import Requester, SystemPrincipal
-from shared.platform.clock import now
 from shared.platform.errors import Conflict, InvalidInput, NotFound
 from shared.platform.logs import app_logger, ids
 from shared.platform.storage.optimistic import on_conflict
@@ -113,12 +113,12 @@ class Reconciler:
         store: BindingStore,
         provisioning: ProvisioningApi,
         settings: GitOpsSettings,
-        clock: Callable[[], datetime] = now,
+        now: Callable[[], datetime] = clock.utcnow,
     ) -> None:
         self._store = store
         self._provisioning = provisioning
         self._settings = settings
-        self._clock = clock
+        self._clock = now
 
     def sync(self, tenant: str, environment: str, trigger: Trigger) -> SyncOutcome:
         current = self._store.get(tenant, environment)

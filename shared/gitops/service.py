@@ -29,7 +29,7 @@ from shared.gitops.override import overriding_run
 from shared.gitops.settings import GitOpsSettings
 from shared.gitops.store import BindingStore, Versioned
 from shared.gitops.windows import automatic_sync_allowed
-from shared.platform.clock import now
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict, InvalidInput, NotFound
 from shared.platform.git_sources import NOT_ALLOWED
 from shared.platform.storage.optimistic import on_conflict
@@ -42,12 +42,12 @@ class GitOpsBindings:
         store: BindingStore,
         provisioning: ProvisioningApi,
         settings: GitOpsSettings,
-        clock: Callable[[], datetime] = now,
+        now: Callable[[], datetime] = clock.utcnow,
     ) -> None:
         self._store = store
         self._provisioning = provisioning
         self._settings = settings
-        self._clock = clock
+        self._clock = now
 
     # -- changing bindings ------------------------------------------------------------------------
 

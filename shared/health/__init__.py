@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 import requests
@@ -37,6 +36,7 @@ from shared.health.neighbours import NeighbourHealth, probe_neighbour
 from shared.health.sections import HealthSections
 from shared.iac.api import describe_runner, job_path_health
 from shared.inventory.api import INVENTORY_TABLE, StaleSummary, stale_summary
+from shared.platform import clock
 from shared.platform.modules import KNOWN_MODULES
 from shared.platform.storage.clients import StorageClients, fail_fast_options, host_storage
 from shared.platform.target_access import probe_target
@@ -219,7 +219,7 @@ def _inbox_lag(clients: StorageClients, module: str, queue: str) -> InboxLag:
     if not peeked:
         return InboxLag(module, queue, 0.0, HEALTHY, "empty")
     inserted = peeked[0].inserted_on
-    lag = max(0.0, (datetime.now(UTC) - inserted).total_seconds()) if inserted else None
+    lag = max(0.0, (clock.utcnow() - inserted).total_seconds()) if inserted else None
     return InboxLag(module, queue, lag, HEALTHY)
 
 
@@ -256,7 +256,7 @@ def _backup_check(sections: HealthSections, clients: StorageClients) -> tuple[Ch
             if section.configured
             else None
         )
-        found = backup_health(section, location, datetime.now(UTC), store=clients)
+        found = backup_health(section, location, clock.utcnow(), store=clients)
         status, detail, summary = (HEALTHY if found.healthy else DEGRADED), found.detail, found.as_dict()
     except Exception as error:  # noqa: BLE001 - a probe's failure is the finding, never an exception
         status, detail = DEGRADED, f"backup location unreadable: {type(error).__name__}: {_first_line(error)}"
@@ -404,7 +404,7 @@ def _report(sections: HealthSections, checks: list[Check], inbox: list[InboxLag]
         ready=ready,
         checks=checks,
         inbox_lag=inbox,
-        checked_at=datetime.now(UTC).isoformat(),
+        checked_at=clock.now_iso(),
     )
 
 

@@ -30,7 +30,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -44,6 +44,7 @@ from shared.inventory.model import FindingKind
 from shared.inventory.proposals import OptionName, Proposal, ProposalDecision, ProposalState, Supersession
 from shared.inventory.settings import InventorySettings
 from shared.inventory.store import InventoryStore, Versioned
+from shared.platform import clock
 from shared.platform.auth.principal import PrincipalKind, Requester
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict, FieldError, InvalidInput, NotFound
 from shared.platform.events.cloudevents import NewEvent
@@ -122,7 +123,7 @@ class ProposalDecisions:
         proposal = versioned.value
         if proposal.state is ProposalState.ACCEPTED:  # the same request again
             return self._declare(proposal)
-        now = datetime.now(UTC)
+        now = clock.utcnow()
         decision = ProposalDecision(
             option=body.option, by=operator, client=client, at=now.isoformat(), reason=body.reason
         )
@@ -145,7 +146,7 @@ class ProposalDecisions:
         proposal = versioned.value
         if proposal.state is not ProposalState.OPEN:
             raise ProposalClosed(proposal.id, proposal.state.value)
-        now = datetime.now(UTC).isoformat()
+        now = clock.now_iso()
         rejected = proposal.model_copy(
             update={
                 "state": ProposalState.REJECTED,
@@ -181,7 +182,7 @@ class ProposalDecisions:
             or applied.digest != proposal.basis_digest
             or (proposal.basis_run_id and applied.run_id and applied.run_id != proposal.basis_run_id)
         ):
-            now = datetime.now(UTC).isoformat()
+            now = clock.now_iso()
             run_id, digest = (applied.run_id or "", applied.digest) if applied else ("", "")
             superseded = proposal.model_copy(
                 update={

@@ -15,11 +15,11 @@ these events: it reads the applied state from the provisioning store.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from shared.inventory.proposals import ProposalState, Supersession
 from shared.inventory.store import InventoryStore
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict, RuntimeCloudError
 from shared.platform.events.cloudevents import TYPE_PREFIX
 from shared.platform.identifiers import is_idempotency_key, is_tenant
@@ -72,7 +72,7 @@ def _handle_once(
 def _apply(
     store: InventoryStore, kind: str, tenant: str, environment: str, event_id: str, data: dict[str, Any]
 ) -> None:
-    now = datetime.now(UTC).isoformat()
+    now = clock.now_iso()
     env = store.environment(tenant, environment)
     operations = [store.event_operation(tenant, environment, event_id=event_id, event_type=kind, at=now)]
     if kind == "SpecificationDeclared":

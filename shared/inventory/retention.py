@@ -16,11 +16,12 @@ Deleting a row that is already gone is fine, so the purge can run twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from azure.core.exceptions import ResourceNotFoundError
 
 from shared.inventory.store import InventoryStore
+from shared.platform import clock
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class PurgeResult:
 
 
 def purge(store: InventoryStore, retention_days: int, now: datetime | None = None) -> PurgeResult:
-    cutoff = ((now or datetime.now(UTC)) - timedelta(days=retention_days)).isoformat()
+    cutoff = ((now or clock.utcnow()) - timedelta(days=retention_days)).isoformat()
     findings = _delete(
         store, "RowKey ge 'finding|' and RowKey lt 'finding}' and State eq 'resolved' and ResolvedAt lt @cutoff", cutoff
     )

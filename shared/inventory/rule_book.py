@@ -12,13 +12,12 @@ silently suppresses nothing while the operator believes the drift is handled.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from shared.inventory.expected import expected_resources
 from shared.inventory.findings import FindingState
 from shared.inventory.ignore_rules import IgnoreRule, NewIgnoreRule, new_rule
 from shared.inventory.settings import InventorySettings
 from shared.inventory.store import InventoryStore
+from shared.platform import clock
 from shared.platform.errors import InvalidInput, NotFound
 from shared.provisioning.api import ProvisioningApi
 
@@ -51,7 +50,7 @@ class RuleBook:
                 environment,
                 request,
                 author=author,
-                now=datetime.now(UTC),
+                now=clock.utcnow(),
                 default_days=inventory.default_ignore_days,
                 max_days=inventory.max_ignore_days,
             )

@@ -45,8 +45,7 @@ from shared.inventory.proposal_refresh import ProposalRefresher
 from shared.inventory.settings import InventorySettings
 from shared.inventory.staleness import clear_stale, mark_stale
 from shared.inventory.store import InventoryStore
-from shared.platform import telemetry
-from shared.platform.clock import now as current_time
+from shared.platform import clock, telemetry
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict, NotFound
 from shared.platform.logs import app_logger, ids
 from shared.platform.storage.optimistic import on_conflict
@@ -98,7 +97,7 @@ class Scanner:
         settings: InventorySettings,
         targets: Sequence[ProvisioningTarget],
         observers: ObserverFactory,
-        clock: Callable[[], datetime] = current_time,
+        now: Callable[[], datetime] = clock.utcnow,
         drift_reports: DriftReports | None = None,  # None: KnowledgeHost is not configured
     ) -> None:
         self._store = store
@@ -107,7 +106,7 @@ class Scanner:
         self._settings = settings
         self._targets = targets
         self._observers = observers
-        self._clock = clock
+        self._clock = now
         self._refresher = ProposalRefresher(store, provisioning, settings)
 
     def tick_reads(self, environments: Sequence[tuple[str, str]]) -> AccountReads:

@@ -7,7 +7,6 @@ so it answers 404 like one that does not exist.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from shared.inventory.findings import Finding, FindingState
@@ -15,6 +14,7 @@ from shared.inventory.ignore_rules import IgnoreRule
 from shared.inventory.model import ObservationStatus
 from shared.inventory.proposals import Proposal, ProposalState
 from shared.inventory.store import InventoryStore
+from shared.platform import clock
 from shared.platform.errors import InvalidInput, NotFound
 from shared.platform.storage.streams import EnvironmentRow
 from shared.provisioning.api import ProvisioningApi
@@ -79,7 +79,7 @@ class InventoryViews:
     def rules(self, tenant: str, environment: str, *, limit: int, continuation: str | None) -> dict[str, Any]:
         """A page of the environment's ignore rules, in rule id order."""
         self.require_environment(tenant, environment)
-        now = datetime.now(UTC)
+        now = clock.utcnow()
         texts, following = self._store.documents_page(
             "rule|", tenant, environment, state=None, limit=limit, continuation=continuation
         )

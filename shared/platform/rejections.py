@@ -14,7 +14,7 @@ import json
 
 from azure.core.exceptions import ResourceExistsError
 
-from shared.platform.clock import now_iso
+from shared.platform import clock
 from shared.platform.storage.clients import StorageClients
 
 REJECTIONS_CONTAINER = "rejections"
@@ -34,7 +34,7 @@ def record_rejection(
     document = {
         "queue": queue,
         "message_id": message_id,
-        "rejected_at": now_iso(),
+        "rejected_at": clock.now_iso(),
         "reason": reason,
         "errors": errors or [],
         "message": body,

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from azure.core.exceptions import ResourceExistsError
 
-from shared.platform.clock import now
+from shared.platform import clock
 from shared.platform.logs import app_logger
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import store_errors
@@ -130,7 +130,7 @@ class PolicyGate:
 
     def check(self, bundle: EffectiveBundle | None, facts: PlanFacts, *, record: bool = True) -> PolicyVerdict:
         """The verdict on a plan. ``record``: keep the bundle's snapshot (a dry run records nothing)."""
-        moment = now()
+        moment = clock.utcnow()
         if bundle is None:
             return PolicyVerdict(
                 source=self.source, bundle_digest=None, outcome="allow", evaluated_at=moment.isoformat()

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from shared.iac.api import JobStore
-from shared.platform.clock import now_iso
+from shared.platform import clock
 from shared.platform.errors import Conflict, NotFound, PermissionDenied
 from shared.platform.logs import app_logger
 from shared.platform.storage.optimistic import on_conflict
@@ -64,7 +64,7 @@ def decide(
                 decision=decision,
                 by=decided_by,
                 client=client,
-                at=now_iso(),
+                at=clock.now_iso(),
                 plan_digest=plan_digest,
                 reason=reason,
                 channel=channel,
@@ -153,7 +153,7 @@ def cancel(
             decision="cancelled",
             by=cancelled_by,
             client=client,
-            at=now_iso(),
+            at=clock.now_iso(),
             plan_digest=run.plan_digest or "",
             reason=reason,
             channel="http",

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from azure.data.tables import TableClient
 
-from shared.platform.clock import now_iso
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict, RuntimeCloudError
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
@@ -113,7 +113,7 @@ class LocalEnvironmentRegistry:
             "RowKey": environment,
             "EnvironmentClass": environment_class,
             "Target": target,
-            "RegisteredAt": now_iso(),
+            "RegisteredAt": clock.now_iso(),
             "RegisteredBy": by,
             "RegisteredRunId": run_id,
         }
@@ -139,7 +139,7 @@ class LocalEnvironmentRegistry:
             "RegisteredAt": current.registered_at,
             "RegisteredBy": current.registered_by,
             "RegisteredRunId": current.registered_run_id,
-            "UpdatedAt": now_iso(),
+            "UpdatedAt": clock.now_iso(),
             "UpdatedBy": by,
             "UpdatedRunId": run_id,
         }

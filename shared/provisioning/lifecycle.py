@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from shared.iac.api import ApplyResult, ApplySliceEnded, IaCSettings, JobKind, RunnerError, runner_for
-from shared.platform import telemetry
-from shared.platform.clock import now_iso
+from shared.platform import clock, telemetry
 from shared.platform.events.artifact_outbox import ArtifactOutbox
 from shared.platform.logs import app_logger
 from shared.platform.storage.clients import StorageClients
@@ -228,15 +227,15 @@ class RunSteps:
         """
         run, etag = self._store.run_with_etag(ref.tenant, ref.environment, ref.run_id)
         if run.approval_deadline:
-            return now_iso() if run.decision is not None else run.approval_deadline
+            return clock.now_iso() if run.decision is not None else run.approval_deadline
         env = self._store.environment(ref.tenant, ref.environment)
         timeout = self._policy.approval_timeout_seconds
-        deadline = (datetime.now(UTC) + timedelta(seconds=timeout)).isoformat()
+        deadline = (clock.utcnow() + timedelta(seconds=timeout)).isoformat()
         waiting = run.moved_to(RunState.AWAITING_APPROVAL, approval_deadline=deadline)
         if (newer := newer_run(self._store, run)) is not None and run.decision is None:
             waiting = waiting.model_copy(update={"decision": superseded_by(newer, run.plan_digest)})
         self._store.save_run(waiting, etag, env_changes={}, env=env)
-        return now_iso() if waiting.decision is not None else deadline
+        return clock.now_iso() if waiting.decision is not None else deadline
 
     def decision(self, ref: RunRef) -> str | None:
         run = self._store.find_run(ref.tenant, ref.environment, ref.run_id)
@@ -267,7 +266,7 @@ class RunSteps:
         if run.apply_receipt_digest:  # an earlier attempt finished and recorded its receipt
             return outcome_of(run)
         if run.cancel_requested:  # asked between two slices: stop here, recording what was applied
-            return self._end_cancelled(ref, run, now_iso(), None)
+            return self._end_cancelled(ref, run, clock.now_iso(), None)
         specification = self._store.load_specification(run.tenant, run.environment, run.specification_digest)
         target = target_for(self._targets, run.target, run.tenant)
         plan = self._records.reviewed_plan(run)
@@ -275,7 +274,7 @@ class RunSteps:
             configuration = self._jobs.configuration_of(run, job)
         else:
             configuration = resolve_configuration(specification.configuration, run.environment, self._config_platform)
-        started = now_iso()
+        started = clock.now_iso()
         result: ApplyResult | None = None
         failure: tuple[FailureReason, str] | None = None
         try:
@@ -377,7 +376,7 @@ class RunSteps:
             # A run that applied nothing has one too where its reason says so: the receipt chain records why.
             applied = self._records.applied_so_far(run) if applying else None
             ending = (failure or FailureReason.APPLY_FAILED, detail)
-            digest = self._records.write_apply_receipt(run, now_iso(), applied, ending)
+            digest = self._records.write_apply_receipt(run, clock.now_iso(), applied, ending)
             run = run.model_copy(update={"apply_receipt_digest": digest})
         final = run.moved_to(
             FINAL_STATE_BY_OUTCOME[outcome],

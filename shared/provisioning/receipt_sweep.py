@@ -107,7 +107,7 @@ def record_environment_deleted(
     document = {"tenant": tenant, "environment": environment, "deleted_at": deleted_at.isoformat(), "by": deleted_by}
     data = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
     try:
-        container.upload_blob(name, data, overwrite=False, **upload_options(settings, clock.now()))
+        container.upload_blob(name, data, overwrite=False, **upload_options(settings, clock.utcnow()))
     except ResourceExistsError:
         pass
     return name

@@ -128,7 +128,7 @@ class ReceiptStore:
                 data,
                 overwrite=False,
                 metadata={"sha256": sha256(data), "kind": receipt.kind},
-                **upload_options(self._immutability, clock.now()),
+                **upload_options(self._immutability, clock.utcnow()),
             )
         except ResourceExistsError:
             data = self._container.download_blob(name).readall()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.iac.api import ApplyResult, PlanNoLongerHolds, PlanResult
-from shared.platform.clock import now_iso
+from shared.platform import clock
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.optimistic import on_conflict
 from shared.policy.api import PolicyVerdict
@@ -69,7 +69,7 @@ class RunRecords:
                 counts=plan.counts,
                 diagnostics=plan.diagnostics,
                 binding=plan.binding,
-                planned_at=now_iso(),
+                planned_at=clock.now_iso(),
                 policy=verdict,
             )
         )
@@ -142,7 +142,7 @@ class RunRecords:
                 if configuration
                 else ConfigurationRecord(),
                 started_at=started,
-                finished_at=now_iso(),
+                finished_at=clock.now_iso(),
                 previous_receipt_digest=env.get("LastReceiptDigest"),
             )
         )

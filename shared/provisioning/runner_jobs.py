@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TypedDict
 
 from shared.desired_state.api import EnvironmentSpecification
@@ -54,6 +53,7 @@ from shared.iac.api import (
     job_id_for,
     liveness,
 )
+from shared.platform import clock
 from shared.platform.storage.clients import StorageClients
 from shared.platform.targets import ProvisioningTarget
 from shared.platform.telemetry.tracing import current_trace_context
@@ -182,7 +182,7 @@ class RunnerJobs:
         while True:
             found = liveness(
                 self._store.record(run_id, job_id),
-                datetime.now(UTC),
+                clock.utcnow(),
                 stale_seconds=self._iac.job_stale_seconds,
                 start_seconds=self._iac.job_start_seconds,
             )

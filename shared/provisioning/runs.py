@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from shared.iac.api import PlanCounts
+from shared.platform import clock
 from shared.platform.auth.principal import PrincipalKind, Requester
-from shared.platform.clock import now_iso
 from shared.platform.errors import RuntimeCloudError
 from shared.policy.api import PolicySummary
 from shared.provisioning.environment_rules import RegistryChange
@@ -168,7 +168,7 @@ class Run(BaseModel):
     def moved_to(self, state: RunState, note: str = "", **changes: Any) -> Run:
         if state not in ALLOWED.get(self.state, frozenset()):
             raise InvalidTransition(f"run {self.id}: {self.state.value} -> {state.value} is not allowed")
-        entry = TimelineEntry(state=state, at=now_iso(), note=bounded_detail(note))
+        entry = TimelineEntry(state=state, at=clock.now_iso(), note=bounded_detail(note))
         if changes.get("failure_detail"):
             changes["failure_detail"] = bounded_detail(changes["failure_detail"])
         return self.model_copy(update={"state": state, "timeline": [*self.timeline, entry], **changes})

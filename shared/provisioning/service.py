@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from shared.desired_state.api import EnvironmentSpecification
 from shared.iac.api import stack_problem
+from shared.platform import clock
 from shared.platform.auth.principal import Requester
-from shared.platform.clock import now_iso
 from shared.platform.errors import InvalidInput, NotFound
 from shared.platform.field_errors import field_errors
 from shared.platform.git_policy import sources_for
@@ -282,7 +282,7 @@ class ProvisioningService:
         digest = hashlib.sha256(raw_message.encode()).hexdigest()
         requester = Requester.promoted_by(requested_by)
         run = self._new_run(tenant, environment, promotion_id, requester, digest, SourceInfo(kind="inline"))
-        now = now_iso()
+        now = clock.now_iso()
         detail = bounded_detail(detail)  # thousands of invalid fields would not fit the run's row
         failed = run.model_copy(
             update={
@@ -309,7 +309,7 @@ class ProvisioningService:
         source: SourceInfo,
         specification: EnvironmentSpecification | None = None,
     ) -> Run:
-        now = now_iso()
+        now = clock.now_iso()
         return Run(
             id=run_id_for(tenant, key),
             tenant=tenant,

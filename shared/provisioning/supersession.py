@@ -19,8 +19,8 @@ other).
 
 from __future__ import annotations
 
+from shared.platform import clock
 from shared.platform.auth.principal import SystemPrincipal
-from shared.platform.clock import now_iso
 from shared.platform.storage.optimistic import on_conflict
 from shared.provisioning.runs import Decision, FailureReason, Run, RunState
 from shared.provisioning.store import ProvisioningStore
@@ -49,7 +49,7 @@ def superseded_by(newer: Run, plan_digest: str | None) -> Decision:
     return Decision(
         decision="superseded",
         by=SYSTEM,
-        at=now_iso(),
+        at=clock.now_iso(),
         plan_digest=plan_digest or "",
         reason=f"run {newer.id} declared newer desired state",
         channel="declaration",

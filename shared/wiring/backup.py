@@ -90,15 +90,15 @@ def export_once() -> Manifest | None:
 def _prune(target: BackupLocation) -> None:
     """Prune old exports; its failure never fails the export that came before it."""
     try:
-        report = prune_exports(target, settings(), clock.now())
-        pruned: dict[str, Any] = {"at": clock.now().isoformat(), "error": None}
+        report = prune_exports(target, settings(), clock.utcnow())
+        pruned: dict[str, Any] = {"at": clock.now_iso(), "error": None}
         if report is not None:
             pruned.update(boundary=report.boundary, pruned=len(report.pruned), blobs_deleted=report.blobs_deleted)
             log.info("backup prune: %d export(s) below %d removed", len(report.pruned), report.boundary)
     except Exception as error:  # noqa: BLE001 - the next export prunes again
         text = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         log.error("backup prune failed: %s", text)
-        pruned = {"at": clock.now().isoformat(), "error": text}
+        pruned = {"at": clock.now_iso(), "error": text}
     try:
         record_prune(target, pruned)
     except Exception as unrecorded:  # noqa: BLE001 - the location is down: the next export's status shows it

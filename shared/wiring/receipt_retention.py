@@ -50,7 +50,7 @@ def settings() -> ReceiptSettings:
 def sweep_once(store: StorageClients | None = None) -> SweepReport:
     """One firing: every receipt (and its copy) under the policy the rule asks for."""
     section = settings()
-    now = clock.now()
+    now = clock.utcnow()
     container = (store or shared_host_storage()).blobs.get_container_client(RECEIPTS_CONTAINER)
     location = backup.location()
     copies = None

@@ -131,10 +131,10 @@ def _pool_holdings() -> list[tuple[str, int, int]]:
         return _holdings[1]
     from shared.capacity.pools import list_pools
     from shared.capacity.slots import read_pool_slots
-    from shared.platform.clock import now
+    from shared.platform import clock
     from shared.wiring.capacity import store
 
-    capacity, moment = store(), now()
+    capacity, moment = store(), clock.utcnow()
     holdings = [
         (pool.id, sum(1 for slot in read_pool_slots(capacity, pool) if slot.valid_at(moment)), pool.size)
         for pool in list_pools(capacity)

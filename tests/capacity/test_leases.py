@@ -7,11 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from shared.capacity import quota, slots
-from shared.capacity.keys import utcnow
 from shared.capacity.models import PoolKind
 from shared.capacity.pools import read_pool
 from shared.capacity.settings import CapacitySettings
 from shared.capacity.store import CapacityStore
+from shared.platform import clock
 from shared.platform.storage.clients import clients_from_connection_string
 from tests.capacity.conftest import PROBLEM, unique
 from tests.support.host import wait_until
@@ -188,8 +188,8 @@ def test_a_retry_after_a_crash_between_grant_and_record_adopts_the_grant(capacit
         clients_from_connection_string(azurite.connection_string()), CapacitySettings(), "/tests"
     )
     stored = read_pool(store, pool.id).pool
-    expires_at = utcnow() + timedelta(seconds=60)
-    token = quota.claim(store, tenant, PoolKind.SANDBOX, 2, lease_id, expires_at, utcnow, timedelta(seconds=1))
+    expires_at = clock.utcnow() + timedelta(seconds=60)
+    token = quota.claim(store, tenant, PoolKind.SANDBOX, 2, lease_id, expires_at, clock.utcnow, timedelta(seconds=1))
     row = slots.read_shard(store, pool.id, 0)[1]
     claim = slots.Claim(
         lease_id=lease_id,
@@ -201,7 +201,7 @@ def test_a_retry_after_a_crash_between_grant_and_record_adopts_the_grant(capacit
         token_index=token,
         ttl_seconds=60,
     )
-    granted, _ = slots.grant(store, stored, row, claim, utcnow(), expires_at)
+    granted, _ = slots.grant(store, stored, row, claim, clock.utcnow(), expires_at)
 
     retried = capacity.acquire(tenant, pool, lease_id=lease_id)
 

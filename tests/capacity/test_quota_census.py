@@ -25,12 +25,13 @@ import pytest
 
 from shared.capacity import quota, slots
 from shared.capacity.errors import CapacityUnavailable, LeaseLost, QuotaExceeded
-from shared.capacity.keys import parse_stamp, utcnow
+from shared.capacity.keys import parse_stamp
 from shared.capacity.leases import LeaseService
 from shared.capacity.models import AcquireRequest, LeaseView, PoolKind, Purpose
 from shared.capacity.pools import read_pool
 from shared.capacity.settings import CapacitySettings
 from shared.capacity.store import CapacityStore
+from shared.platform import clock
 from shared.platform.storage.clients import clients_from_connection_string
 from tests.support.host import wait_until
 
@@ -87,7 +88,7 @@ def test_a_lease_expired_on_its_slot_while_its_renew_is_in_flight_keeps_its_toke
             assert writing.wait(30), "the renew never reached its slot write"
             # Meanwhile the lease expires on its slot (and stays there: the takeover grace is long).
             wait_until(
-                lambda: utcnow() > parse_stamp(first.expires_at) or None,
+                lambda: clock.utcnow() > parse_stamp(first.expires_at) or None,
                 timeout=30,
                 interval=0.05,
                 message="the first lease's expiry",
@@ -107,7 +108,7 @@ def test_a_lease_expired_on_its_slot_while_its_renew_is_in_flight_keeps_its_toke
             renewed = lost
 
     # The tenant's limit is 1: the renewed lease and a second grant cannot both be valid.
-    held = valid_leases(service, pool.id, tenant, utcnow())
+    held = valid_leases(service, pool.id, tenant, clock.utcnow())
     assert len(held) <= 1, (held, second, renewed)
     # What should happen: the first lease was never given up, so its renew succeeds and the
     # acquire is refused; not with 429, since at the census the tenant held no *valid* lease.
@@ -121,15 +122,15 @@ def test_a_token_is_given_back_only_as_it_was_read(capacity: Any, service: Lease
     pool = capacity.create_pool(size=1)
     [tenant] = capacity.tenants_with_limit("sandbox", 1)
     lease, _ = service.acquire(tenant, request(pool, "worker-a", ttl_seconds=30))
-    [token] = quota.read_tokens(service.store, tenant, PoolKind.SANDBOX, utcnow()).held_by(lease.lease_id)
+    [token] = quota.read_tokens(service.store, tenant, PoolKind.SANDBOX, clock.utcnow()).held_by(lease.lease_id)
 
     assert quota.extend(
-        service.store, tenant, PoolKind.SANDBOX, token.index, lease.lease_id, utcnow() + timedelta(seconds=60)
+        service.store, tenant, PoolKind.SANDBOX, token.index, lease.lease_id, clock.utcnow() + timedelta(seconds=60)
     )
     assert not quota.give_back(service.store, tenant, PoolKind.SANDBOX, token)  # read before the extension
 
-    [current] = quota.read_tokens(service.store, tenant, PoolKind.SANDBOX, utcnow()).held_by(lease.lease_id)
+    [current] = quota.read_tokens(service.store, tenant, PoolKind.SANDBOX, clock.utcnow()).held_by(lease.lease_id)
     assert current.index == token.index and current.expires_at > token.expires_at
     # As read, it goes (give_back trusts its caller's proof that the lease ended; only its ETag is tested here).
     assert quota.give_back(service.store, tenant, PoolKind.SANDBOX, current)
-    assert not quota.read_tokens(service.store, tenant, PoolKind.SANDBOX, utcnow()).held_by(lease.lease_id)
+    assert not quota.read_tokens(service.store, tenant, PoolKind.SANDBOX, clock.utcnow()).held_by(lease.lease_id)

@@ -20,9 +20,9 @@ from typing import Any
 import requests
 
 from shared.capacity import slots
-from shared.capacity.keys import utcnow
 from shared.capacity.settings import CapacitySettings
 from shared.capacity.store import CapacityStore
+from shared.platform import clock
 from shared.platform.storage.clients import clients_from_connection_string
 from tests.capacity.conftest import PROBLEM, CapacityApi, unique
 
@@ -117,7 +117,7 @@ def test_a_lease_ended_on_its_slot_by_a_crashed_release_reads_released_everywher
         clients_from_connection_string(azurite.connection_string()), CapacitySettings(), "/tests/capacity"
     )
     row = slots.read_slot(store, pool.id, lease["slot"] // 4, lease["slot"])
-    slots.end(store, row, utcnow())  # the host died here: token and record were never told
+    slots.end(store, row, clock.utcnow())  # the host died here: token and record were never told
 
     listed = capacity.call("GET", f"runtime-cloud/leases?pool={pool.id}", capacity.worker(tenant)).json()["leases"]
     read = capacity.lease(tenant, lease["lease_id"]).json()

@@ -62,7 +62,7 @@ from shared.iac.model import (
     StepStatus,
 )
 from shared.iac.tags import ManagementTags, split_metadata
-from shared.platform.clock import now_iso
+from shared.platform import clock
 from shared.platform.logs import app_logger
 
 logger = app_logger("iac")
@@ -158,7 +158,7 @@ class Applier:
         return progress.result()
 
     def _step(self, change: ResourceChange, progress: ApplyProgress) -> StepResult:
-        started = now_iso()
+        started = clock.now_iso()
         resource_type = ResourceType(change.type)
         if change.action is Action.CREATE:  # conditional by itself: see the module's notes
             return self._perform_step(change, resource_type, started, progress)
@@ -190,7 +190,7 @@ class Applier:
                 action=change.action,
                 status=StepStatus.FAILED,
                 started_at=started,
-                finished_at=now_iso(),
+                finished_at=clock.now_iso(),
                 message=_reason(error),
             )
             progress.add(failed)
@@ -231,7 +231,7 @@ class Applier:
             action=change.action,
             status=status,
             started_at=started,
-            finished_at=now_iso(),
+            finished_at=clock.now_iso(),
             outputs=outputs,
             message=message,
         )

@@ -18,7 +18,6 @@ be read: an empty answer always means an empty account, never a failed read.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from azure.core.exceptions import ResourceNotFoundError
@@ -29,6 +28,7 @@ from shared.iac.embedded.listing import list_containers, list_queues
 from shared.iac.embedded.observed import ObservedResource, ObservedState, lookup_key
 from shared.iac.embedded.table_registry import is_registry, registry_of
 from shared.iac.tags import ManagementTags, split_metadata
+from shared.platform import clock
 from shared.platform.targets import ProvisioningTarget
 
 PAGE_SIZE = 5000  # the services' largest page: fewest round trips for large accounts
@@ -60,7 +60,7 @@ def read_target_state(
 
 def read_state(clients: TargetClients, keep: Keep | None = None) -> ObservedState:
     """:func:`read_target_state` with clients the caller already holds."""
-    observed_at = datetime.now(UTC).isoformat()
+    observed_at = clock.now_iso()
     keep = keep or _everything
     resources = _once_each([*_containers(clients, keep), *_queues(clients, keep), *_tables(clients, keep)])
     resources.sort(key=lambda resource: resource.address)

@@ -19,13 +19,14 @@ filtered query of the last hour's running jobs of this queue, bounded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from azure.core.exceptions import ResourceNotFoundError
 
 from shared.iac.jobs.liveness import liveness
 from shared.iac.jobs.store import JobStore
 from shared.iac.settings import IaCSettings
+from shared.platform import clock
 from shared.platform.storage.clients import StorageClients
 
 WINDOW = timedelta(hours=1)
@@ -39,7 +40,7 @@ class JobPathHealth:
 
 def job_path_health(storage: StorageClients, iac: IaCSettings, now: datetime | None = None) -> JobPathHealth:
     """Raises when the store cannot be read (the caller reports that as the finding)."""
-    moment = now or datetime.now(UTC)
+    moment = now or clock.utcnow()
     queue = storage.queues.get_queue_client(iac.job_queue)
     try:
         waiting, made = queue.get_queue_properties().approximate_message_count or 0, ""

@@ -11,11 +11,12 @@ this installation can have taken is never ours to remove.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from shared.iac.jobs.liveness import liveness
 from shared.iac.jobs.store import JobStore
 from shared.iac.pulumi.locks import OwnerState
+from shared.platform import clock
 
 
 class JobLockOwners:
@@ -44,7 +45,7 @@ class JobLockOwners:
         ]
         if not jobs:
             return "unknown", f"no runner job of {self._tenant}/{self._environment} ran on {hostname or '?'} then"
-        now = datetime.now(UTC)
+        now = clock.utcnow()
         states = {
             job.job_id: liveness(job, now, stale_seconds=self._stale, start_seconds=self._start).state for job in jobs
         }

@@ -31,7 +31,7 @@ from azure.storage.blob import ContainerClient
 
 from shared.iac.jobs.outage import StoreOutage
 from shared.iac.jobs.protocol import JobInput, JobRequest, JobResult
-from shared.platform.clock import now_iso
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import insert_if_absent, read_row, replace_if_unchanged
@@ -143,7 +143,7 @@ class JobStore:
                     "State": LAUNCHED,
                     "Kind": request.kind.value,
                     "Attempt": request.attempt,
-                    "LaunchedAt": now_iso(),
+                    "LaunchedAt": clock.now_iso(),
                     # Which stack's jobs (one stack per tenant and environment): whose lock a dead job left.
                     "Tenant": request.tenant,
                     "Environment": request.environment,
@@ -248,7 +248,7 @@ class JobStore:
             if row is None or row.get("State", LAUNCHED) != LAUNCHED:
                 return False
             etag = row.pop("etag")
-            claimed = now_iso()
+            claimed = clock.now_iso()
             row.update(
                 State=RUNNING, ClaimedAt=claimed, HeartbeatAt=claimed, Pid=os.getpid(), Host=socket.gethostname()
             )
@@ -268,7 +268,9 @@ class JobStore:
 
     def beat(self, request: JobRequest) -> None:
         """The heartbeat: a merge of one property (no ETag: only the executing job writes it while running)."""
-        self._table.upsert_entity({"PartitionKey": request.run_id, "RowKey": request.job_id, "HeartbeatAt": now_iso()})
+        self._table.upsert_entity(
+            {"PartitionKey": request.run_id, "RowKey": request.job_id, "HeartbeatAt": clock.now_iso()}
+        )
 
     def finish(self, request: JobRequest, result: JobResult, awaits_next: bool = False) -> None:
         """Store the result once, then mark the row finished (the result is there before the row says so).
@@ -289,7 +291,7 @@ class JobStore:
                 "PartitionKey": request.run_id,
                 "RowKey": request.job_id,
                 "State": FINISHED,
-                "HeartbeatAt": now_iso(),
+                "HeartbeatAt": clock.now_iso(),
                 "ResultSha256": sha256(data),
                 **({AWAITS_NEXT: True} if awaits_next else {}),
             }

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 from urllib.parse import urlparse
 
+from shared.platform import clock
 from shared.platform.logs import app_logger
 
 logger = app_logger("iac")
@@ -156,7 +157,7 @@ def clear_stale_locks(
     now: datetime | None = None,
 ) -> list[str]:
     """Remove the stack's locks whose owner is proven dead (see the module docstring); the log lines."""
-    moment = now or datetime.now(UTC)
+    moment = now or clock.utcnow()
     lines = []
     for lock in store.locks(project, stack):
         age = (moment - lock.locked_at).total_seconds()

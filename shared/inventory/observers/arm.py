@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError, ServiceRequestError, ServiceResponseError
@@ -33,6 +32,7 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError, Serv
 from shared.iac.api import ENVIRONMENT_KEY, ManagementTags
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
+from shared.platform import clock
 from shared.platform.credentials import target_identity
 from shared.platform.targets import ProvisioningTarget
 
@@ -88,7 +88,7 @@ class ArmObserver:
     def observe(self, request: ObservationRequest) -> Observation:
         if not request.target.subscription_id:
             raise ObservationFailed(f"target {request.target.id} names no subscription to list")
-        observed_at = datetime.now(UTC).isoformat()
+        observed_at = clock.now_iso()
         client = self._client_factory(request.target)
         try:
             groups = {group.lower(): group for group in sorted(self._groups_to_list(client, request))}

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from shared.iac.api import clean, is_infrastructure, property_at, resource_name
 from shared.inventory.model import ExpectedResource, Observation, ObservedItem
 from shared.inventory.observers.base import ObservationFailed, ObservationRequest
+from shared.platform import clock
 
 GONE_OPS = {"delete", "delete-replaced", "discard"}
 
@@ -106,7 +106,7 @@ def observation_from_refresh(events: Iterable[Any], target_id: str, observed_at:
     return Observation(
         observer=PulumiRefreshObserver.name,
         target=target_id,
-        observed_at=observed_at or datetime.now(UTC).isoformat(),
+        observed_at=observed_at or clock.now_iso(),
         items=items,
         expected=expected,
     )

@@ -90,7 +90,7 @@ class ArtifactPublisher:
         storage: StorageClients,
         client: KnowledgeHost,
         policy: PublishPolicy,
-        now: Callable[[], datetime] = clock.now,
+        now: Callable[[], datetime] = clock.utcnow,
         budget_seconds: float = BUDGET_SECONDS,
     ) -> None:
         self._outbox = outbox

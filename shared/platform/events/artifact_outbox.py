@@ -43,7 +43,7 @@ from typing import Any, Literal
 from azure.core import MatchConditions
 from azure.data.tables import TableClient, UpdateMode
 
-from shared.platform.clock import now_iso
+from shared.platform import clock
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict
 from shared.platform.neighbours.knowledge_host import ArtifactKind
 from shared.platform.storage.clients import StorageClients
@@ -108,7 +108,7 @@ class PendingArtifact:
             "Attempts": 0,
             "NextAttemptAt": "",
             "LastError": "",
-            "CreatedAt": now_iso(),
+            "CreatedAt": clock.now_iso(),
         }
 
     @classmethod
@@ -188,7 +188,7 @@ def _record_entity(stream: str, artifact: PendingArtifact, sequence: int) -> dic
         "State": "pending",
         "Attempts": 0,
         "LastError": "",
-        "RecordedAt": now_iso(),
+        "RecordedAt": clock.now_iso(),
     }
 
 

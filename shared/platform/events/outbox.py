@@ -54,7 +54,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from azure.core import MatchConditions
@@ -62,6 +62,7 @@ from azure.core.exceptions import HttpResponseError, ResourceModifiedError, Reso
 from azure.data.tables import TableClient, TableTransactionError, UpdateMode
 from azure.storage.queue import QueueClient
 
+from shared.platform import clock
 from shared.platform.errors import ConcurrencyConflict, RuntimeCloudError
 from shared.platform.events.cloudevents import CloudEvent, NewEvent
 from shared.platform.events.sent_marks import MAX_MARKS_PER_BATCH, SentMarks, table_identity
@@ -144,7 +145,7 @@ class Outbox:
             else:
                 current = remembered
             last = current[0] if current else sequence_floor(self._markers)  # past a restore's loss
-            now = datetime.now(UTC).isoformat()
+            now = clock.now_iso()
             cloud_events = [self._envelope(stream, event, last + n, now) for n, event in enumerate(pending, 1)]
             for event in cloud_events:
                 _check_size(event)
@@ -271,10 +272,10 @@ class Outbox:
 
     def _unmark(self, marker: Any) -> None:
         if self._markers is not None:  # no markers kept: nothing to remove
-            remove_stale_marker(self._markers, marker, datetime.now(UTC))
+            remove_stale_marker(self._markers, marker, clock.utcnow())
 
     def purge_dispatched(self, older_than: timedelta) -> int:
-        cutoff = (datetime.now(UTC) - older_than).isoformat()
+        cutoff = (clock.utcnow() - older_than).isoformat()
         query = "RowKey ge @start and RowKey lt @end and Dispatched eq true and DispatchedAt lt @cutoff"
         purged = 0
         for row in self._table.query_entities(
@@ -292,7 +293,7 @@ class Outbox:
                 "PartitionKey": stream,
                 "RowKey": row_key,
                 "Dispatched": True,
-                "DispatchedAt": datetime.now(UTC).isoformat(),
+                "DispatchedAt": clock.now_iso(),
             },
             mode=UpdateMode.MERGE,
         )
@@ -348,7 +349,7 @@ _marked: LruCache[tuple[str, str, str], float] = LruCache(20_000)
 
 def mark_operations(stream: str, sequences: Iterable[int]) -> list[TransactionOperation]:
     """A merge per event, as :meth:`Outbox._send` marks one: ``Dispatched`` and when (the purge reads it)."""
-    now = datetime.now(UTC).isoformat()
+    now = clock.now_iso()
     return [
         (
             "upsert",

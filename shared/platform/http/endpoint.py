@@ -34,7 +34,6 @@ import functools
 import inspect
 import json
 import re
-import time
 import typing
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -44,6 +43,7 @@ import azure.functions as func
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 from pydantic import ValidationError
 
+from shared.platform import clock
 from shared.platform.auth.caller import Caller, Role, Scope
 from shared.platform.auth.signing_keys import key_source_for
 from shared.platform.auth.tokens import TokenValidator
@@ -105,7 +105,7 @@ class VerifiedTokens:
         if entry is None:
             return None
         until, caller = entry
-        if time.time() >= until:
+        if clock.utcnow().timestamp() >= until:
             self._entries.forget(token)
             return None
         return caller
@@ -113,7 +113,7 @@ class VerifiedTokens:
     def remember(self, token: str, caller: Caller) -> None:
         expires = _expiry_of(token)
         if expires is not None:
-            self._entries.put(token, (min(expires, time.time() + self.MAX_SECONDS), caller))
+            self._entries.put(token, (min(expires, clock.utcnow().timestamp() + self.MAX_SECONDS), caller))
 
     def clear(self) -> None:
         self._entries = LruCache(self._capacity)
