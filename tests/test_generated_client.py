@@ -98,13 +98,13 @@ def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _declaration(client_package: ModuleType, environment: str, queue_name: str) -> Any:
+def _declaration(client_package: ModuleType, environment: str, queue_name: str, metadata_key: str = "team") -> Any:
     """A declaration built with the generated models only: one resource of each type of the union."""
     models = _module(client_package, "models")
     assert hasattr(models, "DeclarationSpecification"), "the document gives a declaration with a specification no type"
     suffix = environment[-8:]
     metadata = models.QueueResourceMetadata()
-    metadata["team"] = "checkout"
+    metadata[metadata_key] = "checkout"
     container_metadata = models.BlobContainerResourceMetadata()
     container_metadata["retention"] = "short"
     specification = models.DeclaredSpecification(
@@ -171,8 +171,11 @@ def test_a_value_the_document_forbids_is_refused_by_its_schema_and_by_the_server
     valid_by_the_document = _body_schema(document).is_valid(body.to_dict())
     with client:
         answer = declare.sync_detailed(client=client, body=body)
+    # A metadata key's rule too (propertyNames, not patternProperties, which would let any other key through).
+    bad_key = _declaration(client_package, _unique("client"), queue_name="orders-queue", metadata_key="Team")
 
     assert not valid_by_the_document
+    assert not _body_schema(document).is_valid(bad_key.to_dict())
     assert answer.status_code == HTTPStatus.UNPROCESSABLE_ENTITY, answer.content
     assert isinstance(answer.parsed, models.ProblemDocument)
     assert "/specification/resources/0/name" in [error.path for error in answer.parsed.errors]

@@ -13,7 +13,7 @@ import re
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, model_validator
 
 NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 METADATA_KEY = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -72,7 +72,18 @@ class EmbeddedResource(Strict):
 # and keys), and say what the schema cannot.
 STORAGE_NAME = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"  # with 3..63 characters: lower-case, digits, single hyphens
 TABLE_NAME = r"^[A-Za-z][A-Za-z0-9]{2,62}$"
-Metadata = dict[Annotated[str, Field(pattern=METADATA_KEY.pattern)], str]
+# The keys' rule stated as propertyNames: pydantic would say patternProperties, which leaves other keys valid by
+# the schema and gives a generated client values of Any.
+Metadata = Annotated[
+    dict[Annotated[str, Field(pattern=METADATA_KEY.pattern)], str],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"pattern": METADATA_KEY.pattern},
+            "additionalProperties": {"type": "string"},
+        }
+    ),
+]
 
 
 class BlobContainerResource(EmbeddedResource):
