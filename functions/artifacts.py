@@ -11,9 +11,8 @@ import azure.durable_functions as df
 import azure.functions as func
 
 from shared.platform.logs import app_logger
-from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import neighbours
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import setting_binding
 
 bp = df.Blueprint()
 log = app_logger("knowledge-host")
@@ -21,9 +20,7 @@ log = app_logger("knowledge-host")
 
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule(
-        "RuntimeCloud:KnowledgeHost:PublishSchedule", get_settings().runtime_cloud.knowledge_host.publish_schedule
-    ),
+    schedule=setting_binding("RuntimeCloud:KnowledgeHost:PublishSchedule"),
 )
 def artifact_publisher(timer: func.TimerRequest) -> None:
     publisher = neighbours.artifact_publisher()

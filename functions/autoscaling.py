@@ -27,10 +27,9 @@ from shared.platform.http.paging import parse_query
 from shared.platform.http.responses import JsonResult
 from shared.platform.http.validation import parse_model
 from shared.platform.logs import app_logger
-from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import autoscaling as wiring
 from shared.wiring import capacity as capacity_wiring
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import setting_binding
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("autoscaling")
@@ -143,9 +142,7 @@ async def autoscaling_evaluate_pool(
 
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule(
-        "RuntimeCloud:Autoscaling:EvaluateSchedule", get_settings().runtime_cloud.autoscaling.evaluate_schedule
-    ),
+    schedule=setting_binding("RuntimeCloud:Autoscaling:EvaluateSchedule"),
 )
 @bp.durable_client_input(client_name="client")
 async def autoscaling_evaluate(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:

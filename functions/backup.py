@@ -16,16 +16,15 @@ from __future__ import annotations
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import backup as wiring
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import setting_binding
 
 bp = df.Blueprint()
 
 
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule("RuntimeCloud:Backup:Schedule", get_settings().runtime_cloud.backup.schedule),
+    schedule=setting_binding("RuntimeCloud:Backup:Schedule"),
 )
 def backup_export(timer: func.TimerRequest) -> None:
     wiring.export_once()

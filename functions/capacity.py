@@ -64,9 +64,8 @@ from shared.platform.http.paging import parse_query
 from shared.platform.http.responses import JsonResult
 from shared.platform.http.validation import parse_model
 from shared.platform.logs import app_logger
-from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import capacity as wiring
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import get_settings, setting_binding
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("capacity")
@@ -291,9 +290,15 @@ def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
 
 # -- leases ------------------------------------------------------------------------
 
-# The lease bodies as the host takes them: ttl_seconds at most its MaxTtlSeconds, in the document too.
-AcquireBody = with_ttl_bound(AcquireRequest, get_settings().runtime_cloud.capacity.max_ttl_seconds)
-RenewBody = with_ttl_bound(RenewRequest, get_settings().runtime_cloud.capacity.max_ttl_seconds)
+
+def _max_ttl_seconds() -> int:
+    return get_settings().runtime_cloud.capacity.max_ttl_seconds
+
+
+# The lease bodies as the host takes them: ttl_seconds at most its MaxTtlSeconds, in the document too
+# (the setting is read when a body is validated or the document made, not at import).
+AcquireBody = with_ttl_bound(AcquireRequest, _max_ttl_seconds)
+RenewBody = with_ttl_bound(RenewRequest, _max_ttl_seconds)
 
 
 @bp.route(route="runtime-cloud/leases", methods=["POST"])
@@ -367,9 +372,7 @@ def capacity_release_lease(req: func.HttpRequest, caller: Caller) -> func.HttpRe
 # call of an instance seeds instead (shared.wiring.capacity.store).
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule(
-        "RuntimeCloud:Capacity:MaintenanceSchedule", get_settings().runtime_cloud.capacity.maintenance_schedule
-    ),
+    schedule=setting_binding("RuntimeCloud:Capacity:MaintenanceSchedule"),
 )
 def capacity_maintenance(timer: func.TimerRequest) -> None:
     """Seed the settings' pools and editions, and repair slot rows a crashed resize left behind."""
@@ -383,9 +386,7 @@ def capacity_maintenance(timer: func.TimerRequest) -> None:
 
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule(
-        "RuntimeCloud:Capacity:PurgeSchedule", get_settings().runtime_cloud.capacity.purge_schedule
-    ),
+    schedule=setting_binding("RuntimeCloud:Capacity:PurgeSchedule"),
 )
 def capacity_purge(timer: func.TimerRequest) -> None:
     """Purge lease history and records older than LeaseRetentionDays, denials older than a day."""

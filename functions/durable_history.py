@@ -21,8 +21,7 @@ import azure.functions as func
 
 from shared.platform import clock
 from shared.platform.logs import app_logger
-from shared.platform.timer_schedules import timer_schedule
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import get_settings, setting_binding
 
 bp = df.Blueprint()
 log = app_logger("durable")
@@ -44,7 +43,7 @@ def purge_window(now: datetime, retention_days: float) -> tuple[datetime, dateti
 
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule("RuntimeCloud:Durable:PurgeSchedule", get_settings().runtime_cloud.durable.purge_schedule),
+    schedule=setting_binding("RuntimeCloud:Durable:PurgeSchedule"),
 )
 @bp.durable_client_input(client_name="client")
 async def durable_history_purge(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:

@@ -63,9 +63,8 @@ from shared.platform.logs import app_logger, ids
 from shared.platform.rejections import record_rejection
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.telemetry import message_span
-from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import gitops as wiring
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import get_settings, setting_binding
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("gitops")
@@ -73,7 +72,7 @@ log = app_logger("gitops")
 SYNC_QUEUE = "gitops-sync"
 BINDING = "runtime-cloud/environments/{environment}/gitops"
 ENVIRONMENT = {"environment": NAME_PATTERN}
-POLL_SCHEDULE = timer_schedule("RuntimeCloud:GitOps:PollSchedule", get_settings().runtime_cloud.gitops.poll_schedule)
+POLL_SCHEDULE = setting_binding("RuntimeCloud:GitOps:PollSchedule")
 BUSY_RETRIES = 20  # a sync that meets another commit's declaration is queued again, this many times at most
 
 

@@ -61,20 +61,15 @@ from shared.platform.logs import app_logger, ids
 from shared.platform.rejections import record_rejection
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.telemetry import message_span
-from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import gitops as gitops_wiring
 from shared.wiring import inventory as wiring
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import get_settings, setting_binding
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("inventory")
 
-SCAN_SCHEDULE = timer_schedule(
-    "RuntimeCloud:Inventory:ScanSchedule", get_settings().runtime_cloud.inventory.scan_schedule
-)
-PURGE_SCHEDULE = timer_schedule(
-    "RuntimeCloud:Inventory:PurgeSchedule", get_settings().runtime_cloud.inventory.purge_schedule
-)
+SCAN_SCHEDULE = setting_binding("RuntimeCloud:Inventory:ScanSchedule")
+PURGE_SCHEDULE = setting_binding("RuntimeCloud:Inventory:PurgeSchedule")
 
 
 # -- environments and their inventory ------------------------------------------------------------

@@ -11,8 +11,7 @@ from shared.platform.events.outbox import Outbox, outbox_for
 from shared.platform.logs import app_logger
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.storage.resources import OUTBOX_TABLES
-from shared.platform.timer_schedules import timer_schedule
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import get_settings, setting_binding
 
 bp = df.Blueprint()
 log = app_logger("outbox")
@@ -28,9 +27,7 @@ def outboxes() -> list[Outbox]:
 
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule(
-        "RuntimeCloud:Outbox:DispatchSchedule", get_settings().runtime_cloud.outbox.dispatch_schedule
-    ),
+    schedule=setting_binding("RuntimeCloud:Outbox:DispatchSchedule"),
 )
 def outbox_dispatcher(timer: func.TimerRequest) -> None:
     sent = sum(outbox.dispatch_pending() for outbox in outboxes())
@@ -40,7 +37,7 @@ def outbox_dispatcher(timer: func.TimerRequest) -> None:
 
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule("RuntimeCloud:Outbox:PurgeSchedule", get_settings().runtime_cloud.outbox.purge_schedule),
+    schedule=setting_binding("RuntimeCloud:Outbox:PurgeSchedule"),
 )
 def outbox_purge(timer: func.TimerRequest) -> None:
     purged = sum(outbox.purge_dispatched(DISPATCHED_RETENTION) for outbox in outboxes())

@@ -31,7 +31,6 @@ from shared.platform.http.validation import parse_json_body, parse_model
 from shared.platform.identifiers import IDEMPOTENCY_KEY_PATTERN, is_idempotency_key
 from shared.platform.logs import app_logger
 from shared.platform.targets import target_for
-from shared.platform.timer_schedules import timer_schedule
 from shared.policy.api import (
     DryRunVerdict,
     EffectiveBundle,
@@ -48,12 +47,12 @@ from shared.policy.api import (
 from shared.provisioning.api import Declaration, ReleaseUnresolved
 from shared.wiring import policy as wiring
 from shared.wiring import provisioning
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import get_settings, setting_binding
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 EXCEPTION_ID = r"^exc-[0-9a-f]{20}$"
-PURGE_SCHEDULE = timer_schedule("RuntimeCloud:Policy:PurgeSchedule", get_settings().runtime_cloud.policy.purge_schedule)
+PURGE_SCHEDULE = setting_binding("RuntimeCloud:Policy:PurgeSchedule")
 log = app_logger("policy")
 
 

@@ -28,7 +28,6 @@ from shared.platform.logs import app_logger, ids
 from shared.platform.rejections import record_rejection
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.telemetry import annotate, message_span
-from shared.platform.timer_schedules import timer_schedule
 from shared.provisioning.api import (
     Declaration,
     EnvironmentSpecification,
@@ -49,7 +48,7 @@ from shared.provisioning.api import (
 )
 from shared.wiring import provisioning as wiring
 from shared.wiring.neighbours import control_plane_is_authority
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import get_settings, setting_binding
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("provisioning")
@@ -388,9 +387,7 @@ ENDED = {
 
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule(
-        "RuntimeCloud:Provisioning:ReconcileSchedule", get_settings().runtime_cloud.provisioning.reconcile_schedule
-    ),
+    schedule=setting_binding("RuntimeCloud:Provisioning:ReconcileSchedule"),
 )
 @bp.durable_client_input(client_name="client")
 async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:

@@ -10,18 +10,15 @@ from __future__ import annotations
 import azure.durable_functions as df
 import azure.functions as func
 
-from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import receipt_retention as wiring
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import setting_binding
 
 bp = df.Blueprint()
 
 
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule(
-        "RuntimeCloud:Receipts:RetentionSchedule", get_settings().runtime_cloud.receipts.retention_schedule
-    ),
+    schedule=setting_binding("RuntimeCloud:Receipts:RetentionSchedule"),
 )
 def receipt_retention(timer: func.TimerRequest) -> None:
     wiring.sweep_once()

@@ -32,12 +32,13 @@ from shared.platform.storage.clients import shared_host_storage
 from shared.platform.telemetry import message_span
 from shared.provisioning.api import RunLog
 from shared.wiring import provisioning as wiring
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import get_settings, setting_binding
 
 bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)  # the endpoint pipeline authenticates
 
-# Read when the app is indexed, like the reconciler's schedule: the binding names the setting's value.
-RESULTS_QUEUE = get_settings().runtime_cloud.iac.job_results_queue
+# Declared when the app is indexed, like the timers' schedules: the binding names the app setting
+# (its default when it is not set); the handler reads the value when it runs.
+RESULTS_QUEUE = setting_binding("RuntimeCloud:IaC:JobResultsQueue")
 
 
 @bp.queue_trigger(arg_name="message", queue_name=RESULTS_QUEUE, connection="AzureWebJobsStorage")
@@ -50,7 +51,7 @@ async def runner_job_finished(message: func.QueueMessage, client: df.DurableOrch
         await to_thread(
             record_rejection,
             shared_host_storage(),
-            RESULTS_QUEUE,
+            get_settings().runtime_cloud.iac.job_results_queue,
             message.id,
             body,
             "not a runner job notice",

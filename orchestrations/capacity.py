@@ -30,9 +30,8 @@ import azure.functions as func
 from orchestrations.starting import ACTIVE, start_once
 from shared.capacity.api import list_pools, sweep_pool
 from shared.platform.logs import app_logger
-from shared.platform.timer_schedules import timer_schedule
 from shared.wiring import capacity as wiring
-from shared.wiring.settings import get_settings
+from shared.wiring.settings import setting_binding
 
 bp = df.Blueprint()
 log = app_logger("capacity")
@@ -104,9 +103,7 @@ async def ensure_expiry_sweep(client: df.DurableOrchestrationClient, pool_id: st
 # frees slots nobody asks for, so its first start may wait for the schedule.
 @bp.timer_trigger(
     arg_name="timer",
-    schedule=timer_schedule(
-        "RuntimeCloud:Capacity:ExpiryStarterSchedule", get_settings().runtime_cloud.capacity.expiry_starter_schedule
-    ),
+    schedule=setting_binding("RuntimeCloud:Capacity:ExpiryStarterSchedule"),
 )
 @bp.durable_client_input(client_name="client")
 async def capacity_expiry_starter(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:

@@ -9,11 +9,24 @@ stored as such.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticKnownError, core_schema
 
 from shared.platform.errors import FieldError
 from shared.platform.identifiers import TENANT_PATTERN
@@ -167,11 +180,34 @@ class AcquireRequest(_Request):
 Ttl = TypeVar("Ttl", bound=BaseModel)
 
 
-def with_ttl_bound(model: type[Ttl], max_seconds: int) -> type[Ttl]:
-    """``model`` with ``ttl_seconds`` at most ``max_seconds`` (the host's ``MaxTtlSeconds``): the handler
-    validates with it and the API document shows it, so the bound is stated where it is enforced."""
+@dataclass(frozen=True)
+class AtMost:
+    """``<= limit()``, the limit asked for when a value is validated and when the schema is made: a bound
+    that is a setting is read when it is used, not when the model is made (at import)."""
+
+    limit: Callable[[], int]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        shown = handler(schema)
+        shown["maximum"] = self.limit()
+        return shown
+
+    def _check(self, value: int) -> int:
+        limit = self.limit()
+        if value > limit:  # the error pydantic's own ``le`` gives, so a caller sees no difference
+            raise PydanticKnownError("less_than_equal", {"le": limit})
+        return value
+
+
+def with_ttl_bound(model: type[Ttl], max_seconds: Callable[[], int]) -> type[Ttl]:
+    """``model`` with ``ttl_seconds`` at most ``max_seconds()`` (the host's ``MaxTtlSeconds``, read when a
+    body is validated): the handler validates with it and the API document shows it, so the bound is
+    stated where it is enforced."""
     info = model.model_fields["ttl_seconds"]
-    bounded = Annotated[int, Field(ge=1, le=max_seconds)]
+    bounded = Annotated[int, Field(ge=1), AtMost(max_seconds)]
     annotation: Any = bounded if info.is_required() else bounded | None
     bound = Field(default=... if info.is_required() else info.default, description=info.description)
     return cast(

@@ -29,8 +29,8 @@ Defaults (the README's Settings table lists the same):
   configured by default; see :mod:`shared.platform.neighbours.settings`
 - ``RuntimeCloud:Durable:HistoryRetentionDays``: ``30``; ``PurgeSchedule``: ``0 0 5 * * *``
 - Every ``...Schedule`` is a 6-field NCRONTAB expression (seconds first), checked
-  when the settings are read; a timer declares it as a ``%...%`` reference (see
-  :mod:`shared.platform.timer_schedules`)
+  when the settings are read; a timer declares it with :func:`setting_binding`
+  (a ``%...%`` reference, see :mod:`shared.platform.timer_schedules`)
 - ``OrleansMessaging:ServiceName``: ``runtime-cloud``
 - ``AzureWebJobsStorage``: connection string (local) or the identity-based
   settings ``AzureWebJobsStorage__accountName`` / ``__blobServiceUri`` /
@@ -47,7 +47,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.autoscaling.settings import AutoscalingSettings
@@ -71,6 +72,7 @@ from shared.platform.neighbours.settings import ControlPlaneSettings, DeliveryHo
 from shared.platform.settings_section import Section
 from shared.platform.storage.connection import read_connection
 from shared.platform.targets import ProvisioningTarget, customer_targets_unnamed, find_target
+from shared.platform.timer_schedules import binding_value
 from shared.platform.uniqueness import repeated
 from shared.policy.settings import PolicySettings
 from shared.provisioning.receipt_settings import ReceiptSettings
@@ -188,5 +190,39 @@ def _check_storage() -> None:
 
 @functools.lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process's settings, read once (none of them is reloadable)."""
+    """The process's settings, read once (none of them is reloadable).
+
+    Called when something runs, never when a module is imported: importing the triggers, the
+    orchestrations and ``shared`` reads no setting (tests/test_import_reads_no_settings.py), so a
+    test may set the environment after importing them."""
     return load_settings()
+
+
+def declared_default(setting: str) -> Any:
+    """The default the settings model declares for ``setting`` (``RuntimeCloud:Inventory:ScanSchedule``),
+    found by the aliases of its sections; reads no setting. An unknown name raises ``KeyError``."""
+    model: type[BaseModel] = Settings
+    *sections, name = setting.split(":")
+    for section in sections:
+        annotation = _field(model, section).annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            raise KeyError(f"{section} is a setting, not a section")
+        model = annotation
+    field = _field(model, name)
+    if field.is_required():
+        raise KeyError(f"{setting} has no default")
+    return field.get_default(call_default_factory=True)
+
+
+def _field(model: type[BaseModel], alias: str) -> FieldInfo:
+    found = next((field for field in model.model_fields.values() if field.alias == alias), None)
+    if found is None:
+        raise KeyError(f"{model.__name__} has no setting {alias}")
+    return found
+
+
+def setting_binding(setting: str) -> str:
+    """What a trigger's binding declares for ``setting`` (a timer's schedule, a queue's name): a
+    ``%...%`` reference when the app setting is set, else the model's default (see
+    :mod:`shared.platform.timer_schedules`). Bindings are fixed at import; this reads no setting."""
+    return binding_value(setting, str(declared_default(setting)))
