@@ -16,6 +16,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared.platform import clock
+from shared.platform.storage.clients import StorageClients
+from shared.platform.storage.resources import QUEUES, TABLES
+from tests.support.memory_storage import MemoryStorage
 
 TICK = timedelta(microseconds=1)
 
@@ -52,3 +55,15 @@ def install_clock(monkeypatch: pytest.MonkeyPatch) -> ManualClock:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def memory_store() -> tuple[MemoryStorage, StorageClients]:
+    """A fresh in-memory store with the host's tables and queues, as ``ensure_resources`` makes them at start
+    (less the blob containers: the in-memory store serves no blobs), and the product's clients on it."""
+    storage = MemoryStorage()
+    clients = storage.clients()
+    for table in TABLES:
+        clients.tables.create_table(table)
+    for queue in QUEUES:
+        clients.queues.create_queue(queue)
+    return storage, clients

@@ -21,8 +21,7 @@ from shared.capacity.models import AcquireRequest, EditionSpec, Pool, PoolKind, 
 from shared.capacity.settings import CapacitySettings
 from shared.capacity.store import CapacityStore
 from shared.platform.storage.clients import StorageClients
-from shared.platform.storage.resources import QUEUES, TABLES
-from tests.support.domain import ManualClock, install_clock, unique
+from tests.support.domain import ManualClock, install_clock, memory_store, unique
 from tests.support.memory_storage import MemoryStorage
 
 SOURCE = "/tests/capacity/domain"
@@ -76,12 +75,7 @@ class Capacity:
 @pytest.fixture
 def capacity(monkeypatch: pytest.MonkeyPatch) -> Iterator[Capacity]:
     manual = install_clock(monkeypatch)
-    storage = MemoryStorage()
-    clients = storage.clients()
-    for table in TABLES:  # what ensure_resources makes at the host's start, less the containers (no blobs here)
-        clients.tables.create_table(table)
-    for queue in QUEUES:
-        clients.queues.create_queue(queue)
+    storage, clients = memory_store()
     settings = CapacitySettings.model_validate({"TakeoverGraceSeconds": 1})
     store = CapacityStore.from_clients(clients, settings, SOURCE)
     pools.pool_cache.forget()
