@@ -19,30 +19,36 @@ next acquirer whether or not it was swept.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TypedDict
 
-import azure.durable_functions as df
 import azure.functions as func
 
+from orchestrations.durable import Activity, DurableClient, OrchestrationContext, Steps, blueprint, retry_options
 from orchestrations.starting import ACTIVE, start_once
 from shared.capacity.api import list_pools, sweep_pool
 from shared.platform.logs import app_logger
 from shared.wiring import capacity as wiring
 from shared.wiring.settings import setting_binding
 
-bp = df.Blueprint()
+bp = blueprint()
 log = app_logger("capacity")
 
 ORCHESTRATOR = "capacity_lease_expiry"
-SWEEP_ACTIVITY = "capacity_sweep_expired"
-SWEEP_RETRY = df.RetryOptions(first_retry_interval_in_milliseconds=2000, max_number_of_attempts=3)
+SWEEP_RETRY = retry_options(first_retry_ms=2000, max_attempts=3)
 
 
 def instance_id_for(pool_id: str) -> str:
     return f"capacity-expiry-{pool_id}"
+
+
+class ExpiryDocument(TypedDict):
+    """The orchestration's input as its history holds it (see :class:`ExpiryOrder`)."""
+
+    pool: str
+    interval_seconds: int
+    periods: int
 
 
 @dataclass(frozen=True)
@@ -54,47 +60,62 @@ class ExpiryOrder:
     periods: int = 0  # periods run over the instance's lifetime (carried across continue-as-new)
 
     @classmethod
-    def parse(cls, value: Any) -> ExpiryOrder:
-        data = dict(value or {})
+    def parse(cls, value: object) -> ExpiryOrder:
+        """The input of any version (one from before ``periods`` has none)."""
+        data = dict(value) if isinstance(value, dict) else {}
         return cls(
             pool=str(data["pool"]),
             interval_seconds=int(data.get("interval_seconds", 30)),
             periods=int(data.get("periods", 0)),
         )
 
+    def document(self) -> ExpiryDocument:
+        return {"pool": self.pool, "interval_seconds": self.interval_seconds, "periods": self.periods}
 
-@dataclass(frozen=True)
-class SweepRequest:
+
+class SweepRequest(TypedDict):
     pool: str
 
 
+class SweepReport(TypedDict):
+    """What a sweep did (the orchestration shows it in its custom status)."""
+
+    pool: str
+    expired: int  # expired leases ended (their slots and quota freed)
+    contended: int  # renewed, released or taken over meanwhile: not the sweep's to end
+
+
+SWEEP = Activity[SweepRequest, SweepReport]("capacity_sweep_expired", SWEEP_RETRY)
+SWEEP_ACTIVITY = SWEEP.name
+
+
 @bp.orchestration_trigger(context_name="context", orchestration=ORCHESTRATOR)
-def capacity_lease_expiry(context: df.DurableOrchestrationContext) -> Generator[Any, Any, Any]:
+def capacity_lease_expiry(context: OrchestrationContext) -> Steps[None]:
     order = ExpiryOrder.parse(context.get_input())
     try:
-        result = yield context.call_activity_with_retry(SWEEP_ACTIVITY, SWEEP_RETRY, asdict(SweepRequest(order.pool)))
+        result = yield from SWEEP.call(context, {"pool": order.pool})
         context.set_custom_status({"last_sweep": result, "periods": order.periods + 1})
     except Exception as error:  # noqa: BLE001 - the store was down: try again next period, stay alive
         context.set_custom_status({"last_error": str(error)[:200], "periods": order.periods + 1})
     yield context.create_timer(context.current_utc_datetime + timedelta(seconds=order.interval_seconds))
-    context.continue_as_new(asdict(ExpiryOrder(order.pool, order.interval_seconds, order.periods + 1)))
+    context.continue_as_new(ExpiryOrder(order.pool, order.interval_seconds, order.periods + 1).document())
     return None
 
 
-@bp.activity_trigger(input_name="request", activity=SWEEP_ACTIVITY)
-def capacity_sweep_expired(request: dict) -> dict[str, Any]:
-    order = SweepRequest(**request)
-    return sweep_pool(wiring.store(), order.pool).as_dict()
+@SWEEP.trigger(bp, input_name="request")
+def capacity_sweep_expired(request: SweepRequest) -> SweepReport:
+    swept = sweep_pool(wiring.store(), request["pool"])
+    return {"pool": swept.pool, "expired": swept.expired, "contended": swept.contended}
 
 
-async def ensure_expiry_sweep(client: df.DurableOrchestrationClient, pool_id: str, interval_seconds: int) -> bool:
+async def ensure_expiry_sweep(client: DurableClient, pool_id: str, interval_seconds: int) -> bool:
     """Start the pool's orchestration unless it runs (a finished one is started again). True if this call
     started it."""
     return await start_once(
         client,
         orchestrator=ORCHESTRATOR,
         instance_id=instance_id_for(pool_id),
-        document=asdict(ExpiryOrder(pool_id, interval_seconds)),
+        document=ExpiryOrder(pool_id, interval_seconds).document(),
         present_when=ACTIVE,
     )
 
@@ -106,7 +127,7 @@ async def ensure_expiry_sweep(client: df.DurableOrchestrationClient, pool_id: st
     schedule=setting_binding("RuntimeCloud:Capacity:ExpiryStarterSchedule"),
 )
 @bp.durable_client_input(client_name="client")
-async def capacity_expiry_starter(timer: func.TimerRequest, client: df.DurableOrchestrationClient) -> None:
+async def capacity_expiry_starter(timer: func.TimerRequest, client: DurableClient) -> None:
     store = wiring.store()
     pool_ids = await asyncio.to_thread(lambda: [pool.id for pool in list_pools(store)])
     started = 0

@@ -21,25 +21,45 @@ import asyncio
 import re
 import time
 import uuid
-from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import azure.durable_functions as df
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 
+from orchestrations.durable import Activity, DurableClient, OrchestrationContext, Steps, blueprint
 from orchestrations.starting import ACTIVE
 from shared.inventory.api import ScanInProgress
 from shared.platform.errors import NotFound, StoreUnavailable
 from shared.platform.logs import app_logger, ids
 from shared.wiring import inventory as wiring
 
-bp = df.Blueprint()
+bp = blueprint()
 log = app_logger("inventory")
 
 SCAN_ORCHESTRATOR = "inventory_scan_run"
-SCAN_ACTIVITY = "inventory_scan_environment"
 STORE_UNAVAILABLE = "store-unavailable"  # a scan's refusal when the store did not answer
+
+
+class ScanRequest(TypedDict):
+    """The scan orchestration's input and its activity's: whose environment (the status URL's caller must match)."""
+
+    tenant: str
+    environment: str
+
+
+class ScanCompleted(TypedDict):
+    outcome: dict[str, Any]  # the scan's outcome as the API shows it (JSON)
+
+
+class ScanRefused(TypedDict):
+    refused: str  # another scan runs (its kind), "not-found", or STORE_UNAVAILABLE
+    detail: str
+
+
+# The activity's answer is the orchestration's output, which read_scan reads.
+ScanAnswer = ScanCompleted | ScanRefused
+SCAN = Activity[ScanRequest, ScanAnswer]("inventory_scan_environment")
 
 
 @dataclass(frozen=True)
@@ -81,13 +101,13 @@ def status_url(environment: str, scan_id: str) -> str:
 
 
 @bp.orchestration_trigger(context_name="context", orchestration=SCAN_ORCHESTRATOR)
-def inventory_scan_run(context: df.DurableOrchestrationContext) -> Generator[Any, Any, Any]:
-    result = yield context.call_activity(SCAN_ACTIVITY, context.get_input())
-    return result
+def inventory_scan_run(context: OrchestrationContext) -> Steps[ScanAnswer]:
+    request: ScanRequest = context.get_input()
+    return (yield from SCAN.call(context, request))
 
 
-@bp.activity_trigger(input_name="request", activity=SCAN_ACTIVITY)
-def inventory_scan_environment(request: dict) -> dict:
+@SCAN.trigger(bp, input_name="request")
+def inventory_scan_environment(request: ScanRequest) -> ScanAnswer:
     """Scan one environment; a refusal (another scan runs, no such environment) is the answer, not a failure."""
     try:
         outcome = wiring.scanner().scan(request["tenant"], request["environment"])
@@ -104,20 +124,19 @@ def inventory_scan_environment(request: dict) -> dict:
 # -- starting and reading scans (HTTP) ------------------------------------------------------------
 
 
-async def start_scan(client: df.DurableOrchestrationClient, tenant: str, environment: str) -> str:
+async def start_scan(client: DurableClient, tenant: str, environment: str) -> str:
     scan_id = f"scan-{uuid.uuid4().hex}"
-    await client.start_new(SCAN_ORCHESTRATOR, scan_id, {"tenant": tenant, "environment": environment})
+    await client.start_new(SCAN_ORCHESTRATOR, scan_id, ScanRequest(tenant=tenant, environment=environment))
     return scan_id
 
 
-async def read_scan(
-    client: df.DurableOrchestrationClient, tenant: str, environment: str, *, scan_id: str
-) -> ScanState | None:
+async def read_scan(client: DurableClient, tenant: str, environment: str, *, scan_id: str) -> ScanState | None:
     """The scan, or None when this tenant's environment has no scan by that id."""
     if not SCAN_ID.fullmatch(scan_id):
         return None
     status = await client.get_status(scan_id, show_input=True)
-    subject = status.input_ if status is not None and isinstance(status.input_, dict) else {}
+    # The instance's input and output as its history holds them (JSON): read, not trusted to be the types above.
+    subject = status.input_ if isinstance(status.input_, dict) else {}
     if subject.get("tenant") != tenant or subject.get("environment") != environment:
         return None
     if status.runtime_status in ACTIVE:
@@ -140,7 +159,7 @@ async def read_scan(
 
 
 async def wait_for_scan(
-    client: df.DurableOrchestrationClient, tenant: str, environment: str, *, scan_id: str, wait_seconds: float
+    client: DurableClient, tenant: str, environment: str, *, scan_id: str, wait_seconds: float
 ) -> ScanState | None:
     """The scan once it ended, or None if it still runs after ``wait_seconds``."""
     deadline = time.monotonic() + wait_seconds

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable
+from typing import NotRequired
 
-import azure.durable_functions as df
+from typing_extensions import TypedDict
 
+from orchestrations.durable import DurableClient
 from orchestrations.starting import start_once
 from shared.platform.logs import app_logger, ids
 from shared.provisioning.api import Run, RunRef, notice_event
@@ -30,21 +32,54 @@ RUNNER_JOB_FINISHED = "runner-job-finished"
 WAKE = "wake"  # a wake's payload key: its id (see orchestrations.waits)
 
 
-def wake_payload() -> dict[str, str]:
-    """A wake's payload: an id of its own, so the orchestration tells a repeat of a wake from a new one."""
-    return {WAKE: uuid.uuid4().hex}
+# typing_extensions' TypedDict, not typing's: ``closed`` (PEP 728) before Python 3.13.
+class RunKeys(TypedDict):
+    """What every step of a run takes: the run orchestration's input (each step's payload adds to it)."""
+
+    tenant: str
+    environment: str
+    run_id: str
+    recheck_seconds: float  # how often a queued run rechecks its environment
+    wait_rounds: NotRequired[int]  # the rounds waited before this execution (set on continue-as-new)
 
 
-async def ensure_started(client: df.DurableOrchestrationClient, run: Run) -> None:
+class RunDocument(RunKeys, closed=True):
+    """The run orchestration's input, kept in its history: these keys and no others, so a step's payload is
+    this document spread with the step's own keys (``{**run, "job": ...}``)."""
+
+
+class Wake(TypedDict):
+    """A wake's payload (``environment-changed``, ``approval-decided``): an id of its own, so the orchestration
+    tells a repeat of a wake from a new one (a sender from before sent none)."""
+
+    wake: str
+
+
+class JobFinished(TypedDict):
+    """A runner job's completion notice, raised to its run (it only wakes: the job's row is the truth)."""
+
+    job_id: str
+
+
+def wake_payload() -> Wake:
+    return {"wake": uuid.uuid4().hex}
+
+
+async def ensure_started(client: DurableClient, run: Run) -> None:
     """Start the run's orchestration unless it has one (in any state: a run is orchestrated once)."""
     if run.state.is_final:
         return
     recheck = get_settings().runtime_cloud.provisioning.queue_recheck_seconds
-    document = {"tenant": run.tenant, "environment": run.environment, "run_id": run.id, "recheck_seconds": recheck}
+    document: RunDocument = {
+        "tenant": run.tenant,
+        "environment": run.environment,
+        "run_id": run.id,
+        "recheck_seconds": recheck,
+    }
     await start_once(client, orchestrator=ORCHESTRATOR, instance_id=run.id, document=document)
 
 
-async def start_and_wake(client: df.DurableOrchestrationClient, run: Run, *, created: bool) -> None:
+async def start_and_wake(client: DurableClient, run: Run, *, created: bool) -> None:
     """Start the run's orchestration (idempotent); a new run supersedes older runs still awaiting
     approval (nothing of them is applied yet) and wakes older waiting ones to yield."""
     await ensure_started(client, run)
@@ -62,7 +97,7 @@ def status_path(run_id: str) -> str:
     return f"/runtime-cloud/runs/{run_id}"
 
 
-async def wake(client: df.DurableOrchestrationClient, run_ids: Iterable[str]) -> int:
+async def wake(client: DurableClient, run_ids: Iterable[str]) -> int:
     """Tell waiting runs that their environment changed; a run that is gone is skipped."""
     woken = 0
     for run_id in run_ids:
@@ -74,16 +109,16 @@ async def wake(client: df.DurableOrchestrationClient, run_ids: Iterable[str]) ->
     return woken
 
 
-async def notify_decision(client: df.DurableOrchestrationClient, run_id: str) -> None:
+async def notify_decision(client: DurableClient, run_id: str) -> None:
     try:
         await client.raise_event(run_id, APPROVAL_DECIDED, wake_payload())
     except Exception as error:  # noqa: BLE001 - the decision is recorded; the approval timer re-reads it
         log.warning("could not signal run %s: %s", run_id, error, extra=ids(run=run_id))
 
 
-async def notify_job_finished(client: df.DurableOrchestrationClient, run_id: str, job_id: str) -> None:
+async def notify_job_finished(client: DurableClient, run_id: str, job_id: str) -> None:
     """Wake the run waiting for its runner job (a run that is gone or not waiting: its check timer covers it)."""
     try:
-        await client.raise_event(run_id, notice_event(job_id), {"job_id": job_id})
+        await client.raise_event(run_id, notice_event(job_id), JobFinished(job_id=job_id))
     except Exception as error:  # noqa: BLE001 - the job's row says finished; the run's next check reads it
         log.info("could not wake run %s for job %s: %s", run_id, job_id, error, extra=ids(run=run_id))

@@ -11,11 +11,11 @@ is all it wanted.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Mapping
 
-import azure.durable_functions as df
 from azure.durable_functions import OrchestrationRuntimeStatus as Status
+
+from orchestrations.durable import DurableClient
 
 log = logging.getLogger("runtime_cloud.orchestrations")
 
@@ -24,11 +24,11 @@ ACTIVE: frozenset[Status] = frozenset({Status.Running, Status.Pending, Status.Co
 
 
 async def start_once(
-    client: df.DurableOrchestrationClient,
+    client: DurableClient,
     *,
     orchestrator: str,
     instance_id: str,
-    document: dict[str, Any],
+    document: Mapping[str, object],  # the orchestration's input (a TypedDict of its module)
     present_when: Collection[Status] | None = None,
 ) -> bool:
     """Start ``orchestrator`` as ``instance_id`` unless the instance is there. True if this call started it.
@@ -48,10 +48,8 @@ async def start_once(
     return True
 
 
-async def _present(
-    client: df.DurableOrchestrationClient, instance_id: str, present_when: Collection[Status] | None
-) -> bool:
+async def _present(client: DurableClient, instance_id: str, present_when: Collection[Status] | None) -> bool:
     status = await client.get_status(instance_id)
-    if status is None or status.runtime_status is None:
+    if status.runtime_status is None:
         return False
     return present_when is None or status.runtime_status in present_when

@@ -23,26 +23,22 @@ were, so a history from before replays unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from datetime import datetime
-from typing import Any
 
-import azure.durable_functions as df
-
+from orchestrations.durable import OrchestrationContext, Steps, TimerTask
 from orchestrations.provisioning_client import RUNNER_JOB_FINISHED, WAKE
-
-Steps = Generator[Any, Any, Any]
+from shared.provisioning.api import JobTicket
 
 
 class JobNotice:
     """The wait for one job attempt's completion notice."""
 
-    def __init__(self, ticket: dict[str, Any]) -> None:
+    def __init__(self, ticket: JobTicket) -> None:
         self._name = str(ticket.get("notice") or RUNNER_JOB_FINISHED)
         self._once = bool(ticket.get("notice"))  # a ticket from before waits as it was written: every round
         self.noticed = False
 
-    def or_timer(self, context: df.DurableOrchestrationContext, fire_at: datetime) -> Steps:
+    def or_timer(self, context: OrchestrationContext, fire_at: datetime) -> Steps[None]:
         """Until the notice or ``fire_at``; once the notice woke the run, until ``fire_at`` alone."""
         timer = context.create_timer(fire_at)
         if self._once and self.noticed:
@@ -62,7 +58,7 @@ class Wakes:
         self._name = name
         self._taken: set[str] = set()
 
-    def or_timer(self, context: df.DurableOrchestrationContext, timer: df.Task) -> Steps:
+    def or_timer(self, context: OrchestrationContext, timer: TimerTask) -> Steps[str]:
         """Wait for a wake or ``timer``: ``"woken"``, ``"timer"``, or ``"repeat"`` when the wake was one
         already taken (``timer`` is still pending then: the caller waits for it, or cancels it)."""
         woken = context.wait_for_external_event(self._name)
@@ -74,7 +70,7 @@ class Wakes:
         timer.cancel()
         return "woken"
 
-    def _fresh(self, payload: Any) -> bool:
+    def _fresh(self, payload: object) -> bool:
         wake = payload.get(WAKE) if isinstance(payload, dict) else None
         if wake is None:  # a sender from before wake ids: every wake counts, as it did
             return True

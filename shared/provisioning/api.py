@@ -23,7 +23,7 @@ from shared.provisioning.configuration import SecretUnresolvable, resolve_secret
 from shared.provisioning.decisions import cancel, decide, decide_as_control_plane
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.lifecycle import RunRef
-from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
+from shared.provisioning.outcomes import Claim, ClaimAnswer, Outcome, StepAnswer
 from shared.provisioning.receipt_immutability import current_policy, set_policy
 from shared.provisioning.receipt_retention import PolicyMode, RetentionRule
 from shared.provisioning.receipt_sweep import StoredBlob
@@ -38,7 +38,7 @@ from shared.provisioning.responses import (
     RunView,
 )
 from shared.provisioning.run_log import RunLog
-from shared.provisioning.runner_jobs import notice_event
+from shared.provisioning.runner_jobs import JobTicket, notice_event
 from shared.provisioning.runs import FailureReason, Run, RunState, SourceInfo, run_id_for
 from shared.provisioning.service import ProvisioningService, SecretInSpecification
 from shared.provisioning.settings import ProvisioningSettings
@@ -219,11 +219,13 @@ __all__ = [
     "AppliedEnvironment",
     "ChainReport",
     "Claim",
+    "ClaimAnswer",
     "Declaration",
     "EnvironmentSpecification",
     "EnvironmentSummary",
     "FailureReason",
     "JobCancelWatch",
+    "JobTicket",
     "Outcome",
     "PolicyMode",
     "ProvisioningApi",

@@ -91,7 +91,7 @@ class JobSteps:
         ticket = self._launch_apply(ref, 1, waiting) if self._jobs.enabled and goes_on else JobTicket()
         if waiting and not ticket:
             self._jobs.stop_handover(ref.run_id, waiting)
-        return {**answer, "apply_job": dict(ticket)} if ticket else answer
+        return {**answer, "apply_job": ticket} if ticket else answer
 
     def pending(self, ref: RunRef, job: JobTicket, wait_seconds: float = 0.0) -> StepAnswer | None:
         """``waiting`` while the step's job has not finished (None: it did, or it was declared dead).

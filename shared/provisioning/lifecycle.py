@@ -39,7 +39,7 @@ from shared.provisioning.environment_rules import EnvironmentRegistration
 from shared.provisioning.failure_reasons import apply_failure, plan_failure
 from shared.provisioning.job_steps import JobSteps
 from shared.provisioning.journal import TableStepJournal
-from shared.provisioning.outcomes import Claim, Outcome, StepAnswer
+from shared.provisioning.outcomes import Claim, ClaimAnswer, Outcome, StepAnswer
 from shared.provisioning.outputs import OutputsReference, OutputsStore
 from shared.provisioning.policy_gate import PolicyGate, PolicyUnavailable, check_plan, denial_of, load_policy
 from shared.provisioning.receipt_settings import ReceiptSettings
@@ -133,14 +133,14 @@ class RunSteps:
         self._store.save_run(run.moved_to(RunState.PLANNING), etag, env_changes={"ActiveRunId": run.id}, env=env)
         return Claim.PROCEED
 
-    def claim_and_start_plan(self, ref: RunRef) -> dict[str, Any]:
+    def claim_and_start_plan(self, ref: RunRef) -> ClaimAnswer:
         """:meth:`claim_environment`, and when the run may plan, the plan's start (:meth:`start_job`, first
         attempt) in the same step: ``{"claim": ..., "plan_job": ...}``. Retried, both parts are idempotent:
         the claim answers ``proceed`` for a run it already moved, and the job's launch is one per attempt."""
         claim = self.claim_environment(ref)
         if claim is not Claim.PROCEED:
             return {"claim": claim.value}
-        return {"claim": claim.value, "plan_job": dict(self.start_job(ref, JobKind.PLAN, 1))}
+        return {"claim": claim.value, "plan_job": self.start_job(ref, JobKind.PLAN, 1)}
 
     def _is_finished(self, ref: RunRef, run_id: str) -> bool:
         # A lock held by a run that already ended is orphaned (a crash between steps): take it over.

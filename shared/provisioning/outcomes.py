@@ -9,7 +9,9 @@ and each answer a ``TypedDict`` (a plain dict at run time).
 from __future__ import annotations
 
 from enum import Enum
-from typing import TypedDict
+from typing import NotRequired, TypedDict
+
+from shared.provisioning.runner_jobs import JobTicket
 
 
 class Claim(str, Enum):
@@ -47,6 +49,15 @@ class StepAnswer(TypedDict, total=False):
     requires_approval: bool  # planned
     steps_done: int  # continue
     job_state: str  # waiting: "running" or "dead" (see shared.iac.jobs.liveness)
-    apply_job: dict[str, object]  # planned without approval: the apply's runner job, launched by the plan step
+    apply_job: JobTicket  # planned without approval: the apply's runner job, launched by the plan step
     finished: bool  # apply: the step ended the run itself (no finish step needed)
     waiting_runs: list[str]  # finished: the runs queued behind this one, to wake
+
+
+class ClaimAnswer(TypedDict):
+    """``claim_and_start_plan``'s answer (a history from before holds the claim alone: a bare ``Claim``)."""
+
+    claim: str  # a Claim's value
+    # Once the run holds its environment: the plan's runner job, or the answer of a plan that could not start
+    # (``failed``), or an empty ticket (no job: jobs off, or nothing to plan).
+    plan_job: NotRequired[JobTicket | StepAnswer]
