@@ -100,14 +100,14 @@ class PoolScaler:
         *,
         settings: AutoscalingSettings,
         targets: Sequence[ProvisioningTarget],
-        now: Callable[[], datetime] = clock.utcnow,
+        now: Callable[[], datetime] | None = None,  # None: the one clock (a test that replaces it is seen)
     ) -> None:
         self._capacity = capacity
         self._provisioning = provisioning
         self._read_run = read_run
         self._settings = settings
         self._targets = targets
-        self._clock = now
+        self._clock = now or clock.utcnow
 
     # -- policy and reads ----------------------------------------------------------------------
 

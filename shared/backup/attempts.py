@@ -49,10 +49,11 @@ def run_export(
     location: BackupLocation,
     probe: BackupLocation,
     settings: BackupSettings,
-    now: Callable[[], datetime] = clock.utcnow,
+    now: Callable[[], datetime] | None = None,  # None: the one clock (a test that replaces it is seen)
 ) -> Manifest:
     """Export once; record the outcome in the store and the location (``probe``: the same location with
     one short attempt per call). Raises :class:`ExportFailed` with one line."""
+    now = now or clock.utcnow
     try:
         manifest = export_store(store, location, settings, now=now)
     except Exception as error:  # noqa: BLE001 - every failure is recorded, then raised as one line

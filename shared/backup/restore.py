@@ -128,7 +128,7 @@ def restore_store(
     force: bool = False,
     tables: Iterable[str] = TABLES,
     containers: Iterable[str] = CONTAINERS,
-    now: Callable[[], datetime] = clock.utcnow,
+    now: Callable[[], datetime] | None = None,  # None: the one clock (a test that replaces it is seen)
     mirror: KnowledgeHost | None = None,
 ) -> RestoreReport:
     tables, containers = list(tables), list(containers)
@@ -142,7 +142,7 @@ def restore_store(
         refuse_live_host(store)
     if (taken := occupied(store, tables, containers)) and not force:
         raise StoreNotEmpty("the store is not empty (" + ", ".join(taken) + "); restore into an empty one")
-    restored_at = now()
+    restored_at = (now or clock.utcnow)()
     jump = epoch.fencing_jump(manifest.as_of, restored_at, settings.fencing_jump_per_second)
     event_jump = sequence_floor.sequence_jump(manifest.as_of, restored_at, settings.event_jump_per_second)
     report = RestoreReport(

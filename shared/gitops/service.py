@@ -42,12 +42,12 @@ class GitOpsBindings:
         store: BindingStore,
         provisioning: ProvisioningApi,
         settings: GitOpsSettings,
-        now: Callable[[], datetime] = clock.utcnow,
+        now: Callable[[], datetime] | None = None,  # None: the one clock (a test that replaces it is seen)
     ) -> None:
         self._store = store
         self._provisioning = provisioning
         self._settings = settings
-        self._clock = now
+        self._clock = now or clock.utcnow
 
     # -- changing bindings ------------------------------------------------------------------------
 

@@ -97,7 +97,7 @@ class Scanner:
         settings: InventorySettings,
         targets: Sequence[ProvisioningTarget],
         observers: ObserverFactory,
-        now: Callable[[], datetime] = clock.utcnow,
+        now: Callable[[], datetime] | None = None,  # None: the one clock (a test that replaces it is seen)
         drift_reports: DriftReports | None = None,  # None: KnowledgeHost is not configured
     ) -> None:
         self._store = store
@@ -106,7 +106,7 @@ class Scanner:
         self._settings = settings
         self._targets = targets
         self._observers = observers
-        self._clock = now
+        self._clock = now or clock.utcnow
         self._refresher = ProposalRefresher(store, provisioning, settings)
 
     def tick_reads(self, environments: Sequence[tuple[str, str]]) -> AccountReads:

@@ -4,8 +4,10 @@ App code (``shared/``, ``functions/``, activities, ``runner_job/``) reads wall-c
 time only here, so every row, receipt and event agrees on the zone and the
 format, and a test that moves time has one name to replace
 (``shared.platform.clock.utcnow``; callers write ``clock.utcnow()``, so a patch
-reaches them). Code whose tests pass their own time takes a
-``Callable[[], datetime]`` defaulting to :func:`utcnow`.
+reaches them). Code whose tests pass their own time takes
+``now: Callable[[], datetime] | None = None`` and reads ``clock.utcnow`` when it
+is None (at the call, or when the object is made), never a default bound at
+import, which a replaced clock would not reach.
 
 Not here: durations and deadlines, which use ``time.monotonic`` (no wall-clock
 step can make them run backwards), and orchestrator functions, which read the

@@ -90,14 +90,14 @@ class ArtifactPublisher:
         storage: StorageClients,
         client: KnowledgeHost,
         policy: PublishPolicy,
-        now: Callable[[], datetime] = clock.utcnow,
+        now: Callable[[], datetime] | None = None,  # None: the one clock (a test that replaces it is seen)
         budget_seconds: float = BUDGET_SECONDS,
     ) -> None:
         self._outbox = outbox
         self._storage = storage
         self._client = client
         self._policy = policy
-        self._now = now
+        self._now = now or clock.utcnow
         self._budget = budget_seconds
 
     def publish_pending(self) -> PublishReport:
