@@ -85,6 +85,14 @@ class SweepReport(TypedDict):
     contended: int  # renewed, released or taken over meanwhile: not the sweep's to end
 
 
+class ExpiryStatus(TypedDict, total=False):
+    """The orchestration's custom status after each period: the sweep's report, or why it failed."""
+
+    last_sweep: SweepReport
+    last_error: str  # the failure's text, cut to 200 characters
+    periods: int  # the periods run, this one included
+
+
 SWEEP = Activity[SweepRequest, SweepReport]("capacity_sweep_expired", SWEEP_RETRY)
 SWEEP_ACTIVITY = SWEEP.name
 
@@ -94,9 +102,10 @@ def capacity_lease_expiry(context: OrchestrationContext) -> Steps[None]:
     order = ExpiryOrder.parse(context.get_input())
     try:
         result = yield from SWEEP.call(context, {"pool": order.pool})
-        context.set_custom_status({"last_sweep": result, "periods": order.periods + 1})
+        status: ExpiryStatus = {"last_sweep": result, "periods": order.periods + 1}
     except Exception as error:  # noqa: BLE001 - the store was down: try again next period, stay alive
-        context.set_custom_status({"last_error": str(error)[:200], "periods": order.periods + 1})
+        status = {"last_error": str(error)[:200], "periods": order.periods + 1}
+    context.set_custom_status(status)
     yield context.create_timer(context.current_utc_datetime + timedelta(seconds=order.interval_seconds))
     context.continue_as_new(ExpiryOrder(order.pool, order.interval_seconds, order.periods + 1).document())
     return None
