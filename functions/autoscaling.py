@@ -15,17 +15,22 @@ from asyncio import to_thread
 
 import azure.durable_functions as df
 import azure.functions as func
-from pydantic import BaseModel, Field
 
 from orchestrations.provisioning_client import start_and_wake
-from shared.autoscaling.api import AutoscalingPolicy, DecisionList, DecisionRecord, Evaluation, ScalerStatus
+from shared.autoscaling.api import (
+    AutoscalingPolicy,
+    DecisionList,
+    DecisionRecord,
+    DecisionsQuery,
+    Evaluation,
+    EvaluationView,
+    ScalerStatus,
+)
 from shared.capacity.api import POOL_ID, pools
 from shared.platform.auth import Caller, Role, Scope
 from shared.platform.http import problems
 from shared.platform.http.endpoint import endpoint
-from shared.platform.http.paging import parse_query
 from shared.platform.http.responses import JsonResult
-from shared.platform.http.validation import parse_model
 from shared.platform.logs import app_logger
 from shared.wiring import autoscaling as wiring
 from shared.wiring import capacity as capacity_wiring
@@ -37,27 +42,9 @@ log = app_logger("autoscaling")
 DECISION_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")
 
 
-MAX_DECISION_NUMBER = 10**12  # far beyond any pool's decisions (one a tick for centuries)
-
-
-class DecisionsQuery(BaseModel):
-    """Decisions newest first; ``before`` pages to older ones (the previous page's ``before``)."""
-
-    limit: int = Field(default=50, ge=1, le=500)
-    before: int | None = Field(
-        default=None, ge=1, le=MAX_DECISION_NUMBER, description="a decision number: list older decisions"
-    )
-
-
-class EvaluationView(BaseModel):
-    pool: str
-    note: str
-    decision: DecisionRecord | None
-
-
 def _visible_pool(req: func.HttpRequest, caller: Caller) -> str:
     """The route's pool if the caller may see it; else the same 404 as a pool that never existed."""
-    pool_id = req.route_params["id"]
+    pool_id: str = req.route_params["id"]  # azure-functions leaves route_params unannotated
     if not POOL_ID.fullmatch(pool_id):
         raise problems.not_found()
     stored = pools.read_pool(capacity_wiring.store(), pool_id)
@@ -87,13 +74,12 @@ def autoscaling_get(req: func.HttpRequest, caller: Caller) -> object:
     responses={200: ScalerStatus, 201: ScalerStatus},
 )
 async def autoscaling_put_policy(
-    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller, body: AutoscalingPolicy
 ) -> JsonResult:
     """Set the pool's policy and evaluate it at once: the first decision under a new policy (or new
     infrastructure) is the baseline run that provisions the slots the pool already has."""
     pool_id = _visible_pool(req, caller)
-    policy = parse_model(req, AutoscalingPolicy)
-    status, created, evaluation = await to_thread(wiring.scaler().set_policy, pool_id, policy, caller.principal)
+    status, created, evaluation = await to_thread(wiring.scaler().set_policy, pool_id, body, caller.principal)
     if evaluation is not None:
         await _start_runs(client, evaluation)
     return JsonResult(status, status=201 if created else 200)
@@ -101,9 +87,8 @@ async def autoscaling_put_policy(
 
 @bp.route(route="runtime-cloud/pools/{id}/autoscaling/decisions", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, query=DecisionsQuery, responses={200: DecisionList})
-def autoscaling_list_decisions(req: func.HttpRequest, caller: Caller) -> object:
+def autoscaling_list_decisions(req: func.HttpRequest, caller: Caller, query: DecisionsQuery) -> object:
     pool_id = _visible_pool(req, caller)
-    query = parse_query(req, DecisionsQuery)
     found = wiring.scaler().decisions(pool_id, query.limit, query.before)
     older = found[-1].number if len(found) == query.limit and found[-1].number > 1 else None
     return DecisionList(decisions=found, before=older)
@@ -132,12 +117,12 @@ def autoscaling_get_decision(req: func.HttpRequest, caller: Caller) -> object:
 )
 async def autoscaling_evaluate_pool(
     req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
-) -> dict:
+) -> EvaluationView:
     """Evaluate one pool now (what the timer does for every pool); 409 when another evaluation is under way."""
     pool_id = _visible_pool(req, caller)
     evaluation = await to_thread(wiring.scaler().evaluate, pool_id)
     await _start_runs(client, evaluation)
-    return {"pool": evaluation.pool, "note": evaluation.note, "decision": evaluation.decision}
+    return EvaluationView(pool=evaluation.pool, note=evaluation.note, decision=evaluation.decision)
 
 
 @bp.timer_trigger(

@@ -10,41 +10,28 @@ comes from the token: another tenant's lease or dedicated pool answers 404.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
 
 from shared.autoscaling.api import refuse_resize_by_hand
 from shared.capacity.api import (
+    CAPACITY_PROBLEMS,
     EDITION_NAME,
     LEASE_ID,
     POOL_ID,
     AcquireRequest,
-    CapacityUnavailable,
-    ContentionExhausted,
-    EditionInUse,
     EditionSaved,
-    EditionsManagedElsewhere,
     EditionSpec,
-    KindNotInEdition,
-    LeaseIdInUse,
     LeaseList,
-    LeaseLost,
-    LeaseNotFound,
     LeasesQuery,
     LeaseView,
-    NoMatchingPool,
     Pool,
-    PoolChangeRefused,
     PoolList,
-    PoolNotFound,
     PoolSpec,
     PoolsQuery,
     PoolView,
-    QuotaExceeded,
-    QuotasUnavailable,
     QuotasView,
     RenewRequest,
     TenantUsage,
@@ -60,9 +47,8 @@ from shared.platform.auth import Caller, Role, Scope
 from shared.platform.errors import InvalidInput
 from shared.platform.http import problems
 from shared.platform.http.endpoint import endpoint
-from shared.platform.http.paging import parse_query
+from shared.platform.http.problems import register_problems
 from shared.platform.http.responses import JsonResult
-from shared.platform.http.validation import parse_model
 from shared.platform.logs import app_logger
 from shared.wiring import capacity as wiring
 from shared.wiring.settings import get_settings, setting_binding
@@ -72,58 +58,9 @@ log = app_logger("capacity")
 
 LEASE_OR_READ = (Scope.CAPACITY_LEASE, Scope.RUNTIME_READ)
 
-
-@contextmanager
-def capacity_problems() -> Iterator[None]:
-    """The capacity domain's refusals as problem documents (429 and 503 with jittered Retry-After)."""
-    try:
-        yield
-    except QuotaExceeded as error:
-        problem = problems.too_many_requests(
-            "quota-exceeded", str(error), error.retry_after_seconds, error.retry_ceiling_seconds
-        )
-        problem.extensions.update(edition=error.edition, kind=error.kind, limit=error.limit)
-        raise problem from None
-    except KindNotInEdition as error:
-        # 403, not 429: no amount of waiting helps (so no Retry-After); the edition must change.
-        problem = problems.Problem(403, "kind-not-in-edition", "Not in your edition", str(error))
-        problem.extensions.update(edition=error.edition, kind=error.kind, limit=0)
-        raise problem from None
-    except CapacityUnavailable as error:
-        problem = problems.service_unavailable(
-            "capacity-unavailable", str(error), error.retry_after_seconds, error.retry_ceiling_seconds
-        )
-        problem.extensions.update(
-            kind=error.kind, pools=error.pools, draining=error.draining, contended=error.contended
-        )
-        raise problem from None
-    except QuotasUnavailable as error:  # ControlPlaneApi owns the quota and cannot be asked: never grant blind
-        problem = problems.service_unavailable("quotas-unavailable", str(error), error.retry_after_seconds)
-        problem.extensions.update(authority=error.authority, edition=error.edition)
-        raise problem from None
-    except EditionInUse as error:
-        problem = problems.conflict(str(error), kind="edition-in-use")
-        problem.extensions.update(edition=error.edition)
-        raise problem from None
-    except EditionsManagedElsewhere as error:
-        problem = problems.conflict(str(error), kind="editions-managed-elsewhere")
-        problem.extensions.update(authority=error.authority)
-        raise problem from None
-    except ContentionExhausted as error:  # renew or release lost every race: the worker retries shortly
-        raise problems.service_unavailable("lease-contended", str(error), 1) from None
-    except LeaseLost as error:
-        problem = problems.conflict(str(error), kind="lease-lost")
-        problem.title = "Lease lost: stop the work"
-        problem.extensions.update(lease_id=error.lease_id, reason=error.reason)
-        raise problem from None
-    except LeaseIdInUse as error:
-        raise problems.conflict(str(error), kind="lease-id-in-use") from None
-    except PoolChangeRefused as error:
-        raise problems.conflict(str(error), kind="pool-change-refused") from None
-    except NoMatchingPool as error:
-        raise problems.Problem(404, "no-matching-pool", "No matching pool", str(error)) from None
-    except (LeaseNotFound, PoolNotFound):
-        raise problems.not_found() from None
+# Capacity's refusals (quotas, pools, leases: 429, 503 with a jittered Retry-After, 403, 409, 404) are answered
+# by the request pipeline with the mapping capacity declares beside its errors (shared/capacity/problems.py).
+register_problems(CAPACITY_PROBLEMS)
 
 
 def _valid_name(value: str, pattern: re.Pattern[str], path: str) -> str:
@@ -134,7 +71,7 @@ def _valid_name(value: str, pattern: re.Pattern[str], path: str) -> str:
 
 def _route_id(req: func.HttpRequest, name: str, pattern: re.Pattern[str]) -> str:
     """An id from the route; one that cannot exist (say, with characters keys refuse) is simply not found."""
-    value = req.route_params[name]
+    value: str = req.route_params[name]  # azure-functions leaves route_params unannotated
     if not pattern.fullmatch(value):
         raise problems.not_found()
     return value
@@ -157,9 +94,8 @@ def _visible_pool(caller: Caller, pool_id: str) -> Pool:
 
 @bp.route(route="runtime-cloud/pools", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=PoolsQuery, responses={200: PoolList})
-def capacity_list_pools(req: func.HttpRequest, caller: Caller) -> dict:
+def capacity_list_pools(req: func.HttpRequest, caller: Caller, query: PoolsQuery) -> dict[str, Any]:
     """The pools the caller may use (every pool for a platform administrator), a page at a time in id order."""
-    query = parse_query(req, PoolsQuery)
     store, now = wiring.store(), clock.utcnow()
     tenant = None if caller.has_role(Role.PLATFORM_ADMIN) else caller.tenant
     visible, following = pools.pools_page(store, tenant, limit=query.limit, continuation=query.continuation)
@@ -184,13 +120,11 @@ def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> object:
     response_headers={201: ("Location",)},
     problems=(409,),
 )
-def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
+def capacity_put_pool(req: func.HttpRequest, caller: Caller, body: PoolSpec) -> JsonResult:
     pool_id = _valid_name(req.route_params["id"], POOL_ID, "/id")
-    spec = parse_model(req, PoolSpec)
     if "provisioning" in get_settings().runtime_cloud.host.enabled_modules:  # autoscaling is deployed
-        refuse_resize_by_hand(wiring.store(), pool_id, spec.size)  # 409 while a policy owns the size
-    with capacity_problems():
-        pool, created = pools.put_pool(wiring.store(), pool_id, spec)
+        refuse_resize_by_hand(wiring.store(), pool_id, body.size)  # 409 while a policy owns the size
+    pool, created = pools.put_pool(wiring.store(), pool_id, body)
     view = pools.pool_view(wiring.store(), pool, clock.utcnow())
     headers = {"Location": f"/runtime-cloud/pools/{pool_id}"} if created else {}
     return JsonResult(view, status=201 if created else 200, headers=headers)
@@ -205,8 +139,7 @@ def capacity_put_pool(req: func.HttpRequest, caller: Caller) -> JsonResult:
     problems=(409,),
 )
 def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
-    with capacity_problems():
-        pool = pools.drain_pool(wiring.store(), _route_id(req, "id", POOL_ID))
+    pool = pools.drain_pool(wiring.store(), _route_id(req, "id", POOL_ID))
     return pools.pool_view(wiring.store(), pool, clock.utcnow())
 
 
@@ -215,12 +148,11 @@ def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
 
 @bp.route(route="runtime-cloud/quotas", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: QuotasView}, problems=(503,))
-def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
+def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     """The editions and their limits: ControlPlaneApi's when it is their authority (503 when it cannot say)."""
     store = wiring.store()
-    with capacity_problems():
-        known = editions.visible_editions(store)
-        yours = editions.edition_of(store, caller.tenant).name
+    known = editions.visible_editions(store)
+    yours = editions.edition_of(store, caller.tenant).name
     admin = caller.has_role(Role.PLATFORM_ADMIN)
     members = editions.tenants_by_edition(store) if admin else {}
     return {
@@ -246,18 +178,16 @@ def capacity_list_quotas(req: func.HttpRequest, caller: Caller) -> dict:
     responses={200: EditionSaved, 201: EditionSaved},
     problems=(409,),
 )
-def capacity_put_quota(req: func.HttpRequest, caller: Caller) -> JsonResult:
+def capacity_put_quota(req: func.HttpRequest, caller: Caller, body: EditionSpec) -> JsonResult:
     """Create or replace an edition; 409 naming the authority while ControlPlaneApi owns editions."""
     name = _valid_name(req.route_params["edition"], EDITION_NAME, "/edition")
-    spec = parse_model(req, EditionSpec)
-    with capacity_problems():
-        edition, created = editions.put_edition(wiring.store(), name, spec)
-    body = {
+    edition, created = editions.put_edition(wiring.store(), name, body)
+    saved = {
         "edition": edition.name,
         "limits": {k.value: v for k, v in edition.limits.items()},
-        "tenants_assigned": spec.tenants,
+        "tenants_assigned": body.tenants,
     }
-    return JsonResult(body, status=201 if created else 200)
+    return JsonResult(saved, status=201 if created else 200)
 
 
 @bp.route(route="runtime-cloud/quotas/{edition}", methods=["DELETE"])
@@ -272,20 +202,18 @@ def capacity_delete_quota(req: func.HttpRequest, caller: Caller) -> func.HttpRes
     """Delete an edition no tenant is assigned to (409 ``edition-in-use`` otherwise, or for one the settings
     define); 404 for an edition the API never created."""
     name = _route_id(req, "edition", EDITION_NAME)
-    with capacity_problems():
-        if not editions.delete_edition(wiring.store(), name):
-            raise problems.not_found()
+    if not editions.delete_edition(wiring.store(), name):
+        raise problems.not_found()
     return func.HttpResponse(status_code=204)
 
 
 @bp.route(route="runtime-cloud/tenants/{tenant}/usage", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: TenantUsage}, problems=(503,))
-def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict:
+def capacity_tenant_usage(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     tenant = req.route_params["tenant"]
     if tenant != caller.tenant and not caller.has_role(Role.PLATFORM_ADMIN):
         raise problems.not_found()
-    with capacity_problems():
-        return tenant_usage(wiring.store(), tenant)
+    return tenant_usage(wiring.store(), tenant)
 
 
 # -- leases ------------------------------------------------------------------------
@@ -309,10 +237,9 @@ RenewBody = with_ttl_bound(RenewRequest, _max_ttl_seconds)
     response_headers={201: ("Location", "Idempotent-Replayed")},
     problems=(404, 409, 429, 503),
 )
-def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
-    request = parse_model(req, AcquireBody)
-    with capacity_problems(), measured_acquire(caller.tenant, request.kind.value) as granted:
-        lease, replayed = wiring.leases().acquire(caller.tenant, request)
+def capacity_acquire_lease(req: func.HttpRequest, caller: Caller, body: AcquireRequest) -> JsonResult:
+    with measured_acquire(caller.tenant, body.kind.value) as granted:
+        lease, replayed = wiring.leases().acquire(caller.tenant, body)
         granted(lease.pool, lease.lease_id)
     headers = {"Location": f"/runtime-cloud/leases/{lease.lease_id}"}
     if replayed:
@@ -322,8 +249,7 @@ def capacity_acquire_lease(req: func.HttpRequest, caller: Caller) -> JsonResult:
 
 @bp.route(route="runtime-cloud/leases", methods=["GET"])
 @endpoint(any_scopes=LEASE_OR_READ, query=LeasesQuery, responses={200: LeaseList})
-def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
-    query = parse_query(req, LeasesQuery)
+def capacity_list_leases(req: func.HttpRequest, caller: Caller, query: LeasesQuery) -> dict[str, Any]:
     page = wiring.leases().list_leases(
         caller.tenant,
         pool=query.pool,
@@ -338,8 +264,7 @@ def capacity_list_leases(req: func.HttpRequest, caller: Caller) -> dict:
 @bp.route(route="runtime-cloud/leases/{id}", methods=["GET"])
 @endpoint(any_scopes=LEASE_OR_READ, path={"id": LEASE_ID}, responses={200: LeaseView})
 def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
-    with capacity_problems():
-        return wiring.leases().get(caller.tenant, _route_id(req, "id", LEASE_ID))
+    return wiring.leases().get(caller.tenant, _route_id(req, "id", LEASE_ID))
 
 
 @bp.route(route="runtime-cloud/leases/{id}/renew", methods=["POST"])
@@ -351,17 +276,14 @@ def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
     responses={200: LeaseView},
     problems=(409, 503),
 )
-def capacity_renew_lease(req: func.HttpRequest, caller: Caller) -> object:
-    body = parse_model(req, RenewBody) if req.get_body() else RenewBody()
-    with capacity_problems():
-        return wiring.leases().renew(caller.tenant, _route_id(req, "id", LEASE_ID), body.ttl_seconds)
+def capacity_renew_lease(req: func.HttpRequest, caller: Caller, body: RenewRequest) -> object:
+    return wiring.leases().renew(caller.tenant, _route_id(req, "id", LEASE_ID), body.ttl_seconds)
 
 
 @bp.route(route="runtime-cloud/leases/{id}", methods=["DELETE"])
 @endpoint(scopes=[Scope.CAPACITY_LEASE], path={"id": LEASE_ID}, responses={204: None}, problems=(409, 503))
 def capacity_release_lease(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
-    with capacity_problems():
-        wiring.leases().release(caller.tenant, _route_id(req, "id", LEASE_ID))
+    wiring.leases().release(caller.tenant, _route_id(req, "id", LEASE_ID))
     return func.HttpResponse(status_code=204)
 
 

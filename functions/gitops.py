@@ -57,7 +57,6 @@ from shared.platform.http import problems
 from shared.platform.http.contract import CONTRACT_ATTRIBUTE, Contract
 from shared.platform.http.endpoint import endpoint
 from shared.platform.http.responses import JsonResult, json_response
-from shared.platform.http.validation import parse_model
 from shared.platform.identifiers import TENANT_PATTERN, is_tenant
 from shared.platform.logs import app_logger, ids
 from shared.platform.rejections import record_rejection
@@ -88,18 +87,17 @@ BUSY_RETRIES = 20  # a sync that meets another commit's declaration is queued ag
     responses={200: GitOpsBindingView, 201: GitOpsBindingView},
     response_headers={201: ("Location",)},
 )
-def gitops_bind(req: func.HttpRequest, caller: Caller) -> JsonResult:
+def gitops_bind(req: func.HttpRequest, caller: Caller, body: BindingRequest) -> JsonResult:
     """Bind the environment to a file on a branch of an allowed repository (or re-point its binding)."""
     environment = req.route_params["environment"]
-    request = parse_model(req, BindingRequest)
-    binding, created = wiring.bindings().bind(caller.tenant, environment, request, caller.principal)
+    binding, created = wiring.bindings().bind(caller.tenant, environment, body, caller.principal)
     location = f"/runtime-cloud/environments/{environment}/gitops"
     return JsonResult(binding.public_view(), status=201 if created else 200, headers={"Location": location})
 
 
 @bp.route(route=BINDING, methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path=ENVIRONMENT, responses={200: GitOpsBindingView})
-def gitops_get_binding(req: func.HttpRequest, caller: Caller) -> dict:
+def gitops_get_binding(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     return wiring.bindings().get(caller.tenant, req.route_params["environment"]).public_view()
 
 
@@ -120,16 +118,15 @@ def gitops_unbind(req: func.HttpRequest, caller: Caller) -> func.HttpResponse:
     path=ENVIRONMENT,
     responses={200: GitOpsBindingView},
 )
-def gitops_suspend(req: func.HttpRequest, caller: Caller) -> dict:
+def gitops_suspend(req: func.HttpRequest, caller: Caller, body: SuspendRequest) -> dict[str, Any]:
     """Suspend: no poll, webhook or queued sync reads or declares until resumed (repeating it is harmless)."""
-    body = parse_model(req, SuspendRequest) if req.get_body() else SuspendRequest()
     environment = req.route_params["environment"]
     return wiring.bindings().suspend(caller.tenant, environment, caller.principal, body.reason).public_view()
 
 
 @bp.route(route=BINDING + "/resume", methods=["POST"])
 @endpoint(scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], path=ENVIRONMENT, responses={200: GitOpsBindingView})
-def gitops_resume(req: func.HttpRequest, caller: Caller) -> dict:
+def gitops_resume(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     """Resume, and queue a sync at once (it declares the head if it is new and the sync windows are open)."""
     binding = wiring.bindings().resume(caller.tenant, req.route_params["environment"], caller.principal)
     enqueue_sync(binding.tenant, binding.environment, Trigger.RESUME)
@@ -138,7 +135,7 @@ def gitops_resume(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route=BINDING + "/status", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path=ENVIRONMENT, responses={200: GitOpsStatusView})
-def gitops_status(req: func.HttpRequest, caller: Caller) -> dict:
+def gitops_status(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     """Last seen, declared and applied commits, how far the environment is behind the branch, the last error."""
     return wiring.bindings().status(caller.tenant, req.route_params["environment"])
 
@@ -152,7 +149,9 @@ def gitops_status(req: func.HttpRequest, caller: Caller) -> dict:
     responses={200: GitOpsSyncView},
     problems=(409,),
 )
-async def gitops_sync_now(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
+async def gitops_sync_now(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
+) -> dict[str, Any]:
     """Read the branch now and declare its head if it is new (not gated by sync windows). 200 with the
     outcome, also when the read failed (``fetch-failed``, nothing declared); 409 when suspended."""
     environment = req.route_params["environment"]

@@ -52,7 +52,7 @@ async def runtime_cloud_health(req: func.HttpRequest, caller: Caller) -> func.Ht
 
 @bp.route(route="runtime-cloud/meta/targets", methods=["GET"])
 @endpoint(scopes=[Scope.META_READ], responses={200: TargetsView})
-def runtime_cloud_targets(req: func.HttpRequest, caller: Caller) -> dict:
+def runtime_cloud_targets(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     """RuntimeCloudTargets: the targets the caller's tenant may use and the IaC runner's version."""
     settings = get_settings()
     runner = describe_runner(settings.runtime_cloud.iac.runner)
@@ -67,7 +67,7 @@ def runtime_cloud_targets(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route="runtime-cloud/openapi.json", methods=["GET"])
 @endpoint(any_scopes=[Scope.META_READ, Scope.RUNTIME_READ], responses={200: OPENAPI_DOCUMENT})
-def runtime_cloud_openapi(req: func.HttpRequest, caller: Caller) -> dict:
+def runtime_cloud_openapi(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     """The API's OpenAPI 3.1 document, generated from the endpoints this host serves."""
     return api_document()
 

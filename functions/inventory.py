@@ -18,6 +18,7 @@ provisioning's events.
 from __future__ import annotations
 
 from asyncio import to_thread
+from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
@@ -54,9 +55,7 @@ from shared.platform.auth import Caller, Role, Scope
 from shared.platform.errors import Conflict, NotFound, StoreUnavailable
 from shared.platform.http import problems
 from shared.platform.http.endpoint import endpoint
-from shared.platform.http.paging import parse_query
 from shared.platform.http.responses import JsonResult
-from shared.platform.http.validation import parse_model
 from shared.platform.logs import app_logger, ids
 from shared.platform.rejections import record_rejection
 from shared.platform.storage.clients import shared_host_storage
@@ -77,14 +76,13 @@ PURGE_SCHEDULE = setting_binding("RuntimeCloud:Inventory:PurgeSchedule")
 
 @bp.route(route="runtime-cloud/environments", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=EnvironmentsQuery, responses={200: EnvironmentList})
-def inventory_list_environments(req: func.HttpRequest, caller: Caller) -> dict:
-    query = parse_query(req, EnvironmentsQuery)
+def inventory_list_environments(req: func.HttpRequest, caller: Caller, query: EnvironmentsQuery) -> dict[str, Any]:
     return wiring.views().environments(caller.tenant, limit=query.limit, continuation=query.continuation)
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/inventory", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: InventoryView})
-def inventory_get(req: func.HttpRequest, caller: Caller) -> dict:
+def inventory_get(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     return wiring.views().inventory(caller.tenant, req.route_params["environment"])
 
 
@@ -140,8 +138,7 @@ async def inventory_get_scan(
 
 @bp.route(route="runtime-cloud/environments/{environment}/findings", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=FindingsQuery, responses={200: FindingList})
-def inventory_list_findings(req: func.HttpRequest, caller: Caller) -> dict:
-    query = parse_query(req, FindingsQuery)
+def inventory_list_findings(req: func.HttpRequest, caller: Caller, query: FindingsQuery) -> dict[str, Any]:
     return wiring.views().findings(
         caller.tenant,
         req.route_params["environment"],
@@ -153,7 +150,7 @@ def inventory_list_findings(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route="runtime-cloud/environments/{environment}/findings/{finding_id}", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: FindingView})
-def inventory_get_finding(req: func.HttpRequest, caller: Caller) -> dict:
+def inventory_get_finding(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     return wiring.views().finding(caller.tenant, req.route_params["environment"], req.route_params["finding_id"])
 
 
@@ -162,8 +159,7 @@ def inventory_get_finding(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route="runtime-cloud/environments/{environment}/ignore-rules", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=IgnoreRulesQuery, responses={200: IgnoreRuleList})
-def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller) -> dict:
-    query = parse_query(req, IgnoreRulesQuery)
+def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller, query: IgnoreRulesQuery) -> dict[str, Any]:
     return wiring.views().rules(
         caller.tenant, req.route_params["environment"], limit=query.limit, continuation=query.continuation
     )
@@ -177,11 +173,9 @@ def inventory_list_ignore_rules(req: func.HttpRequest, caller: Caller) -> dict:
     responses={201: IgnoreRuleView},
     response_headers={201: ("Location",)},
 )
-def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller) -> JsonResult:
+def inventory_create_ignore_rule(req: func.HttpRequest, caller: Caller, body: NewIgnoreRule) -> JsonResult:
     environment = req.route_params["environment"]
-    rule = wiring.rule_book().create(
-        caller.tenant, environment, parse_model(req, NewIgnoreRule), author=caller.principal
-    )
+    rule = wiring.rule_book().create(caller.tenant, environment, body, author=caller.principal)
     location = f"/runtime-cloud/environments/{environment}/ignore-rules/{rule.id}"
     return JsonResult(rule.public_view(clock.utcnow()), status=201, headers={"Location": location})
 
@@ -198,8 +192,7 @@ def inventory_delete_ignore_rule(req: func.HttpRequest, caller: Caller) -> func.
 
 @bp.route(route="runtime-cloud/proposals", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=ProposalsQuery, responses={200: ProposalList}, problems=(404,))
-def inventory_list_proposals(req: func.HttpRequest, caller: Caller) -> dict:
-    query = parse_query(req, ProposalsQuery)
+def inventory_list_proposals(req: func.HttpRequest, caller: Caller, query: ProposalsQuery) -> dict[str, Any]:
     return wiring.views().proposals(
         caller.tenant,
         environment=query.environment,
@@ -211,7 +204,7 @@ def inventory_list_proposals(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route="runtime-cloud/proposals/{id}", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: ProposalView})
-def inventory_get_proposal(req: func.HttpRequest, caller: Caller) -> dict:
+def inventory_get_proposal(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     return wiring.views().proposal(caller.tenant, req.route_params["id"])
 
 
@@ -225,13 +218,12 @@ def inventory_get_proposal(req: func.HttpRequest, caller: Caller) -> dict:
     problems=(409,),
 )
 async def inventory_accept_proposal(
-    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
-) -> dict:
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller, body: AcceptBody
+) -> dict[str, Any]:
     """Accept with ``{"option": "revert" | "adopt" | "accept"}`` (the whole proposal) or
     ``{"decisions": [{"finding": id, "option": ...}]}`` (each finding); revert and adopt start a provisioning run.
     Adopting drift of an environment that follows a Git branch is 409 ``environment-follows-git`` with the
     specification to commit (``specification_yaml``): Git is its source of truth."""
-    body = parse_model(req, AcceptBody)
     try:  # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
         await to_thread(gitops_wiring.check_proposal_adoption, caller.tenant, req.route_params["id"], body)
     except FollowsGit as refusal:
@@ -256,8 +248,7 @@ async def inventory_accept_proposal(
 @endpoint(
     scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=RejectBody, responses={200: ProposalView}, problems=(409,)
 )
-def inventory_reject_proposal(req: func.HttpRequest, caller: Caller) -> dict:
-    body = parse_model(req, RejectBody)
+def inventory_reject_proposal(req: func.HttpRequest, caller: Caller, body: RejectBody) -> dict[str, Any]:
     return (
         wiring.decisions()
         .reject(caller.tenant, req.route_params["id"], body, operator=caller.principal, client=caller.client_id)

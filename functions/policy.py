@@ -14,20 +14,18 @@ purged: they are what a receipt's digest leads back to.
 
 from __future__ import annotations
 
+from typing import Any
+
 import azure.durable_functions as df
 import azure.functions as func
-from pydantic import ValidationError
 
 from shared.iac.api import RunnerError, TargetUnreachable, runner_for
 from shared.platform import clock
 from shared.platform.auth import Caller, Requester, Role, Scope
 from shared.platform.errors import InvalidInput, NotFound
-from shared.platform.field_errors import field_errors
 from shared.platform.http import problems
 from shared.platform.http.endpoint import endpoint
-from shared.platform.http.paging import parse_query
 from shared.platform.http.responses import JsonResult
-from shared.platform.http.validation import parse_json_body, parse_model
 from shared.platform.identifiers import IDEMPOTENCY_KEY_PATTERN, is_idempotency_key
 from shared.platform.logs import app_logger
 from shared.platform.targets import target_for
@@ -61,7 +59,7 @@ log = app_logger("policy")
 
 @bp.route(route="runtime-cloud/environments/{environment}/policy", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: EffectivePolicy}, problems=(503,))
-def policy_effective(req: func.HttpRequest, caller: Caller) -> dict:
+def policy_effective(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     """The bundle that checks this environment's plans (its layers and digest) and the exceptions in force."""
     environment = req.route_params["environment"]
     environment_class = _environment_class(caller.tenant, environment)
@@ -83,11 +81,10 @@ def policy_effective(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route="runtime-cloud/policy/dry-run", methods=["POST"])
 @endpoint(scopes=[Scope.RUNTIME_WRITE], body=Declaration, responses={200: DryRunVerdict}, problems=(503,))
-def policy_dry_run(req: func.HttpRequest, caller: Caller) -> dict:
+def policy_dry_run(req: func.HttpRequest, caller: Caller, body: Declaration) -> dict[str, Any]:
     """Check a specification against the effective policy without declaring it: no run, nothing written."""
-    declaration = _model(Declaration, parse_json_body(req))
     try:
-        specification, _ = provisioning.service().specification_from(caller.tenant, declaration)
+        specification, _ = provisioning.service().specification_from(caller.tenant, body)
     except ReleaseUnresolved as error:  # a release is checked as what DeliveryHost says it holds
         if error.unknown:
             raise InvalidInput([{"path": "/release", "message": str(error)}]) from None
@@ -137,21 +134,20 @@ def policy_dry_run(req: func.HttpRequest, caller: Caller) -> dict:
     response_headers={201: ("Location",)},
     problems=(409,),
 )
-def policy_create_exception(req: func.HttpRequest, caller: Caller) -> JsonResult:
+def policy_create_exception(req: func.HttpRequest, caller: Caller, body: NewPolicyException) -> JsonResult:
     """Let one rule's violations through for one resource (or ``*``) of this environment, until it expires."""
     environment = req.route_params["environment"]
     _environment_class(caller.tenant, environment)
-    request = parse_model(req, NewPolicyException)
     now = clock.utcnow()
     try:
-        check_expiry(request.expires_at, now, get_settings().runtime_cloud.policy.max_exception_days)
+        check_expiry(body.expires_at, now, get_settings().runtime_cloud.policy.max_exception_days)
     except ValueError as error:
         raise InvalidInput([{"path": "/expires_at", "message": str(error)}]) from None
     key = req.headers.get("Idempotency-Key")
     if key is not None and not is_idempotency_key(key):
         raise problems.bad_request("the Idempotency-Key header is 1-200 characters: letters, digits and '._:@+=~-'")
     exception, created = wiring.exceptions().create(
-        caller.tenant, environment, request, caller.principal, caller.client_id, now, key
+        caller.tenant, environment, body, caller.principal, caller.client_id, now, key
     )
     location = f"/runtime-cloud/environments/{environment}/policy/exceptions/{exception.id}"
     return JsonResult(exception.public_view(now), status=201 if created else 200, headers={"Location": location})
@@ -159,10 +155,9 @@ def policy_create_exception(req: func.HttpRequest, caller: Caller) -> JsonResult
 
 @bp.route(route="runtime-cloud/environments/{environment}/policy/exceptions", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=PolicyExceptionsQuery, responses={200: PolicyExceptionList})
-def policy_list_exceptions(req: func.HttpRequest, caller: Caller) -> dict:
+def policy_list_exceptions(req: func.HttpRequest, caller: Caller, query: PolicyExceptionsQuery) -> dict[str, Any]:
     """The environment's exceptions (active, expired and revoked), a page at a time in exception id order."""
     environment = req.route_params["environment"]
-    query = parse_query(req, PolicyExceptionsQuery)
     _environment_class(caller.tenant, environment)
     moment = clock.utcnow()
     found, following = wiring.exceptions().page(
@@ -173,7 +168,7 @@ def policy_list_exceptions(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route="runtime-cloud/environments/{environment}/policy/exceptions/{exception_id}", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"exception_id": EXCEPTION_ID}, responses={200: PolicyExceptionView})
-def policy_get_exception(req: func.HttpRequest, caller: Caller) -> dict:
+def policy_get_exception(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     exception = _exception(caller, req)
     return exception.public_view(clock.utcnow())
 
@@ -185,7 +180,7 @@ def policy_get_exception(req: func.HttpRequest, caller: Caller) -> dict:
     path={"exception_id": EXCEPTION_ID},
     responses={200: PolicyExceptionView},
 )
-def policy_revoke_exception(req: func.HttpRequest, caller: Caller) -> dict:
+def policy_revoke_exception(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     """Revoke an exception (idempotent); the record stays, since plan receipts name it."""
     exception = _exception(caller, req)
     now = clock.utcnow()
@@ -225,10 +220,3 @@ def _load(tenant: str, environment_class: str) -> EffectiveBundle | None:
         return wiring.gate().load(tenant, environment_class)
     except PolicyUnavailable as error:
         raise problems.service_unavailable("policy-unavailable", str(error), 30) from None
-
-
-def _model(model: type[Declaration], document: object) -> Declaration:
-    try:
-        return model.model_validate(document)
-    except ValidationError as error:
-        raise InvalidInput(field_errors(error)) from None

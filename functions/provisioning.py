@@ -20,17 +20,17 @@ from shared.platform.errors import Conflict, InvalidInput, NotFound, PermissionD
 from shared.platform.field_errors import field_errors
 from shared.platform.http import problems
 from shared.platform.http.endpoint import endpoint
-from shared.platform.http.paging import parse_query
 from shared.platform.http.responses import JsonResult
-from shared.platform.http.validation import parse_json_body
 from shared.platform.identifiers import IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN, is_idempotency_key
 from shared.platform.logs import app_logger, ids
 from shared.platform.rejections import record_rejection
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.telemetry import annotate, message_span
 from shared.provisioning.api import (
+    CancelBody,
+    DecisionBody,
     Declaration,
-    EnvironmentSpecification,
+    EnvironmentSpecificationView,
     FailureReason,
     Outcome,
     ReceiptView,
@@ -68,10 +68,9 @@ log = app_logger("provisioning")
     problems=(409,),
 )
 async def declare_specification(
-    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller, body: Declaration
 ) -> JsonResult:
     """Declare desired state; 202 with the run. ``Idempotency-Key`` makes retries name the same run."""
-    declaration = _model(Declaration, parse_json_body(req))
     key = _idempotency_key(req)
     service = wiring.service()
     # Storage calls are blocking: they run in a worker thread, keeping the event loop free.
@@ -79,14 +78,12 @@ async def declare_specification(
     # what the registered class needs); anyone else is refused 422 (shared/provisioning/environment_rules.py).
     admin = caller.has_role(Role.PLATFORM_ADMIN)
     requester = Requester.of_caller(caller)
-    if declaration.release is not None:  # resolved through DeliveryHost; a release it cannot resolve fails its run
+    if body.release is not None:  # resolved through DeliveryHost; a release it cannot resolve fails its run
         run, created = await to_thread(
-            service.declare_release, caller.tenant, declaration.release, key, requester, platform_admin=admin
+            service.declare_release, caller.tenant, body.release, key, requester, platform_admin=admin
         )
     else:
-        specification, source = await to_thread(
-            service.specification_from, caller.tenant, declaration, platform_admin=admin
-        )
+        specification, source = await to_thread(service.specification_from, caller.tenant, body, platform_admin=admin)
         run, created = await to_thread(service.declare, specification, source, key, requester, platform_admin=admin)
     annotate(tenant=run.tenant, environment=run.environment, run=run.id)
     await start_and_wake(client, run, created=created)
@@ -105,7 +102,7 @@ async def declare_specification(
 
 def _idempotency_key(req: func.HttpRequest) -> str:
     """The caller's ``Idempotency-Key`` (it becomes part of a table key), or a fresh one."""
-    key = req.headers.get("Idempotency-Key")
+    key: str | None = req.headers.get("Idempotency-Key")  # azure-functions leaves headers unannotated
     if key is None:
         return f"request-{uuid.uuid4()}"
     if not is_idempotency_key(key):
@@ -230,20 +227,15 @@ def _invalid_promotion(
 # -- approvals ------------------------------------------------------------------------------------
 
 
-class DecisionBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    plan_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
-    reason: str = Field(default="", max_length=2000)
-
-
 @bp.route(route="runtime-cloud/runs/{id}/approve", methods=["POST"])
 @bp.durable_client_input(client_name="client")
 @endpoint(
     scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=DecisionBody, responses={200: RunView}, problems=(409,)
 )
-async def approve_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
-    return await _decide(req, client, caller, "approved")
+async def approve_run(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller, body: DecisionBody
+) -> dict[str, Any]:
+    return await _decide(req, client, caller, body, "approved")
 
 
 @bp.route(route="runtime-cloud/runs/{id}/reject", methods=["POST"])
@@ -251,17 +243,19 @@ async def approve_run(req: func.HttpRequest, client: df.DurableOrchestrationClie
 @endpoint(
     scopes=[Scope.RUNTIME_WRITE], roles=[Role.OPERATOR], body=DecisionBody, responses={200: RunView}, problems=(409,)
 )
-async def reject_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
-    return await _decide(req, client, caller, "rejected")
+async def reject_run(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller, body: DecisionBody
+) -> dict[str, Any]:
+    return await _decide(req, client, caller, body, "rejected")
 
 
 async def _decide(
     req: func.HttpRequest,
     client: df.DurableOrchestrationClient,
     caller: Caller,
+    body: DecisionBody,
     decision: Literal["approved", "rejected"],
-) -> dict:
-    body = _model(DecisionBody, parse_json_body(req))
+) -> dict[str, Any]:
     run = await to_thread(
         decide,
         wiring.store(),
@@ -278,12 +272,6 @@ async def _decide(
     return run.public_view()
 
 
-class CancelBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    reason: str = Field(default="", max_length=2000)
-
-
 @bp.route(route="runtime-cloud/runs/{id}/cancel", methods=["POST"])
 @bp.durable_client_input(client_name="client")
 @endpoint(
@@ -294,9 +282,10 @@ class CancelBody(BaseModel):
     responses={200: RunView},
     problems=(409,),
 )
-async def cancel_run(req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller) -> dict:
+async def cancel_run(
+    req: func.HttpRequest, client: df.DurableOrchestrationClient, caller: Caller, body: CancelBody
+) -> dict[str, Any]:
     """Cancel a run that has not started applying (queued, planning or awaiting approval)."""
-    body = _model(CancelBody, parse_json_body(req) if req.get_body() else {})
     run = await to_thread(
         cancel,
         wiring.store(),
@@ -425,9 +414,8 @@ async def provisioning_reconciler(timer: func.TimerRequest, client: df.DurableOr
 
 @bp.route(route="runtime-cloud/runs", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=RunsQuery, responses={200: RunList})
-def list_runs(req: func.HttpRequest, caller: Caller) -> dict:
+def list_runs(req: func.HttpRequest, caller: Caller, query: RunsQuery) -> dict[str, Any]:
     """The tenant's runs, a page at a time, by environment then run id (filter by environment and state)."""
-    query = parse_query(req, RunsQuery)
     runs, continuation = wiring.store().runs_page(
         caller.tenant, query.environment, query.state, limit=query.limit, continuation=query.continuation
     )
@@ -436,13 +424,13 @@ def list_runs(req: func.HttpRequest, caller: Caller) -> dict:
 
 @bp.route(route="runtime-cloud/runs/{id}", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: RunView})
-def get_run(req: func.HttpRequest, caller: Caller) -> dict:
+def get_run(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     return wiring.service().run(caller.tenant, req.route_params["id"]).public_view()
 
 
 @bp.route(route="runtime-cloud/runs/{id}/receipts/{kind}", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"kind": "plan|apply"}, responses={200: ReceiptView})
-def get_receipt(req: func.HttpRequest, caller: Caller) -> dict:
+def get_receipt(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     kind = req.route_params["kind"]
     if kind not in ("plan", "apply"):
         raise NotFound(f"no {kind} receipt")
@@ -462,19 +450,12 @@ def get_receipt(req: func.HttpRequest, caller: Caller) -> dict:
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/specification", methods=["GET"])
-@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: EnvironmentSpecification})
-def get_environment_specification(req: func.HttpRequest, caller: Caller) -> dict:
+@endpoint(scopes=[Scope.RUNTIME_READ], responses={200: EnvironmentSpecificationView})
+def get_environment_specification(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     return wiring.service().environment_specification(caller.tenant, req.route_params["environment"])
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-
-
-def _model(model: type[BaseModel], document: Any) -> Any:
-    try:
-        return model.model_validate(document)
-    except ValidationError as error:
-        raise InvalidInput(field_errors(error)) from None
 
 
 def _safe_json(body: str) -> Any:

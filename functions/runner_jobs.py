@@ -20,7 +20,7 @@ from typing import Any
 
 import azure.durable_functions as df
 import azure.functions as func
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from orchestrations.provisioning_client import notify_job_finished
 from shared.iac.api import JobNotice
@@ -30,7 +30,7 @@ from shared.platform.http.endpoint import endpoint
 from shared.platform.rejections import record_rejection
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.telemetry import message_span
-from shared.provisioning.api import RunLog
+from shared.provisioning.api import RunLog, RunLogPage, RunLogQuery
 from shared.wiring import provisioning as wiring
 from shared.wiring.settings import get_settings, setting_binding
 
@@ -65,27 +65,9 @@ async def runner_job_finished(message: func.QueueMessage, client: df.DurableOrch
         await notify_job_finished(client, notice.run_id, notice.job_id)
 
 
-class RunLogQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    cursor: str | None = Field(
-        default=None, max_length=220, description="where the page starts: the previous page's `next` (none: the start)"
-    )
-
-
-class RunLogPage(BaseModel):
-    run_id: str
-    jobs: list[dict[str, Any]] = Field(description="the run's runner jobs as they ran: job_id, attempt, state")
-    entries: list[dict[str, Any]] = Field(
-        description="the page's log lines: job_id and either engine_event (as the engine sent it) or log"
-    )
-    next: str | None = Field(description="the cursor of the next page; at the end it stays put while the run goes on")
-    complete: bool = Field(description="the run ended and every line was read")
-
-
 @bp.route(route="runtime-cloud/runs/{id}/log", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=RunLogQuery, responses={200: RunLogPage})
-def get_run_log(req: func.HttpRequest, caller: Caller) -> dict:
+def get_run_log(req: func.HttpRequest, caller: Caller, query: RunLogQuery) -> dict[str, Any]:
     """The run's log -- its runner jobs' engine events and log lines -- a bounded page at a time."""
     run = wiring.service().run(caller.tenant, req.route_params["id"])  # another tenant's run: 404
-    return RunLog(shared_host_storage()).page(run, req.params.get("cursor"))
+    return RunLog(shared_host_storage()).page(run, query.cursor)

@@ -10,13 +10,16 @@ from __future__ import annotations
 from shared.autoscaling.ownership import refuse_resize_by_hand
 from shared.autoscaling.policy import AutoscalingPolicy
 from shared.autoscaling.records import DecisionList, DecisionRecord, ScalerStatus
+from shared.autoscaling.responses import DecisionsQuery, EvaluationView
 from shared.autoscaling.scaler import Evaluation
 
 __all__ = [
     "AutoscalingPolicy",
     "DecisionList",
     "DecisionRecord",
+    "DecisionsQuery",
     "Evaluation",
+    "EvaluationView",
     "ScalerStatus",
     "refuse_resize_by_hand",
 ]

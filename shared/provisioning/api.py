@@ -30,13 +30,21 @@ from shared.provisioning.receipt_sweep import StoredBlob
 from shared.provisioning.receipts import RECEIPTS_CONTAINER, ReceiptKind, ReceiptStore, receipt_artifact_id
 from shared.provisioning.releases import ReleaseReference, ReleaseUnresolved
 from shared.provisioning.responses import (
+    CancelBody,
+    DecisionBody,
     ReceiptView,
     RunAccepted,
     RunList,
+    RunLogPage,
+    RunLogQuery,
     RunOutputs,
     RunsQuery,
     RunView,
 )
+
+# The answer of GET .../environments/{environment}/specification, under its own name here (its schema keeps
+# the class's name): EnvironmentSpecification in this module is the desired-state model.
+from shared.provisioning.responses import EnvironmentSpecification as EnvironmentSpecificationView
 from shared.provisioning.run_log import RunLog
 from shared.provisioning.runner_jobs import JobTicket, notice_event
 from shared.provisioning.runs import FailureReason, Run, RunState, SourceInfo, run_id_for
@@ -217,11 +225,14 @@ class ProvisioningApi:
 
 __all__ = [
     "AppliedEnvironment",
+    "CancelBody",
     "ChainReport",
     "Claim",
     "ClaimAnswer",
     "Declaration",
+    "DecisionBody",
     "EnvironmentSpecification",
+    "EnvironmentSpecificationView",
     "EnvironmentSummary",
     "FailureReason",
     "JobCancelWatch",
@@ -242,6 +253,8 @@ __all__ = [
     "RunAccepted",
     "RunList",
     "RunLog",
+    "RunLogPage",
+    "RunLogQuery",
     "RunOutputs",
     "RunRef",
     "RunState",

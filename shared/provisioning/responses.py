@@ -1,10 +1,11 @@
-"""Provisioning's answers: runs, receipts, outputs, environment specifications; and its query."""
+"""Provisioning's HTTP models: its answers (runs, receipts, outputs, environment specifications, a run's
+log), its queries and the bodies of a run's decisions."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.desired_state.api import NAME_PATTERN
 from shared.platform.http.contract import view_of
@@ -76,3 +77,36 @@ class RunsQuery(PageQuery):
 
     state: RunState | None = Field(default=None, description="only runs in this state")
     environment: str | None = Field(default=None, pattern=NAME_PATTERN, description="only this environment's runs")
+
+
+class DecisionBody(BaseModel):
+    """An operator's approval or rejection of the plan a run awaits approval for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plan_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    reason: str = Field(default="", max_length=2000)
+
+
+class CancelBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(default="", max_length=2000)
+
+
+class RunLogQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cursor: str | None = Field(
+        default=None, max_length=220, description="where the page starts: the previous page's `next` (none: the start)"
+    )
+
+
+class RunLogPage(BaseModel):
+    run_id: str
+    jobs: list[dict[str, Any]] = Field(description="the run's runner jobs as they ran: job_id, attempt, state")
+    entries: list[dict[str, Any]] = Field(
+        description="the page's log lines: job_id and either engine_event (as the engine sent it) or log"
+    )
+    next: str | None = Field(description="the cursor of the next page; at the end it stays put while the run goes on")
+    complete: bool = Field(description="the run ended and every line was read")

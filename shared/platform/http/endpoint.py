@@ -9,8 +9,19 @@
 It authenticates the bearer token, checks the declared scopes and roles, hands
 the handler the :class:`Caller`, and turns every failure into a problem
 document. Handlers may be sync (run in a worker thread, as the Functions worker
-does) or async. The wrapper exposes the handler's signature without ``caller``
-so the Functions indexer sees only real bindings.
+does) or async. The wrapper exposes the handler's signature without ``caller``,
+``body`` and ``query`` so the Functions indexer sees only real bindings.
+
+The models an endpoint declares are read here, once, after the caller is
+authorised: ``body=Model`` parses the JSON body (415 for another media type,
+400 for one that cannot be read, 422 naming each invalid field by its JSON
+pointer; with ``body_required=False`` an empty body is the model's defaults),
+``query=Model`` the query parameters the model names (422 per invalid one).
+The handler receives them as its ``body`` and ``query`` parameters, typed as
+the models:
+
+    @endpoint(scopes=[Scope.RUNTIME_WRITE], body=PoolSpec, responses={200: PoolView})
+    def put_pool(req: func.HttpRequest, caller: Caller, body: PoolSpec) -> PoolView: ...
 
 A token that verified is remembered, by its exact text, until the earlier of
 its own ``exp`` and five minutes (:class:`VerifiedTokens`): repeating the
@@ -37,11 +48,11 @@ import re
 import typing
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import azure.functions as func
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from shared.platform import clock
 from shared.platform.auth.caller import Caller, Role, Scope
@@ -61,14 +72,16 @@ from shared.platform.errors import (
 from shared.platform.host_settings import AuthSettings
 from shared.platform.http import problems
 from shared.platform.http.contract import CONTRACT_ATTRIBUTE, Contract, names
+from shared.platform.http.paging import parse_query
 from shared.platform.http.responses import to_http_response
-from shared.platform.http.validation import validation_problem
+from shared.platform.http.validation import parse_model, validation_problem
 from shared.platform.logs import app_logger
 from shared.platform.lru_cache import LruCache
 
 log = app_logger("http")
 
 Handler = Callable[..., Any]
+Model = TypeVar("Model", bound=BaseModel)
 
 
 _auth: AuthSettings | None = None  # set once at start by configure_authentication
@@ -177,15 +190,22 @@ def endpoint(
 
     ``documented`` is the endpoint's contract for the API document (see
     :class:`shared.platform.http.contract.Contract`: ``summary``, ``body``, ``query``,
-    ``path``, ``headers``, ``responses``, ``problems``...); it changes nothing
-    at run time.
+    ``path``, ``headers``, ``responses``, ``problems``...). Of it, ``body`` and
+    ``query`` (pydantic models) are also read at run time and handed to the
+    handler's ``body`` and ``query`` parameters (see the module's docstring).
     """
     required_scopes = tuple(scopes)
     required_roles = tuple(roles)
     alternative_scopes = tuple(any_scopes)
+    body_model = _model_or_none(documented.get("body"))
+    body_required = bool(documented.get("body_required", True))
+    query_model = _model_or_none(documented.get("query"))
 
     def decorate(handler: Handler) -> Handler:
         signature = inspect.signature(handler)
+        for name, model in (("body", body_model), ("query", query_model)):
+            if name in signature.parameters and model is None:
+                raise TypeError(f"{handler.__name__} takes {name!r} but its @endpoint declares no {name}= model")
         request_param = _request_parameter(signature)
         run = _runner_for(handler)
 
@@ -197,6 +217,15 @@ def endpoint(
                 authorize(caller, required_scopes, required_roles, alternative_scopes)
                 if "caller" in signature.parameters:
                     bound["caller"] = caller
+                # Read after authorisation, as the handlers did: an unauthorised caller learns nothing of the shape.
+                if body_model is not None:
+                    body = read_body(request, body_model, required=body_required)
+                    if "body" in signature.parameters:
+                        bound["body"] = body
+                if query_model is not None:
+                    query = parse_query(request, query_model)
+                    if "query" in signature.parameters:
+                        bound["query"] = query
                 return to_http_response(await run(**bound))
             except Exception as error:  # noqa: BLE001 - every failure becomes a problem document
                 return _error_response(error, request, handler.__name__)
@@ -218,6 +247,18 @@ def endpoint(
     return decorate
 
 
+def read_body(request: func.HttpRequest, model: type[Model], *, required: bool = True) -> Model:
+    """The request's JSON body as ``model``; an optional body that is absent is the model's defaults."""
+    if not required and not request.get_body():
+        return model.model_validate({})
+    return parse_model(request, model)
+
+
+def _model_or_none(shape: object) -> type[BaseModel] | None:
+    """The pydantic model a contract names for a body or query (a raw schema is documentation only)."""
+    return shape if isinstance(shape, type) and issubclass(shape, BaseModel) else None
+
+
 def _request_parameter(signature: inspect.Signature) -> str:
     for name, parameter in signature.parameters.items():
         if parameter.annotation in (func.HttpRequest, "func.HttpRequest"):
@@ -235,8 +276,13 @@ def _runner_for(handler: Handler) -> Callable[..., Awaitable[Any]]:
     return in_thread
 
 
+# Parameters the pipeline fills (the caller, the parsed body and query), not Functions bindings: a handler
+# takes "body" or "query" only when its endpoint declares that model (checked when it is decorated).
+_PIPELINE_PARAMETERS = frozenset({"caller", "body", "query"})
+
+
 def _present_as(pipeline: Handler, handler: Handler, signature: inspect.Signature) -> None:
-    """Show the Functions worker the handler's bindings, minus ``caller``.
+    """Show the Functions worker the handler's bindings, minus what the pipeline hands over itself.
 
     The worker resolves annotations with ``typing.get_type_hints`` against the
     registered function's own module (this one), and insists that an HTTP
@@ -248,7 +294,7 @@ def _present_as(pipeline: Handler, handler: Handler, signature: inspect.Signatur
     parameters = [
         parameter.replace(annotation=hints.get(name, inspect.Parameter.empty))
         for name, parameter in signature.parameters.items()
-        if name != "caller"
+        if name not in _PIPELINE_PARAMETERS
     ]
     pipeline.__name__ = handler.__name__
     pipeline.__qualname__ = handler.__qualname__
@@ -271,6 +317,9 @@ def _error_response(error: Exception, request: func.HttpRequest, function_name: 
 def _as_problem(error: Exception, function_name: str) -> problems.Problem:
     if isinstance(error, problems.Problem):
         return error
+    registered = problems.registered_problem(error)  # a feature's own refusals (the mapping it registered)
+    if registered is not None:
+        return registered
     if isinstance(error, ValidationError):
         return validation_problem(error)
     if isinstance(error, InvalidInput):

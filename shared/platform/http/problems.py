@@ -4,14 +4,23 @@ Every error answer of the API is a :class:`Problem`. Its ``type`` is a stable
 URN that callers branch on (``urn:runtime-cloud:problem:quota-exceeded``); the
 ``title`` is for people. Validation problems carry ``errors``: one entry per
 field, with a JSON-pointer ``path``.
+
+How an error becomes a problem: the pipeline (:mod:`shared.platform.http.endpoint`)
+maps the platform's own errors (not found, conflict, store unavailable...) and,
+before them, the errors of every :class:`ProblemMapping` registered with
+:func:`register_problems`: a feature whose domain refuses in its own terms
+(capacity's quota and lease refusals, ``shared/capacity/problems.py``) declares
+its mapping in its package, and its trigger module registers it when the app
+loads it.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import azure.functions as func
 
@@ -54,6 +63,55 @@ class Problem(RuntimeCloudError):
             mimetype=PROBLEM_CONTENT_TYPE,
             charset="utf-8",
         )
+
+
+Refusal = TypeVar("Refusal", bound=Exception)
+
+
+class ProblemMapping:
+    """A feature's errors as problem documents: each error type to the function that says it as one.
+
+    An error is answered by the entry of its own class, else of its nearest base class that has one.
+    """
+
+    def __init__(self) -> None:
+        # Each entry takes an instance of its own key (Any: a dict cannot tie a value's type to its key's).
+        self._answers: dict[type[BaseException], Callable[[Any], Problem]] = {}
+
+    def answers(
+        self, *error_types: type[Refusal]
+    ) -> Callable[[Callable[[Refusal], Problem]], Callable[[Refusal], Problem]]:
+        """Decorate the function that answers ``error_types`` (one or more classes)."""
+
+        def add(answer: Callable[[Refusal], Problem]) -> Callable[[Refusal], Problem]:
+            for error_type in error_types:
+                self._answers[error_type] = answer
+            return answer
+
+        return add
+
+    def include(self, other: ProblemMapping) -> None:
+        self._answers.update(other._answers)
+
+    def problem_for(self, error: BaseException) -> Problem | None:
+        for klass in type(error).__mro__:
+            answer = self._answers.get(klass)
+            if answer is not None:
+                return answer(error)
+        return None
+
+
+_registered = ProblemMapping()  # the enabled features' mappings, registered once at start
+
+
+def register_problems(mapping: ProblemMapping) -> None:
+    """Answer ``mapping``'s errors as its problems on every endpoint (the app calls it per enabled feature)."""
+    _registered.include(mapping)
+
+
+def registered_problem(error: BaseException) -> Problem | None:
+    """The problem a registered feature mapping makes of ``error``, if one names its class."""
+    return _registered.problem_for(error)
 
 
 def jittered_retry_after(base_seconds: float, ceiling_seconds: float | None = None) -> str:

@@ -1,0 +1,159 @@
+"""The request pipeline reads the models an endpoint declares and hands them to the handler.
+
+``@endpoint(body=Model, query=Model)`` parses the JSON body and the query parameters once, after the
+caller is authorised, with the answers a handler's own parse gave (415, 400, 422 naming each field by
+its JSON pointer), and passes them as the handler's ``body`` and ``query``; a feature's own errors are
+answered by the problem mapping it registers. Host-level answers are in tests/test_api_fuzz.py and each
+feature's tests; these call the pipeline in-process with the SDK's own ``HttpRequest``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import inspect
+import json
+import time
+from collections.abc import Iterator
+
+import azure.functions as func
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.platform.auth.caller import Caller
+from shared.platform.errors import RuntimeCloudError
+from shared.platform.http import problems
+from shared.platform.http.endpoint import endpoint, verified_tokens
+from shared.platform.http.paging import PageQuery
+
+CALLER = Caller(client_id="client", tenant="tenant-a", scopes=frozenset({"w.write"}), roles=frozenset())
+READER = Caller(client_id="client", tenant="tenant-a", scopes=frozenset({"w.read"}), roles=frozenset())
+
+
+class Widget(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    size: int = Field(default=1, ge=1)
+
+
+class Note(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(default="", max_length=10)
+
+
+class WidgetQuery(PageQuery):
+    colour: str | None = Field(default=None, min_length=1)
+
+
+class WidgetMissing(RuntimeCloudError):
+    pass
+
+
+def _verified(caller: Caller, subject: str) -> str:
+    """A token the pipeline has already verified (its cache of verified tokens): no signing keys needed."""
+    claims = {"exp": time.time() + 600, "sub": subject}
+    text = f"eyJhbGciOiJSUzI1NiJ9.{base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip('=')}.sig"
+    verified_tokens.remember(text, caller)
+    return text
+
+
+@pytest.fixture
+def token() -> Iterator[str]:
+    yield _verified(CALLER, "writer")
+    verified_tokens.clear()
+
+
+def _request(token: str, body: bytes = b"", content_type: str = "application/json", **params: str) -> func.HttpRequest:
+    return func.HttpRequest(
+        method="PUT",
+        url="http://localhost/widgets/w1",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": content_type},
+        params=params,
+        route_params={"id": "w1"},
+        body=body,
+    )
+
+
+def _call(function: object, request: func.HttpRequest) -> tuple[int, dict[str, object]]:
+    response = asyncio.run(function(req=request))  # type: ignore[operator]
+    return response.status_code, json.loads(response.get_body() or b"null")
+
+
+@endpoint(scopes=["w.write"], body=Widget, query=WidgetQuery, responses={200: Widget})
+def put_widget(req: func.HttpRequest, caller: Caller, body: Widget, query: WidgetQuery) -> dict[str, object]:
+    return {"name": body.name, "size": body.size, "colour": query.colour, "limit": query.limit, "by": caller.tenant}
+
+
+@endpoint(scopes=["w.write"], body=Note, body_required=False, responses={200: Note})
+async def note(req: func.HttpRequest, body: Note) -> Note:
+    return body
+
+
+def test_the_handler_gets_the_parsed_body_and_query(token):
+    status, answer = _call(put_widget, _request(token, b'{"name": "w", "size": 3}', colour="red", other="x"))
+    assert status == 200
+    assert answer == {"name": "w", "size": 3, "colour": "red", "limit": 50, "by": "tenant-a"}
+
+
+def test_an_invalid_body_or_query_is_the_problem_a_handler_parse_gave(token):
+    status, answer = _call(put_widget, _request(token, b'{"name": "", "size": 0, "extra": 1}'))
+    assert status == 422
+    assert [error["path"] for error in answer["errors"]] == ["/name", "/size", "/extra"]  # type: ignore[union-attr]
+
+    status, answer = _call(put_widget, _request(token, b'{"name": "w"}', limit="0", colour=""))
+    assert status == 422
+    assert sorted(error["path"] for error in answer["errors"]) == ["/colour", "/limit"]  # type: ignore[union-attr]
+
+    assert (
+        _call(
+            put_widget,
+            _request(
+                token,
+                b"{",
+            ),
+        )[0]
+        == 400
+    )
+    assert _call(put_widget, _request(token, b""))[0] == 422  # a required body
+    assert _call(put_widget, _request(token, b'{"name": "w"}', content_type="text/plain"))[0] == 415
+
+
+def test_an_optional_body_left_out_is_the_models_defaults(token):
+    assert _call(note, _request(token)) == (200, {"reason": ""})
+    assert _call(note, _request(token, b'{"reason": "because"}')) == (200, {"reason": "because"})
+    assert _call(note, _request(token, b'{"reason": "far too long"}'))[0] == 422
+
+
+def test_nothing_is_parsed_for_a_caller_who_may_not_call(token):
+    reader = _verified(READER, "reader")
+    assert _call(put_widget, _request(reader, b"{"))[0] == 403  # not the 400 of the unreadable body
+
+
+def test_the_worker_sees_only_the_bindings():
+    assert list(inspect.signature(put_widget).parameters) == ["req"]
+
+
+def test_a_handler_cannot_take_a_model_its_endpoint_does_not_declare():
+    with pytest.raises(TypeError, match="declares no body= model"):
+
+        @endpoint(scopes=["w.write"])
+        def undeclared(req: func.HttpRequest, body: Widget) -> None: ...
+
+
+def test_a_registered_feature_mapping_answers_its_errors(token):
+    @endpoint(scopes=["w.write"])
+    def get_widget(req: func.HttpRequest) -> None:
+        raise WidgetMissing("no widget w1")
+
+    mapping = problems.ProblemMapping()
+
+    @mapping.answers(WidgetMissing)
+    def _missing(error: WidgetMissing) -> problems.Problem:
+        return problems.Problem(404, "no-widget", "No widget", str(error))
+
+    assert _call(get_widget, _request(token))[0] == 500  # unmapped: an unhandled error
+    problems.register_problems(mapping)
+    status, answer = _call(get_widget, _request(token))
+    assert (status, answer["type"], answer["detail"]) == (404, "urn:runtime-cloud:problem:no-widget", "no widget w1")
