@@ -49,7 +49,7 @@ from shared.platform.auth.principal import PrincipalKind, Requester
 from shared.platform.errors import AlreadyExists, ConcurrencyConflict, FieldError, InvalidInput, NotFound
 from shared.platform.events.cloudevents import NewEvent
 from shared.platform.events.outbox import TransactionOperation
-from shared.platform.json_types import exactly_one_of, one_given
+from shared.platform.json_types import JsonTyped, exactly_one_of, one_given
 from shared.platform.storage.optimistic import on_conflict
 from shared.platform.targets import ProvisioningTarget, target_for
 from shared.provisioning.api import ProvisioningApi, Run, SourceInfo, run_id_for
@@ -62,7 +62,7 @@ class FindingDecision(BaseModel):
     option: OptionName
 
 
-class AcceptBody(BaseModel):
+class AcceptBody(JsonTyped):
     """Exactly one of ``option`` (the whole proposal) and ``decisions`` (each finding)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=exactly_one_of("option", "decisions"))

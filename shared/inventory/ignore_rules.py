@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.inventory.model import Drift, FieldDifference, FindingKind
+from shared.platform.json_types import JsonTyped
 
 
 class IgnoreRule(BaseModel):
@@ -54,7 +55,7 @@ class IgnoreRule(BaseModel):
         return view
 
 
-class NewIgnoreRule(BaseModel):
+class NewIgnoreRule(JsonTyped):
     """What a caller sends to create a rule (the expiry defaults from settings)."""
 
     model_config = ConfigDict(extra="forbid")

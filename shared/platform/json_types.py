@@ -7,7 +7,8 @@ Strict mode would refuse ``5.0`` too, which JSON Schema counts as an integer.
 :class:`JsonTyped` refuses exactly what the schema refuses: text or a boolean
 where a number is declared (an integer still needs no fraction), anything but
 ``true``/``false`` where a boolean is, also as the values of a mapping
-(``{"limits": {"build": false}}``). The check runs before each field's own, so
+(``{"limits": {"build": false}}``), and anything but text where a date-time
+is (lax mode would read the number ``0`` as 1970-01-01). The check runs before each field's own, so
 the fields' bounds stay in the document as ``minimum``/``maximum``.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ValidationInfo, field_validator
@@ -40,6 +42,8 @@ def _refusal(kind: Any, value: Any) -> str | None:
         return None if isinstance(value, bool) or value is None else "true or false"
     if kind in _NUMBERS and isinstance(value, (str, bool)):
         return "a JSON number"
+    if kind is datetime and not isinstance(value, (str, datetime)) and value is not None:
+        return "a date-time string (RFC 3339, with a time zone)"
     return None
 
 

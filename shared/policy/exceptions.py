@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shared.desired_state.api import NAME_PATTERN
 from shared.platform.errors import AlreadyExists, Conflict, NotFound
+from shared.platform.json_types import JsonTyped
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import insert_if_absent, query_rows, read_row, replace_if_unchanged
 from shared.platform.storage.optimistic import on_conflict
@@ -46,7 +47,7 @@ ROW_PREFIX = "exc|"
 EVERY_RESOURCE = "*"
 
 
-class NewPolicyException(BaseModel):
+class NewPolicyException(JsonTyped):
     """What an operator sends to create an exception."""
 
     model_config = ConfigDict(extra="forbid")
