@@ -39,7 +39,8 @@ def test_a_value_the_document_calls_the_wrong_type_is_refused_at_its_field(body:
 
 def test_what_the_document_allows_is_read() -> None:
     body = Body.model_validate({"count": 5.0, "enabled": False, "at": "2026-12-30T00:00:00Z", "limits": {"build": 3}})
-    assert (body.count, body.enabled, body.at, body.limits) == (5, False, datetime(2026, 12, 30, tzinfo=UTC), {"build": 3})
+    expected = (5, False, datetime(2026, 12, 30, tzinfo=UTC), {"build": 3})
+    assert (body.count, body.enabled, body.at, body.limits) == expected
 
 
 def test_a_proposal_acceptance_refuses_a_number_as_its_expiry() -> None:
