@@ -7,14 +7,14 @@ retries and dead letters.
 
 from __future__ import annotations
 
-import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from shared.platform.logs import app_logger
 from shared.wiring import neighbours
 from shared.wiring.settings import setting_binding
 
-bp = df.Blueprint()
+bp = trigger_blueprint()
 log = app_logger("knowledge-host")
 
 

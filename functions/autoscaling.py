@@ -16,6 +16,7 @@ from asyncio import to_thread
 import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from orchestrations.provisioning_client import start_and_wake
 from shared.autoscaling.api import (
     AutoscalingPolicy,
@@ -36,7 +37,7 @@ from shared.wiring import autoscaling as wiring
 from shared.wiring import capacity as capacity_wiring
 from shared.wiring.settings import setting_binding
 
-bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("autoscaling")
 
 DECISION_NUMBER = re.compile(r"^[1-9][0-9]{0,9}$")

@@ -13,13 +13,13 @@ afresh). A location that does not answer fails it within about
 
 from __future__ import annotations
 
-import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from shared.wiring import backup as wiring
 from shared.wiring.settings import setting_binding
 
-bp = df.Blueprint()
+bp = trigger_blueprint()
 
 
 @bp.timer_trigger(

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from shared.autoscaling.api import refuse_resize_by_hand
 from shared.capacity.api import (
     CAPACITY_PROBLEMS,
@@ -53,7 +53,7 @@ from shared.platform.logs import app_logger
 from shared.wiring import capacity as wiring
 from shared.wiring.settings import get_settings, setting_binding
 
-bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("capacity")
 
 LEASE_OR_READ = (Scope.CAPACITY_LEASE, Scope.RUNTIME_READ)

@@ -19,11 +19,12 @@ from datetime import UTC, datetime, timedelta
 import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from shared.platform import clock
 from shared.platform.logs import app_logger
 from shared.wiring.settings import get_settings, setting_binding
 
-bp = df.Blueprint()
+bp = trigger_blueprint()
 log = app_logger("durable")
 
 FINISHED = [

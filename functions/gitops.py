@@ -32,6 +32,7 @@ import azure.functions as func
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from functions.blueprint import trigger_blueprint
 from orchestrations.provisioning_client import start_and_wake
 from shared.desired_state.api import NAME_PATTERN
 from shared.gitops.api import (
@@ -65,7 +66,7 @@ from shared.platform.telemetry import message_span
 from shared.wiring import gitops as wiring
 from shared.wiring.settings import get_settings, setting_binding
 
-bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("gitops")
 
 SYNC_QUEUE = "gitops-sync"

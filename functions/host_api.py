@@ -6,11 +6,11 @@ import asyncio
 import functools
 from typing import Any
 
-import azure.durable_functions as df
 import azure.functions as func
 
 import shared
 from functions import blueprints_for
+from functions.blueprint import trigger_blueprint
 from shared.health import finished_answer, health_answer
 from shared.health.responses import OPENAPI_DOCUMENT, HealthView, TargetsView
 from shared.iac.api import describe_runner
@@ -21,7 +21,7 @@ from shared.platform.targets import targets_for
 from shared.wiring import health
 from shared.wiring.settings import get_settings
 
-bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 API_DESCRIPTION = (
     "Provisioning runs (plan, approve, apply, receipts), observed state and drift, and capacity "

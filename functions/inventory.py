@@ -23,6 +23,7 @@ from typing import Any
 import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from orchestrations.inventory import STORE_UNAVAILABLE, ScanState, read_scan, start_scan, status_url, wait_for_scan
 from orchestrations.provisioning_client import start_and_wake, status_path
 from shared.gitops.api import FollowsGit
@@ -64,7 +65,7 @@ from shared.wiring import gitops as gitops_wiring
 from shared.wiring import inventory as wiring
 from shared.wiring.settings import get_settings, setting_binding
 
-bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("inventory")
 
 SCAN_SCHEDULE = setting_binding("RuntimeCloud:Inventory:ScanSchedule")

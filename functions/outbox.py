@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from shared.platform.events.outbox import Outbox, outbox_for
 from shared.platform.logs import app_logger
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.storage.resources import OUTBOX_TABLES
 from shared.wiring.settings import get_settings, setting_binding
 
-bp = df.Blueprint()
+bp = trigger_blueprint()
 log = app_logger("outbox")
 
 DISPATCHED_RETENTION = timedelta(days=7)  # events live on in the consumers; the outbox only needs to dedupe sends

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from shared.iac.api import RunnerError, TargetUnreachable, runner_for
 from shared.platform import clock
 from shared.platform.auth import Caller, Requester, Role, Scope
@@ -47,7 +47,7 @@ from shared.wiring import policy as wiring
 from shared.wiring import provisioning
 from shared.wiring.settings import get_settings, setting_binding
 
-bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 EXCEPTION_ID = r"^exc-[0-9a-f]{20}$"
 PURGE_SCHEDULE = setting_binding("RuntimeCloud:Policy:PurgeSchedule")

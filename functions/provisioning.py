@@ -11,6 +11,7 @@ import azure.durable_functions as df
 import azure.functions as func
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from functions.blueprint import trigger_blueprint
 from orchestrations.provisioning_client import ensure_started, notify_decision, start_and_wake, status_path, wake
 from shared.desired_state.api import NAME_PATTERN
 from shared.iac.api import JobStore
@@ -50,7 +51,7 @@ from shared.wiring import provisioning as wiring
 from shared.wiring.neighbours import control_plane_is_authority
 from shared.wiring.settings import get_settings, setting_binding
 
-bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("provisioning")
 
 

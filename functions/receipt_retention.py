@@ -7,13 +7,13 @@ firings). What one firing does: :mod:`shared.wiring.receipt_retention`.
 
 from __future__ import annotations
 
-import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from shared.wiring import receipt_retention as wiring
 from shared.wiring.settings import setting_binding
 
-bp = df.Blueprint()
+bp = trigger_blueprint()
 
 
 @bp.timer_trigger(

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import azure.durable_functions as df
 import azure.functions as func
 
+from functions.blueprint import trigger_blueprint
 from shared.desired_state.api import NAME_PATTERN
 from shared.platform.auth import Caller, Scope
 from shared.platform.errors import NotFound
@@ -27,7 +27,7 @@ from shared.platform.http.endpoint import endpoint
 from shared.provisioning.api import ChainReport, RunOutputs, verify_environment
 from shared.wiring import provisioning as wiring
 
-bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
+bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 
 ENVIRONMENT = re.compile(NAME_PATTERN)
 

@@ -22,6 +22,7 @@ import azure.durable_functions as df
 import azure.functions as func
 from pydantic import ValidationError
 
+from functions.blueprint import trigger_blueprint
 from orchestrations.provisioning_client import notify_job_finished
 from shared.iac.api import JobNotice
 from shared.platform.auth import Caller, Scope
@@ -34,7 +35,7 @@ from shared.provisioning.api import RunLog, RunLogPage, RunLogQuery
 from shared.wiring import provisioning as wiring
 from shared.wiring.settings import get_settings, setting_binding
 
-bp = df.Blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)  # the endpoint pipeline authenticates
+bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)  # the endpoint pipeline authenticates
 
 # Declared when the app is indexed, like the timers' schedules: the binding names the app setting
 # (its default when it is not set); the handler reads the value when it runs.
