@@ -33,9 +33,9 @@ steps run the runner in the activity, the apply in slices.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import NotRequired
+from typing import NotRequired, TypedDict
 
-from typing_extensions import TypedDict, TypeIs
+from typing_extensions import TypeIs
 
 from orchestrations.durable import (
     Activity,
@@ -77,8 +77,7 @@ APPROVED = "approved"  # the decision that lets a run apply; every other one end
 
 
 # -- what the orchestration and its activities exchange (JSON in the history: see orchestrations.durable) ----
-# Each step's payload is the run's document with the step's own keys (typing_extensions' TypedDict, as
-# RunKeys is).
+# Each step's payload is the run's document with the step's own keys.
 
 
 class ClaimRequest(RunKeys, total=False):
@@ -115,13 +114,13 @@ class RunResult(TypedDict):
     detail: NotRequired[str]
 
 
-CLAIM = Activity[ClaimRequest, "ClaimAnswer | str"]("provisioning_claim_environment", RETRY)
-START_JOB = Activity[StartJobRequest, "JobTicket | StepAnswer"]("provisioning_start_job", RETRY)
+CLAIM = Activity[ClaimRequest, ClaimAnswer | str]("provisioning_claim_environment", RETRY)
+START_JOB = Activity[StartJobRequest, JobTicket | StepAnswer]("provisioning_start_job", RETRY)
 PLAN = Activity[StepRequest, StepAnswer]("provisioning_plan", RETRY)
 AWAIT_APPROVAL = Activity[RunDocument, str]("provisioning_await_approval", RETRY)  # the deadline (ISO 8601)
-DECISION = Activity[RunDocument, "str | None"]("provisioning_decision", RETRY)
+DECISION = Activity[RunDocument, str | None]("provisioning_decision", RETRY)
 APPLY = Activity[StepRequest, StepAnswer]("provisioning_apply", RETRY)
-FINISH = Activity[FinishRequest, "list[str]"]("provisioning_finish", RETRY)  # the runs to wake
+FINISH = Activity[FinishRequest, list[str]]("provisioning_finish", RETRY)  # the runs to wake
 WAKE_RUNS = Activity[WakeRunsRequest, int]("provisioning_wake_runs", RETRY)
 
 
