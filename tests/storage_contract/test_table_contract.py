@@ -277,6 +277,29 @@ class TableContract:
 
     # -- batches -----------------------------------------------------------------------------------
 
+    def test_a_batch_merges_or_replaces_as_each_change_says(self, table: TableClient) -> None:
+        for key in ("merged", "replaced", "upserted"):
+            insert_if_absent(table, {"PartitionKey": "p", "RowKey": key, "Kept": 1, "N": 1})
+        submit_batch(
+            table,
+            [
+                ("update", {"PartitionKey": "p", "RowKey": "merged", "N": 2}, {"mode": "merge"}),
+                ("update", {"PartitionKey": "p", "RowKey": "replaced", "N": 2}, {"mode": "replace"}),
+                ("upsert", {"PartitionKey": "p", "RowKey": "upserted", "N": 2}, {"mode": "replace"}),
+                ("upsert", {"PartitionKey": "p", "RowKey": "new", "N": 2}, {"mode": "merge"}),
+            ],
+        )
+        stored = {
+            row["RowKey"]: {k: v for k, v in row.items() if k in ("Kept", "N")}
+            for row in query_rows(table, "PartitionKey eq 'p'")
+        }
+        assert stored == {
+            "merged": {"Kept": 1, "N": 2},
+            "replaced": {"N": 2},
+            "upserted": {"N": 2},
+            "new": {"N": 2},
+        }
+
     def test_a_batch_answers_each_changes_etag_in_order(self, table: TableClient) -> None:
         old = insert_if_absent(table, {"PartitionKey": "p", "RowKey": "a", "N": 1})
         insert_if_absent(table, {"PartitionKey": "p", "RowKey": "gone"})
@@ -456,6 +479,8 @@ class TableContract:
         selected = query_rows(table, "PartitionKey eq 'u'", select=["State"])
         assert [{k: v for k, v in row.items() if k != "etag"} for row in selected] == [{"State": "it's"}]
         assert selected[0]["etag"]
+        keys_only = query_rows(table, "PartitionKey eq 't'", select=["PartitionKey", "RowKey"])
+        assert [sorted(k for k in row if k != "etag") for row in keys_only] == [["PartitionKey", "RowKey"]] * 4
 
     # -- queues (the outbox publishes through them) ------------------------------------------------
 
