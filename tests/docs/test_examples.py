@@ -1,0 +1,163 @@
+"""Issue 27: every shell example of README.md and docs/ runs against a local host, as a reader would run it.
+
+The host runs with the sample settings a fresh clone has (``local.settings.sample.json``, what ``make
+setup`` copies), pointed at an Azurite of this module's own: the examples act as a ``PlatformAdmin`` on
+pools and editions and create resources whose names are shared across the target account, which must not
+disturb the other tests of a session. The examples run in a folder of their own that looks like the
+checkout to them (``.venv``, ``local.settings.json`` holding the test host's settings, the packages the
+commands name), so ``devhost token``, ``devhost keys``, ``tools.backup`` and the CLI read the test host's
+settings and files the examples write stay out of the working tree. The convention an example follows is
+in tests/docs/examples.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from devhost.azurite import Azurite
+from tests.docs.examples import NEEDS, REPO, SAMPLE_GIT_ROOT, Example, examples, pages, script
+from tests.support.host import HostProcess
+
+HERE = Path(__file__).resolve().parent
+SAMPLE = REPO / "local.settings.sample.json"
+# What the commands of the examples run from the checkout (linked into the examples' folder).
+CHECKOUT_ENTRIES = (".venv", "devhost", "shared", "tools", "runtime_cloud_cli", "storage_protocol", "bench")
+PAGE_TIMEOUT_SECONDS = 240
+README_MAX_LINES = 400
+
+
+@dataclass(frozen=True)
+class DocsHost:
+    host: HostProcess
+    workdir: Path
+    git_root: Path
+
+
+def sample_settings(azurite: Azurite, workdir: Path, git_root: Path) -> dict[str, str]:
+    """The sample's Values, with Azurite's standard ports and the sample's folders made this test's own."""
+    values: dict[str, str] = json.loads(SAMPLE.read_text(encoding="utf-8"))["Values"]
+    ports = {"10000": azurite.blob_port, "10001": azurite.queue_port, "10002": azurite.table_port}
+    settings = {}
+    for name, value in values.items():
+        for standard, port in ports.items():
+            value = value.replace(f"127.0.0.1:{standard}", f"127.0.0.1:{port}")
+        settings[name] = value.replace(SAMPLE_GIT_ROOT, str(git_root))
+    # Relative folders of the sample are the app folder's; the host runs from the checkout, so name them.
+    settings["RuntimeCloud__Auth__LocalSigningKeyDirectory"] = str(workdir / ".data" / "auth")
+    # As `make run` does: traces, metrics and logs as OTLP JSON lines (docs/telemetry.md reads them).
+    settings["RuntimeCloud__Telemetry__LocalDirectory"] = str(workdir / ".data" / "telemetry")
+    return settings
+
+
+@pytest.fixture(scope="module")
+def docs_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocsHost]:
+    azurite = Azurite(tmp_path_factory.mktemp("docs-azurite")).start()
+    workdir = tmp_path_factory.mktemp("docs-checkout")
+    git_root = tmp_path_factory.mktemp("docs-git")
+    for entry in CHECKOUT_ENTRIES:
+        (workdir / entry).symlink_to(REPO / entry)
+    settings = sample_settings(azurite, workdir, git_root)
+    (workdir / "local.settings.json").write_text(json.dumps({"IsEncrypted": False, "Values": settings}, indent=2))
+    env = {**settings, "DEVHOST_KEY_DIRECTORY": str(workdir / ".data" / "keys")}
+    host = HostProcess(REPO, env, workdir / "host.log")
+    try:
+        host.start()
+        yield DocsHost(host, workdir, git_root)
+    finally:
+        host.stop()
+        azurite.stop(grace_seconds=0.5)
+
+
+def shell_environment(workdir: Path) -> dict[str, str]:
+    """A reader's shell: none of the test process's settings, the checkout's tools first on PATH."""
+    skipped = ("RuntimeCloud", "RUNTIME_CLOUD_", "DEVHOST_", "AzureWebJobs", "PYTEST_", "COV_")
+    inherited = {name: value for name, value in os.environ.items() if not name.startswith(skipped)}
+    return {
+        **inherited,
+        "HOME": str(workdir),  # git's identity and config below, nobody's real home
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Docs Example",
+        "GIT_AUTHOR_EMAIL": "docs@example.invalid",
+        "GIT_COMMITTER_NAME": "Docs Example",
+        "GIT_COMMITTER_EMAIL": "docs@example.invalid",
+        "COLUMNS": "160",
+        "DOC_PYTHON": sys.executable,
+        "DOC_ANSWER": str(HERE / "answer.py"),
+    }
+
+
+def run_page(page: Path, docs: DocsHost) -> tuple[int, str, float]:
+    runnable = [example for example in examples(page) if example.needs is None]
+    if not runnable:
+        return 0, "", 0.0
+    body = "".join(script(example, docs.host.base_url, str(docs.git_root)) for example in runnable)
+    page_script = docs.workdir / f"{page.stem}.examples.sh"
+    page_script.write_text(f"source {HERE / 'prelude.sh'}\n{body}")
+    started = time.monotonic()
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", str(page_script)],
+        cwd=docs.workdir,
+        env=shell_environment(docs.workdir),
+        capture_output=True,
+        text=True,
+        timeout=PAGE_TIMEOUT_SECONDS,
+        check=False,
+    )
+    return done.returncode, done.stdout[-4000:] + "\n--- stderr ---\n" + done.stderr[-6000:], time.monotonic() - started
+
+
+def test_every_example_runs_in_page_order(docs_host: DocsHost) -> None:
+    """One test for all pages: a page's examples may rely on what an earlier page made (README's run,
+    the provisioning walkthrough's environment), so they must run in this order and in one process."""
+    timings = []
+    for page in pages():
+        code, output, seconds = run_page(page, docs_host)
+        timings.append(f"{page.relative_to(REPO)} {seconds:.1f} s")
+        assert code == 0, f"{page.relative_to(REPO)}: an example failed (exit {code})\n{output}\n" + (
+            "host log:\n" + docs_host.host.log()[-3000:]
+        )
+    print("\n".join(timings))
+
+
+MARKED = [example for page in pages() for example in examples(page) if example.needs is not None]
+
+
+@pytest.mark.parametrize("example", MARKED, ids=[example.where for example in MARKED])
+def test_examples_marked_as_needing_azure_are_reported(example: Example) -> None:
+    assert example.needs is not None
+    pytest.skip(f"{example.where}: {NEEDS[example.needs]}")
+
+
+def test_the_readme_is_the_front_door_and_links_into_the_docs() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < README_MAX_LINES
+    linked = set(re.findall(r"\]\((docs/[\w./-]+?\.md)(?:#[\w-]+)?\)", readme))
+    assert linked, "the README says where to read on"
+    assert [link for link in sorted(linked) if not (REPO / link).is_file()] == []
+    nav = {str(page.relative_to(REPO)) for page in pages()[1:]}
+    assert nav - linked == set(), "every page of the site is reachable from the README"
+
+
+def test_the_site_builds_with_every_link_and_anchor_resolved(tmp_path: Path) -> None:
+    """`make docs`: mkdocs build --strict (mkdocs.yml turns broken links and anchors into warnings)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "site" / "index.html").is_file()
