@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-storm chaos check format bench package deploy runner-image clean
+.PHONY: setup run test test-storm chaos check format bench docs package deploy runner-image clean
 
 setup: $(VENV)/.installed $(VENV)/bin/runtime-cloud node_modules/.installed local.settings.json
 
@@ -67,6 +67,11 @@ format: $(VENV)/.installed
 
 bench: setup
 	@for bench in bench/[a-z]*.py; do echo "== $$bench"; $(PY) $$bench || exit 1; done
+
+# The documentation site (docs/, mkdocs.yml) into site/, not committed: --strict makes a broken link or
+# anchor an error. tests/docs/ runs every shell example of README.md and docs/ against a local host.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The zip a Flex Consumption deployment uploads: the app root as .funcignore
 # leaves it (see tools/package.py); Azure's remote build installs requirements.txt.

@@ -1,7 +1,7 @@
 """Who may do what in the deployment: the access matrix, declared once.
 
 Each row is one identity's roles on one resource (or on each resource of a
-kind), with what those roles let it do. README (Deploying, "Who may do what")
+kind), with what those roles let it do. docs/azure.md (Deploying, "Who may do what")
 shows this table as :func:`markdown` renders it, and
 ``tests/infra/test_access_matrix.py`` compares it, both ways, with the role
 assignments the program declares under Pulumi's mocks: every identity's
@@ -188,7 +188,7 @@ def rights(grants: Iterable[tuple[str, str]], resource: str) -> set[str]:
 
 
 def markdown() -> str:
-    """The matrix as README shows it (Deploying: "Who may do what")."""
+    """The matrix as docs/azure.md shows it (Deploying: "Who may do what")."""
     lines = ["| identity | resource | roles | allows |", "|---|---|---|---|"]
     for row in MATRIX:
         roles = ", ".join(row.roles)

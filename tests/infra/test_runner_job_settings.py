@@ -52,15 +52,16 @@ def test_the_sample_stack_polls_every_5_s_keeps_no_warm_runner_and_holds_a_hando
     assert job.timeout_seconds >= HANDOVER_DEFAULT_SECONDS + MIN_WORK_SECONDS
 
 
-def test_the_poll_s_cost_is_one_queue_read_a_poll_as_the_readme_states(configure: Configure) -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_poll_s_cost_is_one_queue_read_a_poll_as_the_docs_state(configure: Configure) -> None:
+    deploying = (REPO / "docs" / "azure.md").read_text(encoding="utf-8")
+    runner_jobs = (REPO / "docs" / "provisioning.md").read_text(encoding="utf-8")
     configure(runnerJobPollingIntervalSeconds=5)
     at_five = load(stack="dev").runner_job.queue_reads_a_month
     configure(runnerJobPollingIntervalSeconds=30)
     at_thirty = load(stack="dev").runner_job.queue_reads_a_month
 
     assert at_five == SECONDS_A_MONTH // 5 == 518_400 and at_thirty == 86_400
-    assert "518,400 queue reads a month" in readme and "86,400" in readme
+    assert "518,400 queue reads a month" in deploying and "86,400 at Container Apps' default" in runner_jobs
 
 
 @pytest.mark.parametrize(
