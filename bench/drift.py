@@ -201,8 +201,8 @@ def main(sizes: list[int]) -> None:
 
 
 def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
-    from shared.desired_state.api import EnvironmentSpecification
     from shared.desired_state import specification as specification_module
+    from shared.desired_state.api import EnvironmentSpecification
 
     # A specification declares at most 2,000 resources (README, Limits and names). To see how the
     # scan and the comparison grow past that (and to compare with earlier runs at 10,000), this
