@@ -1,4 +1,4 @@
-"""The table store's contract: one suite, run against Azurite and against the in-memory store.
+"""The storage contract: one suite, run against Azurite and against the in-memory store.
 
 The domain tier runs the domain's logic on :class:`tests.support.memory_storage.MemoryStorage`
 instead of Azurite. That is only sound while the two answer alike on everything the domain relies
@@ -17,7 +17,10 @@ index, holds at most 100 changes, one per row, in one partition, in at most 4 Mi
 change's new ETag; queries come back in key order, one page at a time with a continuation that
 resumes where the page ended; the filters the stores write (key ranges, typed comparisons, ``not``,
 ``or``, a missing property never matching); the key characters and lengths the service refuses;
-the property sizes it refuses; the types a row keeps; every write's new ETag and ``Timestamp``.
+the property sizes it refuses; the types a row keeps; every write's new ETag and ``Timestamp``. Queues:
+a message sent is peeked, received (then invisible) and deleted. Blobs: a name written once with
+``overwrite=False`` keeps its first bytes; an overwrite on a moved ETag is refused; listing by prefix
+in name order; empty and larger blobs read back whole.
 
 Limits Azurite does not enforce (252 properties, 1 MiB per entity) are not pinned: the in-memory
 store does not enforce them either, and no code here relies on being refused for them.
@@ -33,7 +36,12 @@ from typing import Any
 
 import pytest
 from azure.core import MatchConditions
-from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import (
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+)
 from azure.data.tables import (
     EdmType,
     EntityProperty,
@@ -498,6 +506,61 @@ class TableContract:
                 queue.delete_message(message)
         finally:
             queue.delete_queue()
+
+    # -- blobs (specifications and observations are kept as blobs) ---------------------------------
+
+    def test_a_content_addressed_blob_is_written_once_and_read_back_whole(self, clients: StorageClients) -> None:
+        container = clients.blobs.create_container(f"contract-{uuid.uuid4().hex[:12]}")
+        try:
+            with pytest.raises(ResourceExistsError):
+                clients.blobs.create_container(container.container_name)
+            container.upload_blob("t/e/digest.json", b'{"first": true}', overwrite=False)
+            with pytest.raises(ResourceExistsError):  # the name is taken: the first bytes stay
+                container.upload_blob("t/e/digest.json", b'{"second": true}', overwrite=False)
+            assert container.download_blob("t/e/digest.json").readall() == b'{"first": true}'
+            container.upload_blob("t/e/empty", b"", overwrite=True)
+            assert container.download_blob("t/e/empty").readall() == b""
+            large = bytes(range(256)) * 4096  # 1 MiB
+            container.upload_blob("t/e/large", large)
+            assert container.download_blob("t/e/large").readall() == large
+            with pytest.raises(ResourceNotFoundError):
+                container.download_blob("t/e/missing").readall()
+        finally:
+            container.delete_container()
+
+    def test_a_blob_overwrite_on_a_moved_etag_is_refused(self, clients: StorageClients) -> None:
+        container = clients.blobs.create_container(f"contract-{uuid.uuid4().hex[:12]}")
+        try:
+            blob = container.get_blob_client("observation.json")
+            first = blob.upload_blob(b"one")["etag"]
+            assert blob.get_blob_properties().etag == first
+            second = blob.upload_blob(b"two", overwrite=True, etag=first, match_condition=MatchConditions.IfNotModified)
+            assert second["etag"] != first
+            with pytest.raises(ResourceModifiedError):
+                blob.upload_blob(b"three", overwrite=True, etag=first, match_condition=MatchConditions.IfNotModified)
+            assert blob.download_blob().readall() == b"two"
+        finally:
+            container.delete_container()
+
+    def test_blobs_are_listed_by_prefix_in_name_order_and_deleted(self, clients: StorageClients) -> None:
+        container = clients.blobs.create_container(f"contract-{uuid.uuid4().hex[:12]}")
+        try:
+            for name in ("t/b/2.json", "t/a/1.json", "t/b/1.json", "u/a/1.json"):
+                container.upload_blob(name, name.encode())
+            assert [b.name for b in container.list_blobs(name_starts_with="t/")] == [
+                "t/a/1.json",
+                "t/b/1.json",
+                "t/b/2.json",
+            ]
+            listed = {b.name: b for b in container.list_blobs()}
+            assert listed["u/a/1.json"].size == len(b"u/a/1.json")
+            container.delete_blob("t/b/1.json")
+            assert not container.get_blob_client("t/b/1.json").exists()
+            with pytest.raises(ResourceNotFoundError):
+                container.delete_blob("t/b/1.json")
+            assert [b.name for b in container.list_blobs(name_starts_with="t/b/")] == ["t/b/2.json"]
+        finally:
+            container.delete_container()
 
 
 class TestAzuriteStore(TableContract):

@@ -17,7 +17,7 @@ import pytest
 
 from shared.platform import clock
 from shared.platform.storage.clients import StorageClients
-from shared.platform.storage.resources import QUEUES, TABLES
+from shared.platform.storage.resources import ensure_resources
 from tests.support.memory_storage import MemoryStorage
 
 TICK = timedelta(microseconds=1)
@@ -58,12 +58,9 @@ def unique(prefix: str) -> str:
 
 
 def memory_store() -> tuple[MemoryStorage, StorageClients]:
-    """A fresh in-memory store with the host's tables and queues, as ``ensure_resources`` makes them at start
-    (less the blob containers: the in-memory store serves no blobs), and the product's clients on it."""
+    """A fresh in-memory store with the host's tables, containers and queues, made as the host makes them at
+    its start (``ensure_resources``), and the product's clients on it."""
     storage = MemoryStorage()
     clients = storage.clients()
-    for table in TABLES:
-        clients.tables.create_table(table)
-    for queue in QUEUES:
-        clients.queues.create_queue(queue)
+    ensure_resources(clients)
     return storage, clients

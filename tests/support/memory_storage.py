@@ -20,8 +20,11 @@ the key and property limits Azurite enforces (keys of at most 512 UTF-16 units w
 64 KiB). Limits Azurite does not enforce (252 properties, 1 MiB per entity) are not enforced
 here either: the suite can only pin what both do.
 
-Queues: create, send, peek, receive and delete only, enough for the outbox to publish events;
-blobs are not served (a request for one is answered 501).
+Queues: create, send, peek, receive and delete only, enough for the outbox to publish events.
+Blobs: containers, and block blobs written in one request (what ``upload_blob`` sends below 64 MiB),
+conditional on ``If-None-Match: *`` or an ETag, read whole or by range, listed by prefix, deleted.
+Anything else (leases, block lists, append blobs, immutability, metadata) is answered 501, so a
+test that needs it fails loudly instead of passing on a guess.
 
 Not a product module: test support only. Thread-safe (one lock per service), so racing writers
 in a test see the service's atomicity; no network, no process, no timing.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 import threading
@@ -83,6 +87,12 @@ _MESSAGES = {
     "QueueNotFound": "The specified queue does not exist.",
     "MessageNotFound": "The specified message does not exist.",
     "NotImplemented": "The in-memory storage does not serve this request.",
+    "ContainerAlreadyExists": "The specified container already exists.",
+    "ContainerNotFound": "The specified container does not exist.",
+    "BlobAlreadyExists": "The specified blob already exists.",
+    "BlobNotFound": "The specified blob does not exist.",
+    "ConditionNotMet": "The condition specified using HTTP conditional header(s) is not met.",
+    "InvalidRange": "The range specified is invalid for the current size of the resource.",
 }
 _REASONS = {
     200: "OK",
@@ -93,7 +103,9 @@ _REASONS = {
     404: "Not Found",
     409: "Conflict",
     412: "Precondition Failed",
+    206: "Partial Content",
     413: "Request Entity Too Large",
+    416: "Range Not Satisfiable",
     501: "Not Implemented",
 }
 
@@ -373,6 +385,7 @@ class MemoryStorage:
         self._lock = threading.RLock()
         self._tables: dict[str, _Table] = {}  # by lower-case name: table names are case-insensitive
         self._queues: dict[str, list[_Message]] = {}
+        self._containers: dict[str, dict[str, _Blob]] = {}
         self._last_ticks = 0
         self.requests = 0  # requests answered (a test may count storage calls)
 
@@ -440,9 +453,11 @@ class MemoryStorage:
                     return self._table_request(method, resource, query, headers, body)
                 if parts.hostname == QUEUE_HOST:
                     return self._queue_request(method, resource, query, body)
+                if parts.hostname == BLOB_HOST:
+                    return self._blob_request(method, resource, query, headers, body)
                 raise ServiceError(501, "NotImplemented")
             except ServiceError as error:
-                return _error_answer(error)
+                return _error_answer(error) if parts.hostname == TABLE_HOST else _xml_error_answer(error, method)
 
     def _table_request(
         self, method: str, resource: str, query: dict[str, str], headers: CaseInsensitiveDict, body: bytes
@@ -708,6 +723,143 @@ class MemoryStorage:
             raise ServiceError(404, "QueueNotFound")
         return self._queues[name]
 
+    # -- blobs (containers and single-shot block blobs) ------------------------------------------
+
+    def _blob_request(
+        self, method: str, resource: str, query: dict[str, str], headers: CaseInsensitiveDict, body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        container, _, name = resource.partition("/")
+        if not name and query.get("restype") == "container":
+            return self._container_request(method, container, query)
+        blobs = self._containers.get(container)
+        if blobs is None:
+            raise ServiceError(404, "ContainerNotFound")
+        if query.get("comp") or not name:
+            raise ServiceError(501, "NotImplemented")  # leases, blocks, metadata, tiers...: not served
+        current = blobs.get(name)
+        _check_blob_conditions(current, headers)
+        if method == "PUT":
+            if headers.get("x-ms-blob-type") != "BlockBlob":
+                raise ServiceError(501, "NotImplemented")
+            now = self._blob_time()
+            blob = _Blob(
+                data=body,
+                etag=self._blob_etag(),
+                created=current.created if current else now,
+                modified=now,
+                content_type=str(headers.get("x-ms-blob-content-type") or "application/octet-stream"),
+            )
+            blobs[name] = blob
+            md5 = base64.b64encode(hashlib.md5(body, usedforsecurity=False).digest()).decode("ascii")
+            return 201, {"ETag": blob.etag, "Last-Modified": _http_date(now), "Content-MD5": md5}, b""
+        if current is None:
+            raise ServiceError(404, "BlobNotFound")
+        if method == "DELETE":
+            del blobs[name]
+            return 202, {"x-ms-delete-type-permanent": "true"}, b""
+        if method == "HEAD":
+            return 200, {**current.headers(), "Content-Length": str(len(current.data))}, b""
+        if method == "GET":
+            return _blob_read(current, str(headers.get("x-ms-range") or headers.get("Range") or ""))
+        raise ServiceError(501, "NotImplemented")
+
+    def _container_request(
+        self, method: str, container: str, query: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
+        if method == "PUT" and not query.get("comp"):
+            if container in self._containers:
+                raise ServiceError(409, "ContainerAlreadyExists")
+            self._containers[container] = {}
+            return 201, {"ETag": self._blob_etag(), "Last-Modified": _http_date(self._blob_time())}, b""
+        if container not in self._containers:
+            raise ServiceError(404, "ContainerNotFound")
+        if method == "DELETE":
+            del self._containers[container]
+            return 202, {}, b""
+        if method in ("GET", "HEAD") and query.get("comp") == "list":
+            return _blob_list(container, self._containers[container], query)
+        if method in ("GET", "HEAD") and not query.get("comp"):
+            return 200, {"ETag": self._blob_etag(), "Last-Modified": _http_date(self._blob_time())}, b""
+        raise ServiceError(501, "NotImplemented")
+
+    def _blob_time(self) -> datetime:
+        return datetime.now(UTC).replace(microsecond=0)
+
+    def _blob_etag(self) -> str:
+        _, _, _ = self._stamp()  # the service's clock moves on at every write
+        return f'"0x{self._last_ticks:X}"'
+
+
+@dataclass
+class _Blob:
+    data: bytes
+    etag: str
+    created: datetime
+    modified: datetime
+    content_type: str
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "ETag": self.etag,
+            "Last-Modified": _http_date(self.modified),
+            "x-ms-creation-time": _http_date(self.created),
+            "Content-Type": self.content_type,
+            "x-ms-blob-type": "BlockBlob",
+            "x-ms-lease-state": "available",
+            "x-ms-lease-status": "unlocked",
+            "Accept-Ranges": "bytes",
+        }
+
+
+def _check_blob_conditions(current: _Blob | None, headers: CaseInsensitiveDict) -> None:
+    if_match, if_none_match = headers.get("If-Match"), headers.get("If-None-Match")
+    if if_none_match == "*" and current is not None:
+        raise ServiceError(409, "BlobAlreadyExists")
+    if if_none_match not in (None, "*") and current is not None and current.etag == if_none_match:
+        raise ServiceError(412, "ConditionNotMet")
+    if if_match is not None and (current is None or (if_match != "*" and if_match != current.etag)):
+        raise ServiceError(412 if current is not None else 404, "ConditionNotMet" if current else "BlobNotFound")
+
+
+def _blob_read(blob: _Blob, requested: str) -> tuple[int, dict[str, str], bytes]:
+    size = len(blob.data)
+    if not requested:
+        return 200, {**blob.headers(), "Content-Length": str(size)}, blob.data
+    first, _, last = requested.removeprefix("bytes=").partition("-")
+    start, end = int(first), min(int(last) if last else size - 1, size - 1)
+    if start >= size:
+        raise ServiceError(416, "InvalidRange")
+    part = blob.data[start : end + 1]
+    headers = {**blob.headers(), "Content-Length": str(len(part)), "Content-Range": f"bytes {start}-{end}/{size}"}
+    return 206, headers, part
+
+
+def _blob_list(container: str, blobs: dict[str, _Blob], query: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    prefix, marker = query.get("prefix", ""), query.get("marker", "")
+    limit = int(query.get("maxresults") or 5000)
+    names = sorted(name for name in blobs if name.startswith(prefix) and name > marker)
+    page, rest = names[:limit], names[limit:]
+    items = "".join(
+        f"<Blob><Name>{escape(name)}</Name><Properties>"
+        f"<Creation-Time>{_http_date(blobs[name].created)}</Creation-Time>"
+        f"<Last-Modified>{_http_date(blobs[name].modified)}</Last-Modified>"
+        f"<Etag>{blobs[name].etag.strip(chr(34))}</Etag><Content-Length>{len(blobs[name].data)}</Content-Length>"
+        f"<Content-Type>{escape(blobs[name].content_type)}</Content-Type><BlobType>BlockBlob</BlobType>"
+        "<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState></Properties></Blob>"
+        for name in page
+    )
+    next_marker = f"<NextMarker>{escape(page[-1])}</NextMarker>" if rest else "<NextMarker/>"
+    xml = (
+        '<?xml version="1.0" encoding="utf-8"?>'
+        f'<EnumerationResults ContainerName="{escape(container)}"><Prefix>{escape(prefix)}</Prefix>'
+        f"<MaxResults>{limit}</MaxResults><Blobs>{items}</Blobs>{next_marker}</EnumerationResults>"
+    )
+    return 200, {"Content-Type": "application/xml"}, xml.encode("utf-8")
+
+
+def _http_date(moment: datetime) -> str:
+    return moment.strftime("%a, %d %b %Y %H:%M:%S GMT")
+
 
 class _ChangeFailed(Exception):
     def __init__(self, index: int, error: ServiceError) -> None:
@@ -855,6 +1007,18 @@ def _error_answer(error: ServiceError) -> tuple[int, dict[str, str], bytes]:
     return error.status, headers, _error_body(error).encode("utf-8")
 
 
+def _xml_error_answer(error: ServiceError, method: str) -> tuple[int, dict[str, str], bytes]:
+    """A Blob or Queue service error: the code in ``x-ms-error-code`` and an XML body (none for HEAD)."""
+    headers = {"x-ms-error-code": error.code}
+    if error.status == 416:
+        headers["Content-Range"] = "bytes */0"
+    if method == "HEAD":
+        return error.status, headers, b""
+    message = escape(f"{error.message}\nRequestId:{uuid.uuid4()}\nTime:{datetime.now(UTC).isoformat()}")
+    xml = f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{error.code}</Code><Message>{message}</Message></Error>'
+    return error.status, {**headers, "Content-Type": "application/xml"}, xml.encode("utf-8")
+
+
 def _http_part(status: int, headers: dict[str, str], body: str) -> str:
     lines = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}", *(f"{k}: {v}" for k, v in headers.items()), ""]
     return "\r\n".join(lines) + "\r\n" + body
@@ -948,7 +1112,7 @@ class MemoryTransport(HttpTransport):
             reason=_REASONS.get(status, ""),
             content_type=answer_headers.get("Content-Type", ""),
             headers=CaseInsensitiveDict(answer_headers),
-            stream_download_generator=_no_stream,
+            stream_download_generator=_BodyStream,
         )
         response._content = content  # read already: there is nothing to stream
         return response
@@ -966,5 +1130,25 @@ class MemoryTransport(HttpTransport):
         pass
 
 
-def _no_stream(**kwargs: Any) -> Iterator[bytes]:
-    return iter(())
+class _BodyStream:
+    """The answer's body as a download stream (it is all in memory already). An object, not a generator: the
+    Blob SDK hangs the blob's properties on the stream it is handed, as on azure-core's own."""
+
+    CHUNK = 4 * 1024 * 1024
+
+    def __init__(self, pipeline: Any = None, response: Any = None, **kwargs: Any) -> None:
+        self.pipeline = pipeline
+        self.response = response
+        self.request = getattr(response, "request", None)
+        content = getattr(response, "_content", None) or b""
+        self.content_length = len(content)
+        self._chunks = iter([content[i : i + self.CHUNK] for i in range(0, len(content), self.CHUNK)])
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._chunks)
+
+    def close(self) -> None:
+        pass
