@@ -33,6 +33,15 @@ SAMPLE = REPO / "local.settings.sample.json"
 # What the commands of the examples run from the checkout (linked into the examples' folder).
 CHECKOUT_ENTRIES = (".venv", "devhost", "shared", "tools", "runtime_cloud_cli", "storage_protocol", "bench")
 PAGE_TIMEOUT_SECONDS = 240
+NEVER_IN_A_TEST = "0 0 0 1 1 *"  # 1 January, midnight
+TIMERS_THE_EXAMPLES_RUN_THEMSELVES = {
+    "RuntimeCloud__GitOps__PollSchedule": NEVER_IN_A_TEST,
+    "RuntimeCloud__Inventory__ScanSchedule": NEVER_IN_A_TEST,
+    "RuntimeCloud__Autoscaling__EvaluateSchedule": NEVER_IN_A_TEST,
+    # The export timer must fire within the RPO (the host refuses to start otherwise): daily, RPO a day.
+    "RuntimeCloud__Backup__Schedule": "0 0 0 * * *",
+    "RuntimeCloud__Backup__RpoMinutes": "1440",
+}
 README_MAX_LINES = 400
 
 
@@ -56,6 +65,11 @@ def sample_settings(azurite: Azurite, workdir: Path, git_root: Path) -> dict[str
     settings["RuntimeCloud__Auth__LocalSigningKeyDirectory"] = str(workdir / ".data" / "auth")
     # As `make run` does: traces, metrics and logs as OTLP JSON lines (docs/telemetry.md reads them).
     settings["RuntimeCloud__Telemetry__LocalDirectory"] = str(workdir / ".data" / "telemetry")
+    # The timers whose work the examples do on demand (a sync, a scan, an evaluation, an export) would race
+    # them: a poll declaring the commit a `sync` then finds "already-declared", a scan or an evaluation
+    # under way answers 409, a timer's export would make the README's fresh stack healthy before it looks.
+    # As every test host does (tests/conftest.py), they wait for a moment the test never reaches.
+    settings.update(TIMERS_THE_EXAMPLES_RUN_THEMSELVES)
     return settings
 
 
