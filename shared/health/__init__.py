@@ -37,7 +37,6 @@ from shared.health.sections import HealthSections
 from shared.iac.api import describe_runner, job_path_health
 from shared.inventory.api import INVENTORY_TABLE, StaleSummary, stale_summary
 from shared.platform import clock
-from shared.platform.modules import KNOWN_MODULES
 from shared.platform.storage.clients import StorageClients, fail_fast_options, host_storage
 from shared.platform.target_access import probe_target
 from shared.platform.targets import ProvisioningTarget
@@ -366,7 +365,7 @@ def _probe_all(sections: HealthSections) -> HealthReport:
         *([functools.partial(_webhook_secret_check, sections)] if _gitops_on(sections) else []),
         *([functools.partial(_policy_check, sections)] if sections.policy is not None else []),
     ]
-    lags = [(module, queue) for module in sections.enabled_modules for queue in KNOWN_MODULES[module].inbound_queues]
+    lags = list(sections.inbound_queues)
     with_inventory = "inventory" in sections.enabled_modules
     # Probes run side by side so the answer takes as long as the slowest one.
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -411,8 +410,4 @@ def _report(sections: HealthSections, checks: list[Check], inbox: list[InboxLag]
 def inbox_lags(sections: HealthSections) -> list[InboxLag]:
     """The lag of every inbound queue of the enabled modules (the ``host.inbox_lag`` gauge reads it)."""
     clients = _probe_clients(sections.health.probe_timeout_seconds)
-    return [
-        _inbox_lag(clients, module, queue)
-        for module in sections.enabled_modules
-        for queue in KNOWN_MODULES[module].inbound_queues
-    ]
+    return [_inbox_lag(clients, module, queue) for module, queue in sections.inbound_queues]

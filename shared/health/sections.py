@@ -29,7 +29,7 @@ class HealthSections:
     runner: RunnerName  # ``IaC:Runner``: the runner whose availability is checked
     targets: tuple[ProvisioningTarget, ...]  # ``Targets``: each one is probed
     config_platform: ConfigPlatformSettings  # ``ConfigPlatform``: probed when its URL is set
-    enabled_modules: tuple[str, ...]  # ``Host:EnabledModules``: whose inbound queues' lag is read
+    enabled_modules: tuple[str, ...]  # ``Host:EnabledModules``
     backup: BackupSettings  # ``Backup``: the latest export's age against the RPO
     service_name: str  # ``OrleansMessaging:ServiceName``: the report's ``service``
     # ``Policy``: the policy gate's status (source, installation bundle digest), read by the gate itself
@@ -40,4 +40,6 @@ class HealthSections:
     gitops_webhook_secret: str | None = None
     # ``ControlPlane``, ``KnowledgeHost``, ``DeliveryHost``: each neighbour, configured or not
     # (shared.platform.neighbours)
+    # (module, queue): the enabled features' inbound queues, whose lag is read (their manifests)
+    inbound_queues: tuple[tuple[str, str], ...] = ()
     neighbours: tuple[NeighbourProbe, ...] = ()

@@ -1,9 +1,8 @@
-"""The modules this host can compose, and what each of them consumes.
+"""The deployable modules a host can enable (``Host:EnabledModules``), and what each is.
 
-A module's inbound queues are where its callers leave work; the health endpoint
-reports each one's lag (age of the oldest unprocessed message), the metric
-``connectsoft.factory.runtime_cloud.host.inbox_lag`` (its name is kept in
-``infra/runtime_cloud_infra/telemetry.py``, which the alert rules read).
+What each module runs (its features' triggers, inbound queues and gauges) is in
+the features' manifests (:mod:`shared.platform.manifest`, listed in
+:mod:`shared.wiring.features`).
 """
 
 from __future__ import annotations
@@ -15,22 +14,13 @@ from dataclasses import dataclass
 class ModuleSpec:
     name: str
     summary: str
-    inbound_queues: tuple[str, ...] = ()
 
 
 KNOWN_MODULES: dict[str, ModuleSpec] = {
     "provisioning": ModuleSpec(
         name="provisioning",
         summary="desired state, plan -> approve -> apply runs, receipts, GitOps reconciler",
-        inbound_queues=("promotions", "approvals", "gitops-sync"),
     ),
-    "inventory": ModuleSpec(
-        name="inventory",
-        summary="observed state, drift findings, reconciliation proposals",
-        inbound_queues=("inventory-inbox",),
-    ),
-    "capacity": ModuleSpec(
-        name="capacity",
-        summary="worker pools, edition quotas, fenced capacity leases",
-    ),
+    "inventory": ModuleSpec(name="inventory", summary="observed state, drift findings, reconciliation proposals"),
+    "capacity": ModuleSpec(name="capacity", summary="worker pools, edition quotas, fenced capacity leases"),
 }

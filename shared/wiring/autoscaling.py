@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from shared.autoscaling.scaler import PoolScaler
+from shared.platform.manifest import FeatureManifest
 from shared.wiring import capacity, provisioning
 from shared.wiring.settings import get_settings
 
@@ -19,3 +20,9 @@ def scaler() -> PoolScaler:
         settings=section.autoscaling,
         targets=section.targets,
     )
+
+
+# Pool autoscaling resizes capacity's pools through provisioning runs: it runs when both are enabled.
+MANIFEST = FeatureManifest(
+    name="autoscaling", module="capacity", also_needs=frozenset({"provisioning"}), triggers=("functions.autoscaling",)
+)

@@ -30,14 +30,12 @@ from shared.backup.restore import RestoreReport
 from shared.backup.retention import prune_exports
 from shared.backup.settings import BackupSettings
 from shared.backup.status import EXPORTS, record_prune
-from shared.inventory.errors import ScanInProgress
+from shared.inventory.rescan import rescan_all
 from shared.platform import clock, telemetry
-from shared.platform.errors import NotFound
-from shared.platform.logs import app_logger, ids
+from shared.platform.logs import app_logger
+from shared.platform.manifest import FeatureManifest
 from shared.platform.storage.clients import shared_host_storage
-from shared.provisioning.lifecycle import RunRef
-from shared.provisioning.outcomes import Outcome
-from shared.provisioning.runs import FailureReason, RunState
+from shared.provisioning.restore_reconciliation import settle_runs_after_restore
 from shared.wiring import inventory, provisioning
 from shared.wiring.settings import get_settings
 
@@ -117,30 +115,16 @@ def after_restore(report: RestoreReport) -> dict[str, Any]:
 
 
 def _reconcile_runs(report: RestoreReport) -> dict[str, list[str]]:
-    done: dict[str, list[str]] = {"failed": [], "replanned": []}
     detail = (
         f"the runtime-cloud store was restored from backup {report.backup_sequence} "
         f"(as of {report.backup_as_of}) at {report.restored_at}; this run was under way and does not "
         "continue from a record that may be stale: declare it again"
     )
-    for run in provisioning.store().unfinished_runs():
-        if run.state is RunState.QUEUED:
-            done["replanned"].append(run.id)  # the reconciler starts its orchestration: a fresh plan
-            continue
-        ref = RunRef(run.tenant, run.environment, run.id)
-        provisioning.steps().finish(ref, Outcome.FAILED, FailureReason.STORE_RESTORED.value, detail)
-        log.warning("restore: run %s failed (%s)", run.id, run.state.value, extra=ids(tenant=run.tenant, run=run.id))
-        done["failed"].append(run.id)
-    return done
+    return settle_runs_after_restore(provisioning.store(), provisioning.steps(), detail)
 
 
 def _rescan() -> dict[str, int]:
-    counts = {"fresh": 0, "stale": 0, "skipped": 0}
-    scanner = inventory.scanner()
-    for tenant, environment in inventory.scan_targets():
-        try:
-            outcome = scanner.scan(tenant, environment)
-            counts["stale" if outcome.error else "fresh"] += 1
-        except (ScanInProgress, NotFound):
-            counts["skipped"] += 1
-    return counts
+    return rescan_all(inventory.scanner(), inventory.scan_targets())
+
+
+MANIFEST = FeatureManifest(name="backup", module=None, triggers=("functions.backup",))

@@ -6,10 +6,13 @@ import functools
 
 from shared.capacity.edition_authority import EditionsAuthority
 from shared.capacity.editions import seed_editions
+from shared.capacity.gauges import PoolHoldings
 from shared.capacity.leases import LeaseService
 from shared.capacity.pools import seed_pools
 from shared.capacity.store import CapacityStore
+from shared.platform.manifest import FeatureManifest
 from shared.platform.storage.clients import shared_host_storage
+from shared.platform.telemetry.names import ACTIVE_LEASES, UTILIZATION
 from shared.wiring.neighbours import control_plane, control_plane_is_authority
 from shared.wiring.settings import get_settings
 
@@ -39,3 +42,13 @@ def editions_authority() -> EditionsAuthority | None:
 
 def leases() -> LeaseService:
     return LeaseService(store())
+
+
+_holdings = PoolHoldings(store)  # both pool gauges read the slot rows once per export
+
+MANIFEST = FeatureManifest(
+    name="capacity",
+    module="capacity",
+    triggers=("functions.capacity", "orchestrations.capacity"),
+    gauges={ACTIVE_LEASES: _holdings.active_leases, UTILIZATION: _holdings.utilization},
+)

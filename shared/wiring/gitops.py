@@ -11,6 +11,7 @@ from shared.gitops.service import GitOpsBindings
 from shared.gitops.store import BindingStore
 from shared.inventory.adoption_preview import adopted_specification
 from shared.inventory.decisions import AcceptBody
+from shared.platform.manifest import FeatureManifest
 from shared.platform.storage.clients import shared_host_storage
 from shared.wiring import inventory, provisioning
 from shared.wiring.settings import get_settings
@@ -37,3 +38,8 @@ def check_proposal_adoption(tenant: str, proposal_id: str, body: AcceptBody) -> 
     adopted = adopted_specification(inventory.store(), provisioning.api(), tenant, proposal_id, body)
     if adopted is not None:
         check_adoption(store(), tenant, adopted)
+
+
+MANIFEST = FeatureManifest(
+    name="gitops", module="provisioning", triggers=("functions.gitops",), inbound_queues=("gitops-sync",)
+)

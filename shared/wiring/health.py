@@ -6,6 +6,7 @@ import functools
 
 from shared.health.sections import HealthSections
 from shared.wiring import neighbours, policy
+from shared.wiring.features import inbound_queues
 from shared.wiring.settings import Settings, get_settings
 
 
@@ -17,6 +18,7 @@ def health_sections(settings: Settings) -> HealthSections:
         targets=tuple(section.targets),
         config_platform=section.config_platform,
         enabled_modules=tuple(section.host.enabled_modules),
+        inbound_queues=inbound_queues(section.host.enabled_modules),
         backup=section.backup,
         service_name=settings.messaging.service_name,
         policy=policy.status,

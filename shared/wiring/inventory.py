@@ -6,12 +6,15 @@ import functools
 
 from shared.inventory.decisions import ProposalDecisions
 from shared.inventory.drift_report import DriftReports
+from shared.inventory.gauges import open_findings, stale_targets
 from shared.inventory.observers.registry import observer_for
 from shared.inventory.rule_book import RuleBook
 from shared.inventory.scan import Scanner
 from shared.inventory.store import InventoryStore
 from shared.inventory.views import InventoryViews
+from shared.platform.manifest import FeatureManifest
 from shared.platform.storage.clients import shared_host_storage
+from shared.platform.telemetry.names import OPEN_FINDINGS, STALE_TARGETS
 from shared.wiring import neighbours, provisioning
 from shared.wiring.settings import get_settings
 
@@ -63,3 +66,15 @@ def scan_targets() -> list[tuple[str, str]]:
     it heard of through events), so a lost event never leaves an environment unscanned.
     """
     return sorted(set(provisioning.api().applied_environments()) | set(store().known_environments()))
+
+
+MANIFEST = FeatureManifest(
+    name="inventory",
+    module="inventory",
+    triggers=("functions.inventory", "orchestrations.inventory"),
+    inbound_queues=("inventory-inbox",),
+    gauges={
+        STALE_TARGETS: lambda: stale_targets(shared_host_storage().tables),
+        OPEN_FINDINGS: lambda: open_findings(shared_host_storage().tables),
+    },
+)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from shared.platform.credentials import azure_credential
+from shared.platform.manifest import FeatureManifest
 from shared.platform.storage.clients import shared_host_storage
 from shared.policy.exceptions import ExceptionStore
 from shared.policy.gate import PolicyGate, PolicyStatus, tree_for
@@ -42,3 +43,6 @@ def status() -> PolicyStatus:
 @functools.lru_cache(maxsize=1)
 def exceptions() -> ExceptionStore:
     return ExceptionStore(shared_host_storage())
+
+
+MANIFEST = FeatureManifest(name="policy", module="provisioning", triggers=("functions.policy",))

@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 
 from shared.platform.errors import InvalidSettings
+from shared.platform.manifest import FeatureManifest
 from shared.platform.storage.clients import shared_host_storage
+from shared.platform.telemetry.names import AWAITING_APPROVAL
 from shared.provisioning.api import ProvisioningApi
 from shared.provisioning.configuration import ConfigPlatformClient
 from shared.provisioning.control_plane_environments import ControlPlaneEnvironments
 from shared.provisioning.environment_registry import EnvironmentAuthority, LocalEnvironmentRegistry
 from shared.provisioning.environment_rules import EnvironmentRegistration
+from shared.provisioning.gauges import awaiting_approval
 from shared.provisioning.lifecycle import RunSteps
 from shared.provisioning.outputs import OutputsStore
 from shared.provisioning.receipts import ReceiptStore
@@ -87,3 +90,18 @@ def outputs() -> OutputsStore:
 def api() -> ProvisioningApi:
     """What the other modules may ask provisioning (see :mod:`shared.provisioning.api`)."""
     return ProvisioningApi(store(), receipts(), service(), policy=get_settings().runtime_cloud.provisioning)
+
+
+MANIFEST = FeatureManifest(
+    name="provisioning",
+    module="provisioning",
+    triggers=(
+        "functions.provisioning",
+        "functions.receipts",
+        "functions.receipt_retention",
+        "functions.runner_jobs",
+        "orchestrations.provisioning",
+    ),
+    inbound_queues=("promotions", "approvals"),
+    gauges={AWAITING_APPROVAL: lambda: awaiting_approval(shared_host_storage().tables)},
+)

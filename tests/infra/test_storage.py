@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from functions import MODULE_BLUEPRINTS
 from shared.inventory.store import INVENTORY_CONTAINER
 from shared.provisioning.receipt_retention import PolicyMode
 from shared.provisioning.receipt_settings import ReceiptSettings
 from shared.provisioning.receipts import RECEIPTS_CONTAINER
+from shared.wiring.features import enabled_manifests
 from tests.infra.conftest import INFRA, Deployment, run_program, stack_file_config
 
 SEVEN_YEARS_DAYS = 2557
@@ -66,7 +66,8 @@ def test_receipts_follow_the_lifetime_rule_in_azure_with_mocked_pulumi_engine(de
     assert blobs["isVersioningEnabled"] is True  # version-level immutability needs versioning
     # Account-level immutability is chosen at creation only and would cover the Functions host's containers.
     assert "immutableStorageWithVersioning" not in account
-    assert "functions.receipt_retention" in MODULE_BLUEPRINTS["provisioning"]  # the timer ships with the app
+    provisioning_triggers = [name for manifest in enabled_manifests(["provisioning"]) for name in manifest.triggers]
+    assert "functions.receipt_retention" in provisioning_triggers  # the timer ships with the app
 
 
 def test_the_host_keeps_receipts_as_long_as_the_stack_says_with_mocked_pulumi_engine(deployment: Deployment) -> None:

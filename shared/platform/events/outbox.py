@@ -393,6 +393,22 @@ def outbox_for(storage: StorageClients, table_name: str, source: str) -> Outbox:
     )
 
 
+def undispatched_count(table: TableClient, limit: int) -> int:
+    """How many events of ``table`` are not sent yet, counting at most ``limit`` (the backlog gauge's read)."""
+    rows = table.query_entities(
+        "RowKey ge @start and RowKey lt @end and Dispatched eq false",
+        parameters={"start": OUTBOX_PREFIX, "end": _OUTBOX_END},
+        select=["PartitionKey"],
+        results_per_page=100,
+    )
+    pending = 0
+    for _ in rows:
+        pending += 1
+        if pending >= limit:
+            break
+    return pending
+
+
 def read_events(queue: QueueClient, max_messages: int = 32) -> list[dict[str, Any]]:
     """Peek at published events (for tests and diagnostics)."""
     return [json.loads(m.content) for m in queue.peek_messages(max_messages=max_messages)]
