@@ -227,8 +227,8 @@ def test_the_open_findings_gauge_counts_open_findings_by_kind(
 ) -> None:
     from azure.data.tables import TableServiceClient
 
+    from shared.inventory.gauges import open_findings
     from shared.platform.storage import clients
-    from shared.wiring.telemetry import _open_findings
 
     # The target account's own Inventory table: no host of the tests writes findings there.
     connection = azurite.connection_string(TARGET_ACCOUNT)
@@ -242,7 +242,9 @@ def test_the_open_findings_gauge_counts_open_findings_by_kind(
         )
     table.upsert_entity({"PartitionKey": "tenant-g|env", "RowKey": "rule|r1", "State": "open", "Kind": "missing"})
     try:
-        readings = {dimensions["kind"]: value for value, dimensions in _open_findings()}
+        readings = {
+            dimensions["kind"]: value for value, dimensions in open_findings(clients.shared_host_storage().tables)
+        }
         assert readings == {"missing": 2.0, "changed": 1.0}
     finally:
         TableServiceClient.from_connection_string(connection).delete_table("Inventory")
