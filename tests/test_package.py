@@ -397,8 +397,8 @@ def test_pinned_grpcio_and_protobuf_satisfy_pulumi_and_everything_else(deployed:
     assert "pulumi" in bounded_by["grpcio"] and "pulumi" in bounded_by["protobuf"]
 
 
-def test_pulumi_bounds_are_the_ones_the_readme_records() -> None:
-    """README's Deploying section quotes these; a Pulumi upgrade must revisit it."""
+def test_pulumi_bounds_are_the_ones_the_deploying_page_records() -> None:
+    """docs/azure.md (Deploying) quotes these; a Pulumi upgrade must revisit it."""
     specs = {
         canonicalize_name(requirement.name): requirement.specifier
         for requirement in map(Requirement, metadata.distribution("pulumi").requires or [])
