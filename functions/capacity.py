@@ -94,13 +94,13 @@ def _visible_pool(caller: Caller, pool_id: str) -> Pool:
 
 @bp.route(route="runtime-cloud/pools", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], query=PoolsQuery, responses={200: PoolList})
-def capacity_list_pools(req: func.HttpRequest, caller: Caller, query: PoolsQuery) -> dict[str, Any]:
+def capacity_list_pools(req: func.HttpRequest, caller: Caller, query: PoolsQuery) -> PoolList:
     """The pools the caller may use (every pool for a platform administrator), a page at a time in id order."""
     store, now = wiring.store(), clock.utcnow()
     tenant = None if caller.has_role(Role.PLATFORM_ADMIN) else caller.tenant
     visible, following = pools.pools_page(store, tenant, limit=query.limit, continuation=query.continuation)
     views = [pools.pool_view(store, pool, now, _viewer(caller)) for pool in visible]
-    return {"pools": views, "continuation": following}
+    return PoolList(pools=views, continuation=following)
 
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["GET"])
@@ -182,11 +182,9 @@ def capacity_put_quota(req: func.HttpRequest, caller: Caller, body: EditionSpec)
     """Create or replace an edition; 409 naming the authority while ControlPlaneApi owns editions."""
     name = _valid_name(req.route_params["edition"], EDITION_NAME, "/edition")
     edition, created = editions.put_edition(wiring.store(), name, body)
-    saved = {
-        "edition": edition.name,
-        "limits": {k.value: v for k, v in edition.limits.items()},
-        "tenants_assigned": body.tenants,
-    }
+    saved = EditionSaved(
+        edition=edition.name, limits={k.value: v for k, v in edition.limits.items()}, tenants_assigned=body.tenants
+    )
     return JsonResult(saved, status=201 if created else 200)
 
 
@@ -249,7 +247,7 @@ def capacity_acquire_lease(req: func.HttpRequest, caller: Caller, body: AcquireR
 
 @bp.route(route="runtime-cloud/leases", methods=["GET"])
 @endpoint(any_scopes=LEASE_OR_READ, query=LeasesQuery, responses={200: LeaseList})
-def capacity_list_leases(req: func.HttpRequest, caller: Caller, query: LeasesQuery) -> dict[str, Any]:
+def capacity_list_leases(req: func.HttpRequest, caller: Caller, query: LeasesQuery) -> LeaseList:
     page = wiring.leases().list_leases(
         caller.tenant,
         pool=query.pool,
@@ -258,7 +256,7 @@ def capacity_list_leases(req: func.HttpRequest, caller: Caller, query: LeasesQue
         limit=query.limit,
         continuation=query.continuation,
     )
-    return {"leases": page.leases, "continuation": page.continuation}
+    return LeaseList(leases=page.leases, continuation=page.continuation)
 
 
 @bp.route(route="runtime-cloud/leases/{id}", methods=["GET"])

@@ -25,7 +25,8 @@ import random
 import re
 import uuid
 from asyncio import to_thread
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 import azure.durable_functions as df
 import azure.functions as func
@@ -169,6 +170,8 @@ _NOT_FOUND = problems.not_found
 _UNKNOWN_KEY = b"no binding: compare against something all the same"
 
 
+Webhook = TypeVar("Webhook", bound=Callable[..., object])
+
 WEBHOOK_SECURITY: dict[str, dict[str, str]] = {
     "gitopsSignature": {
         "type": "apiKey",
@@ -185,7 +188,7 @@ WEBHOOK_SECURITY: dict[str, dict[str, str]] = {
 }
 
 
-def _webhook_contract(function: Any) -> Any:
+def _webhook_contract(function: Webhook) -> Webhook:
     """Document the webhook in the API: it has no bearer token; the signature (or Basic) authenticates it,
     and a bad one answers the 404 of an unknown binding (so 401 is not among its answers)."""
     contract = Contract(
@@ -199,7 +202,7 @@ def _webhook_contract(function: Any) -> Any:
     return function
 
 
-def inspect_doc(function: Any) -> str:
+def inspect_doc(function: Callable[..., object]) -> str:
     return (function.__doc__ or "").strip()
 
 

@@ -90,12 +90,9 @@ async def declare_specification(
     await start_and_wake(client, run, created=created)
     status_url = status_path(run.id)
     return JsonResult(
-        {
-            "run_id": run.id,
-            "state": run.state.value,
-            "status_url": status_url,
-            "specification_digest": run.specification_digest,
-        },
+        RunAccepted(
+            run_id=run.id, state=run.state, status_url=status_url, specification_digest=run.specification_digest
+        ),
         status=202,
         headers={"Location": status_url},
     )
@@ -431,7 +428,7 @@ def get_run(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
 
 @bp.route(route="runtime-cloud/runs/{id}/receipts/{kind}", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"kind": "plan|apply"}, responses={200: ReceiptView})
-def get_receipt(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
+def get_receipt(req: func.HttpRequest, caller: Caller) -> ReceiptView:
     kind = req.route_params["kind"]
     if kind not in ("plan", "apply"):
         raise NotFound(f"no {kind} receipt")
@@ -440,14 +437,9 @@ def get_receipt(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
     if not expected:
         raise NotFound(f"run {run.id} has no {kind} receipt yet")
     document, digest = wiring.receipts().read(run.tenant, run.environment, run.id, kind)
-    return {
-        "run_id": run.id,
-        "kind": kind,
-        "digest": digest,
-        "expected_digest": expected,
-        "verified": digest == expected,
-        "receipt": document,
-    }
+    return ReceiptView(
+        run_id=run.id, kind=kind, digest=digest, expected_digest=expected, verified=digest == expected, receipt=document
+    )
 
 
 @bp.route(route="runtime-cloud/environments/{environment}/specification", methods=["GET"])

@@ -15,7 +15,6 @@ tenant's environment or run answers 404.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import azure.functions as func
 
@@ -34,18 +33,17 @@ ENVIRONMENT = re.compile(NAME_PATTERN)
 
 @bp.route(route="runtime-cloud/environments/{environment}/receipts/verify", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"environment": NAME_PATTERN}, responses={200: ChainReport})
-def verify_receipts(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
+def verify_receipts(req: func.HttpRequest, caller: Caller) -> ChainReport:
     """200 with the report whether or not the chain verifies: ``verified`` and ``first_broken`` say."""
     environment = req.route_params["environment"]
     if not ENVIRONMENT.fullmatch(environment):  # it becomes part of a table key
         raise NotFound(f"environment {environment}")
-    report = verify_environment(wiring.store(), wiring.receipts(), caller.tenant, environment)
-    return report.model_dump(mode="json")
+    return verify_environment(wiring.store(), wiring.receipts(), caller.tenant, environment)
 
 
 @bp.route(route="runtime-cloud/runs/{id}/outputs", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], responses={200: RunOutputs})
-def get_outputs(req: func.HttpRequest, caller: Caller) -> dict[str, Any]:
+def get_outputs(req: func.HttpRequest, caller: Caller) -> RunOutputs:
     run = wiring.service().run(caller.tenant, req.route_params["id"])
     outputs, digest = wiring.outputs().read_run(run.tenant, run.environment, run.id)
-    return {"run_id": run.id, "sha256": digest, "count": len(outputs), "outputs": outputs}
+    return RunOutputs(run_id=run.id, sha256=digest, count=len(outputs), outputs=outputs)
