@@ -20,8 +20,12 @@ The convention an author follows (docs/development.md, "Documentation examples")
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +37,8 @@ SHELL_LANGUAGES = {"sh", "bash", "shell"}
 NEEDS = {"azure": "needs an Azure subscription"}
 DOCUMENTED_ADDRESSES = ("http://127.0.0.1:8130", "http://localhost:8130", "localhost:8130", "127.0.0.1:8130")
 SAMPLE_GIT_ROOT = "/tmp/runtime-cloud-git"  # local.settings.sample.json's Git allow-list
+HERE = Path(__file__).resolve().parent
+PAGE_TIMEOUT_SECONDS = 240
 
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<language>[\w+-]*)")
 NEEDS_MARK = re.compile(r"^\s*<!--\s*needs:\s*(?P<what>[\w-]+)\s*-->\s*$")
@@ -209,3 +215,42 @@ def script(example: Example, base_url: str, git_root: str) -> str:
         out.extend(part.lines)
         out.append(f"__doc_check {shlex.quote(part.expectation)}")
     return "\n".join(out) + "\n"
+
+
+def shell_environment(workdir: Path) -> dict[str, str]:
+    """A reader's shell: none of the test process's settings, the checkout's tools first on PATH."""
+    skipped = ("RuntimeCloud", "RUNTIME_CLOUD_", "DEVHOST_", "AzureWebJobs", "PYTEST_", "COV_")
+    inherited = {name: value for name, value in os.environ.items() if not name.startswith(skipped)}
+    return {
+        **inherited,
+        "HOME": str(workdir),  # git's identity and config below, nobody's real home
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Docs Example",
+        "GIT_AUTHOR_EMAIL": "docs@example.invalid",
+        "GIT_COMMITTER_NAME": "Docs Example",
+        "GIT_COMMITTER_EMAIL": "docs@example.invalid",
+        "COLUMNS": "160",
+        "DOC_PYTHON": sys.executable,
+        "DOC_ANSWER": str(HERE / "answer.py"),
+    }
+
+
+def run_page(page: Path, base_url: str, workdir: Path, git_root: Path) -> tuple[int, str, float]:
+    """Run a page's examples in one bash from ``workdir``: (exit status, the output's tail, seconds)."""
+    runnable = [example for example in examples(page) if example.needs is None]
+    if not runnable:
+        return 0, "", 0.0
+    body = "".join(script(example, base_url, str(git_root)) for example in runnable)
+    page_script = workdir / f"{page.stem}.examples.sh"
+    page_script.write_text(f"source {HERE / 'prelude.sh'}\n{body}")
+    started = time.monotonic()
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", str(page_script)],
+        cwd=workdir,
+        env=shell_environment(workdir),
+        capture_output=True,
+        text=True,
+        timeout=PAGE_TIMEOUT_SECONDS,
+        check=False,
+    )
+    return done.returncode, done.stdout[-4000:] + "\n--- stderr ---\n" + done.stderr[-6000:], time.monotonic() - started

@@ -3,12 +3,15 @@ stated answer belongs to, and when an answer does not match (no host needed)."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.docs.answer import judge
-from tests.docs.examples import Command, commands, examples, script
+from tests.docs.examples import Command, commands, examples, run_page, script
 
 OK = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\n"
 BODY = '{"run_id": "run-1", "state": "queued", "policy": {"outcome": "allow"}}'
@@ -102,3 +105,58 @@ def test_an_unknown_mark_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     with pytest.raises(ValueError, match="unknown mark"):
         examples(page)
+
+
+class _Answers(BaseHTTPRequestHandler):
+    """/ok: 200 {"state": "queued"}; /gone: 404 problem+json; anything else 500."""
+
+    def do_GET(self) -> None:  # http.server's name
+        status, body = {"/ok": (200, '{"state": "queued"}'), "/gone": (404, '{"type": "urn:x:not-found"}')}.get(
+            self.path, (500, "{}")
+        )
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, format: str, *args: object) -> None:  # http.server's signature; quiet
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize(
+    "example, passes",
+    [
+        ("curl -s http://127.0.0.1:8130/ok", True),
+        ('curl -s http://127.0.0.1:8130/ok\n# 200 {"state": "queued"}', True),
+        ("curl -s http://127.0.0.1:8130/gone   # 404 not-found", True),
+        ('STATE=$(curl -s http://127.0.0.1:8130/ok | jq -r .state)\n# 200\n[ "$STATE" = queued ]', True),
+        ("curl -s http://127.0.0.1:8130/gone", False),  # an error the text does not state
+        ("curl -s http://127.0.0.1:8130/ok\n# 201", False),
+        ('curl -s http://127.0.0.1:8130/ok\n# 200 {"state": "applied"}', False),
+        ("STATE=$(curl -s http://127.0.0.1:8130/gone | jq -r .type)", False),  # inside $( ) too
+        ("false\necho never", False),
+    ],
+)
+def test_a_page_fails_exactly_when_an_example_does_not_do_what_its_text_says(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, example: str, passes: bool
+) -> None:
+    import tests.docs.examples as module
+
+    monkeypatch.setattr(module, "REPO", tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text(f"```sh\n{example}\n```\n")
+
+    code, output, _ = run_page(page, server, tmp_path, tmp_path / "git")
+
+    assert (code == 0) is passes, output

@@ -17,7 +17,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,14 +24,12 @@ from pathlib import Path
 import pytest
 
 from devhost.azurite import Azurite
-from tests.docs.examples import NEEDS, REPO, SAMPLE_GIT_ROOT, Example, examples, pages, script
+from tests.docs.examples import NEEDS, REPO, SAMPLE_GIT_ROOT, Example, examples, pages, run_page
 from tests.support.host import HostProcess
 
-HERE = Path(__file__).resolve().parent
 SAMPLE = REPO / "local.settings.sample.json"
 # What the commands of the examples run from the checkout (linked into the examples' folder).
 CHECKOUT_ENTRIES = (".venv", "devhost", "shared", "tools", "runtime_cloud_cli", "storage_protocol", "bench")
-PAGE_TIMEOUT_SECONDS = 240
 NEVER_IN_A_TEST = "0 0 0 1 1 *"  # 1 January, midnight
 TIMERS_THE_EXAMPLES_RUN_THEMSELVES = {
     "RuntimeCloud__GitOps__PollSchedule": NEVER_IN_A_TEST,
@@ -92,50 +89,12 @@ def docs_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocsHost]:
         azurite.stop(grace_seconds=0.5)
 
 
-def shell_environment(workdir: Path) -> dict[str, str]:
-    """A reader's shell: none of the test process's settings, the checkout's tools first on PATH."""
-    skipped = ("RuntimeCloud", "RUNTIME_CLOUD_", "DEVHOST_", "AzureWebJobs", "PYTEST_", "COV_")
-    inherited = {name: value for name, value in os.environ.items() if not name.startswith(skipped)}
-    return {
-        **inherited,
-        "HOME": str(workdir),  # git's identity and config below, nobody's real home
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "Docs Example",
-        "GIT_AUTHOR_EMAIL": "docs@example.invalid",
-        "GIT_COMMITTER_NAME": "Docs Example",
-        "GIT_COMMITTER_EMAIL": "docs@example.invalid",
-        "COLUMNS": "160",
-        "DOC_PYTHON": sys.executable,
-        "DOC_ANSWER": str(HERE / "answer.py"),
-    }
-
-
-def run_page(page: Path, docs: DocsHost) -> tuple[int, str, float]:
-    runnable = [example for example in examples(page) if example.needs is None]
-    if not runnable:
-        return 0, "", 0.0
-    body = "".join(script(example, docs.host.base_url, str(docs.git_root)) for example in runnable)
-    page_script = docs.workdir / f"{page.stem}.examples.sh"
-    page_script.write_text(f"source {HERE / 'prelude.sh'}\n{body}")
-    started = time.monotonic()
-    done = subprocess.run(
-        ["bash", "--noprofile", "--norc", str(page_script)],
-        cwd=docs.workdir,
-        env=shell_environment(docs.workdir),
-        capture_output=True,
-        text=True,
-        timeout=PAGE_TIMEOUT_SECONDS,
-        check=False,
-    )
-    return done.returncode, done.stdout[-4000:] + "\n--- stderr ---\n" + done.stderr[-6000:], time.monotonic() - started
-
-
 def test_every_example_runs_in_page_order(docs_host: DocsHost) -> None:
     """One test for all pages: a page's examples may rely on what an earlier page made (README's run,
     the provisioning walkthrough's environment), so they must run in this order and in one process."""
     timings = []
     for page in pages():
-        code, output, seconds = run_page(page, docs_host)
+        code, output, seconds = run_page(page, docs_host.host.base_url, docs_host.workdir, docs_host.git_root)
         timings.append(f"{page.relative_to(REPO)} {seconds:.1f} s")
         assert code == 0, f"{page.relative_to(REPO)}: an example failed (exit {code})\n{output}\n" + (
             "host log:\n" + docs_host.host.log()[-3000:]
