@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-VALIDATOR = Path("shared", "auth", "tokens.py")
+VALIDATOR = Path("shared", "platform", "auth", "tokens.py")
 AUTH_PREFIX = "runtimecloud__auth__"  # app settings are matched without regard to case, as the host reads them
 
 
