@@ -26,17 +26,18 @@ import re
 import uuid
 from asyncio import to_thread
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import azure.durable_functions as df
 import azure.functions as func
 from azure.core.exceptions import ServiceRequestError, ServiceResponseError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from functions.blueprint import trigger_blueprint
 from orchestrations.provisioning_client import start_and_wake
 from shared.desired_state.api import NAME_PATTERN
 from shared.gitops.api import (
+    BUSY_RETRIES,
     BindingRequest,
     GitOpsBindingView,
     GitOpsStatusView,
@@ -44,6 +45,7 @@ from shared.gitops.api import (
     GitOpsWebhookAnswer,
     SuspendRequest,
     SyncBusy,
+    SyncMessage,
     SyncOutcome,
     Trigger,
     UnreadablePayload,
@@ -74,7 +76,6 @@ SYNC_QUEUE = "gitops-sync"
 BINDING = "runtime-cloud/environments/{environment}/gitops"
 ENVIRONMENT = {"environment": NAME_PATTERN}
 POLL_SCHEDULE = setting_binding("RuntimeCloud:GitOps:PollSchedule")
-BUSY_RETRIES = 20  # a sync that meets another commit's declaration is queued again, this many times at most
 
 
 # -- bindings (Operators) -----------------------------------------------------------------------------
@@ -276,17 +277,11 @@ def _path(req: func.HttpRequest) -> str:
 # -- the poll and the sync queue ----------------------------------------------------------------------
 
 
-class SyncMessage(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    tenant: str = Field(pattern=TENANT_PATTERN)
-    environment: str = Field(pattern=NAME_PATTERN)
-    trigger: Literal["poll", "webhook", "resume"]
-    attempt: int = Field(default=0, ge=0, le=BUSY_RETRIES)
-
-
 def enqueue_sync(tenant: str, environment: str, trigger: Trigger, attempt: int = 0, delay: int = 0) -> None:
-    message = SyncMessage(tenant=tenant, environment=environment, trigger=trigger.value, attempt=attempt)  # type: ignore[arg-type]
+    # Validated from its wire form: the trigger's value is one of the message's literals (poll, webhook, resume).
+    message = SyncMessage.model_validate(
+        {"tenant": tenant, "environment": environment, "trigger": trigger.value, "attempt": attempt}
+    )
     queue = shared_host_storage().queue(SYNC_QUEUE)
     queue.send_message(message.model_dump_json(), visibility_timeout=delay or None)
 

@@ -9,11 +9,10 @@ from typing import Any, Literal
 
 import azure.durable_functions as df
 import azure.functions as func
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from functions.blueprint import trigger_blueprint
 from orchestrations.provisioning_client import ensure_started, notify_decision, start_and_wake, status_path, wake
-from shared.desired_state.api import NAME_PATTERN
 from shared.iac.api import JobStore
 from shared.platform import safe_json
 from shared.platform.auth import Caller, Requester, Role, Scope
@@ -22,18 +21,20 @@ from shared.platform.field_errors import field_errors
 from shared.platform.http import problems
 from shared.platform.http.endpoint import endpoint
 from shared.platform.http.responses import JsonResult
-from shared.platform.identifiers import IDEMPOTENCY_KEY_PATTERN, TENANT_PATTERN, is_idempotency_key
+from shared.platform.identifiers import IDEMPOTENCY_KEY_PATTERN, is_idempotency_key
 from shared.platform.logs import app_logger, ids
 from shared.platform.rejections import record_rejection
 from shared.platform.storage.clients import shared_host_storage
 from shared.platform.telemetry import annotate, message_span
 from shared.provisioning.api import (
+    ApprovalMessage,
     CancelBody,
     DecisionBody,
     Declaration,
     EnvironmentSpecificationView,
     FailureReason,
     Outcome,
+    Promotion,
     ReceiptView,
     ReleaseReference,
     Run,
@@ -109,20 +110,6 @@ def _idempotency_key(req: func.HttpRequest) -> str:
             "'._:@+=~-', starting with a letter or digit"
         )
     return key
-
-
-class Promotion(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    # The promotion id is the run's idempotency key, part of a table key: the same characters only.
-    promotion_id: str = Field(pattern=IDEMPOTENCY_KEY_PATTERN)
-    tenant: str = Field(max_length=64, pattern=TENANT_PATTERN)
-    environment: str = Field(pattern=NAME_PATTERN)
-    requested_by: str = Field(min_length=1, max_length=256)
-    # W3C trace context of the work that sent the promotion: handling it continues that trace
-    # (a malformed one is ignored, never a reason to refuse the promotion).
-    traceparent: str | None = Field(default=None, max_length=128)
-    tracestate: str | None = Field(default=None, max_length=512)
 
 
 @bp.queue_trigger(arg_name="message", queue_name="promotions", connection="AzureWebJobsStorage")
@@ -297,26 +284,6 @@ async def cancel_run(
     await notify_decision(client, run.id)
     await wake(client, [run.id])
     return run.public_view()
-
-
-class ApprovalMessage(BaseModel):
-    """A decision ControlPlaneApi made, on the host's ``approvals`` queue (shared.provisioning.decisions)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    # Tenant and run id become table keys: only characters keys can hold (else a rejection record).
-    tenant: str = Field(pattern=TENANT_PATTERN)
-    environment: str = Field(pattern=NAME_PATTERN, description="the run's environment")
-    run_id: str = Field(pattern=IDEMPOTENCY_KEY_PATTERN)
-    decision: Literal["approve", "reject"]
-    plan_digest: str = Field(pattern=r"^[0-9a-f]{64}$", description="the plan approved (the run's plan_digest)")
-    approver: str = Field(pattern=r"^\S+$", max_length=256, description="the person (oid, else sub)")
-    approver_client: str | None = Field(default=None, max_length=256, description="the app they used")
-    reason: str = Field(default="", max_length=2000)
-    traceparent: str | None = Field(
-        default=None, max_length=128, description="W3C trace context (a malformed one is ignored)"
-    )
-    tracestate: str | None = Field(default=None, max_length=512)
 
 
 @bp.queue_trigger(arg_name="message", queue_name="approvals", connection="AzureWebJobsStorage")

@@ -11,12 +11,14 @@ from __future__ import annotations
 from shared.gitops import secrets, signatures
 from shared.gitops.adoption import FollowsGit
 from shared.gitops.bindings import BindingRequest, SuspendRequest
+from shared.gitops.messages import BUSY_RETRIES, SyncMessage
 from shared.gitops.reconcile import SyncBusy, SyncOutcome, Trigger
 from shared.gitops.responses import GitOpsBindingView, GitOpsStatusView, GitOpsSyncView, GitOpsWebhookAnswer
 from shared.gitops.secrets import MIN_SECRET_CHARS, app_setting_status
 from shared.gitops.webhooks import UnreadablePayload, read_push
 
 __all__ = [
+    "BUSY_RETRIES",
     "signatures",
     "secrets",
     "BindingRequest",
@@ -28,6 +30,7 @@ __all__ = [
     "MIN_SECRET_CHARS",
     "SuspendRequest",
     "SyncBusy",
+    "SyncMessage",
     "SyncOutcome",
     "Trigger",
     "UnreadablePayload",

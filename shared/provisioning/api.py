@@ -23,6 +23,7 @@ from shared.provisioning.configuration import SecretUnresolvable, resolve_secret
 from shared.provisioning.decisions import cancel, decide, decide_as_control_plane
 from shared.provisioning.journal import TableStepJournal
 from shared.provisioning.lifecycle import RunRef
+from shared.provisioning.messages import ApprovalMessage, Promotion
 from shared.provisioning.outcomes import Claim, ClaimAnswer, Outcome, StepAnswer
 from shared.provisioning.receipt_immutability import current_policy, set_policy
 from shared.provisioning.receipt_retention import PolicyMode, RetentionRule
@@ -225,6 +226,7 @@ class ProvisioningApi:
 
 __all__ = [
     "AppliedEnvironment",
+    "ApprovalMessage",
     "CancelBody",
     "ChainReport",
     "Claim",
@@ -239,6 +241,7 @@ __all__ = [
     "JobTicket",
     "Outcome",
     "PolicyMode",
+    "Promotion",
     "ProvisioningApi",
     "RECEIPTS_CONTAINER",
     "RUNS_TABLE",
