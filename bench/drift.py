@@ -1,6 +1,6 @@
 """What a drift scan costs as an environment grows: 200, 1,000 and 2,000 resources.
 
-2,000 is the most a specification may declare (README, Limits and names), so
+2,000 is the most a specification may declare (docs/provisioning.md, Limits and names), so
 the growth measured is 200 -> 2,000 (10x). Everything is measured in one run,
 on one machine, against a real Azurite:
 
@@ -204,7 +204,7 @@ def measure(azurite: Azurite, sizes: list[int]) -> list[dict[str, float]]:
     from shared.desired_state import specification as specification_module
     from shared.desired_state.api import EnvironmentSpecification
 
-    # A specification declares at most 2,000 resources (README, Limits and names). To see how the
+    # A specification declares at most 2,000 resources (docs/provisioning.md, Limits and names). To see how the
     # scan and the comparison grow past that (and to compare with earlier runs at 10,000), this
     # process alone lifts the limit; the scan's code is otherwise the product's.
     specification_module.MAX_RESOURCES = max([specification_module.MAX_RESOURCES, *sizes])

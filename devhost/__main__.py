@@ -63,7 +63,7 @@ def _up(args: argparse.Namespace) -> int:
     from devhost.azurite import Azurite
 
     app_dir = Path(args.app_dir).resolve()
-    # Traces, metrics and logs as OTLP JSON lines (README, Telemetry), unless a setting says otherwise.
+    # Traces, metrics and logs as OTLP JSON lines (docs/telemetry.md), unless a setting says otherwise.
     os.environ.setdefault("RuntimeCloud__Telemetry__LocalDirectory", str(app_dir / ".data" / "telemetry"))
     azurite = Azurite(app_dir / ".data" / "azurite", ports=(10000, 10001, 10002))
     try:

@@ -1,4 +1,4 @@
-"""The host's own endpoints: health, target metadata and the API document (README, Calling the API locally)."""
+"""The host's own endpoints: health, target metadata and the API document (docs/api.md)."""
 
 from __future__ import annotations
 

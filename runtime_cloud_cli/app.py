@@ -1,6 +1,6 @@
 """``runtime-cloud``: the operator CLI's root command, its global options and its command groups.
 
-Exit codes (README, Operator CLI; runtime_cloud_cli/exit_codes.py): 0 ok; 1 the answer is "no" (a run
+Exit codes (docs/cli.md; runtime_cloud_cli/exit_codes.py): 0 ok; 1 the answer is "no" (a run
 ended other than applied, receipts that do not verify, a denied dry run, unhealthy backups); 2 usage or
 invalid input (400, 422); 3 not found; 4 refused (403, 409); 5 authentication (no token, 401); 6 the host
 unavailable (unreachable, 5xx, 429).

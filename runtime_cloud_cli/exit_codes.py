@@ -1,4 +1,4 @@
-"""The exit codes a script can branch on (README, Operator CLI)."""
+"""The exit codes a script can branch on (docs/cli.md)."""
 
 from __future__ import annotations
 

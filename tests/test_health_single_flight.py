@@ -1,4 +1,4 @@
-"""Health calls that arrive together share one round of probes (README, Settings: ``CacheSeconds``)."""
+"""Health calls that arrive together share one round of probes (docs/settings.md: ``CacheSeconds``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The backup account: where the host's timer exports its store (README, "Backup and restore (runbook)").
+"""The backup account: where the host's timer exports its store (docs/restore.md, "Backup and restore (runbook)").
 
 A **separate** storage account, so that losing the host's account (deleted,
 corrupted, its keys... it has none) does not lose its backups. Like the host's
@@ -17,7 +17,7 @@ account: no shared key, HTTPS and TLS 1.2 only, no public access. Inside it:
   locks it, README) is the floor from the moment a copy is written. Never
   touched by pruning or lifecycle rules; the host writes a copy once,
   create-only, under its SHA-256. A container created before version-level
-  immutability was declared here is migrated once (README, Backup runbook).
+  immutability was declared here is migrated once (docs/restore.md).
 
 The host's identity gets *Storage Blob Data Contributor* on the account (the
 exports are blobs only) and *Storage Blob Data Owner* on the receipt copies'
@@ -94,7 +94,7 @@ def backup_store(settings: StackSettings, resource_group: pulumi.Input[str]) -> 
         "backup-receipts", RECEIPTS_CONTAINER, settings, resource_group, account, blob_service, worm=True
     )
     # The default version policy, the floor of every copy; unlocked, like the host's receipts policy, until an
-    # operator locks it (README, Deploying); then it only grows.
+    # operator locks it (docs/azure.md, Deploying); then it only grows.
     policy = storage.BlobContainerImmutabilityPolicy(
         "backup-receipts-retention",
         account_name=account.name,

@@ -12,7 +12,7 @@ They come from three places, each setting from exactly one:
   state backend, the two retention settings that storage lifecycle rules
   mirror, and the receipts' retention (``receiptRetentionDays``, which also sets
   the receipt containers' default immutability policies);
-- **fixed**: ``PYTHON_ISOLATE_WORKER_DEPENDENCIES=1`` (README, Deploying);
+- **fixed**: ``PYTHON_ISOLATE_WORKER_DEPENDENCIES=1`` (docs/azure.md, Deploying);
 - **the stack's** ``hostSettings``: the rest of the host's settings as the README
   names them (``RuntimeCloud__Auth__Authority``, ``RuntimeCloud__Capacity__Pools``...).
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from runtime_cloud_infra.settings import StackSettings
 
 HOST_CONNECTION = "AzureWebJobsStorage"
-PULUMI_STATE_CONTAINER = "pulumi-state"  # the stack's state after bootstrap (README, Deploying)
+PULUMI_STATE_CONTAINER = "pulumi-state"  # the stack's state after bootstrap (docs/azure.md, Deploying)
 STATE_KEY = "pulumi-state"  # the vault key that encrypts Pulumi stack secrets (key_vault.STATE_KEY)
 # The GitOps webhooks' default secret (shared/gitops/settings.py: RuntimeCloud:GitOps:WebhookSecret names
 # this app setting): a Key Vault reference to the vault secret of this name, when the stack's ``secrets``
@@ -72,7 +72,7 @@ COMPUTED = (
 # Plans and applies run in the runner job on Azure; the in-process launcher is a local-only mode.
 JOB_LAUNCHER = "RuntimeCloud__IaC__JobLauncher"
 IN_PROCESS_LAUNCHER = "in-process"
-# For the local host only (README, Settings): in Azure they would be wrong or a secret store.
+# For the local host only (docs/settings.md): in Azure they would be wrong or a secret store.
 LOCAL_ONLY = (
     "RuntimeCloud__Auth__LocalSigningKeyDirectory",
     "RuntimeCloud__Secrets__LocalValues",

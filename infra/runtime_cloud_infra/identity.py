@@ -1,4 +1,4 @@
-"""Three user-assigned identities, and what each may do (README, Deploying: the access matrix).
+"""Three user-assigned identities, and what each may do (docs/azure.md, Deploying: the access matrix).
 
 - **host**: the function app's identity for its own store, telemetry and the
   secrets it resolves. Data roles on its own storage account (blob, queue,
@@ -193,7 +193,7 @@ def grant_operators(
     subscription: pulumi.Input[str],
 ) -> list[authorization.RoleAssignment]:
     """Operators (an Entra group) set the secrets' values, and after bootstrap keep the stack's state
-    in the host's account (README, Deploying); nothing in this program ever holds a secret value."""
+    in the host's account (docs/azure.md, Deploying); nothing in this program ever holds a secret value."""
     if settings.operator_principal_id is None:
         return []
     grants = (

@@ -4,7 +4,7 @@ The vault holds the secrets the stack's ``secrets`` catalogue names (in
 ``infra/Pulumi.dev.yaml``: ``runtime-cloud-sql``, ``iac-runner-identity``, ``messaging-transport``). This
 program never writes a value: a value written through ARM would sit in the
 Pulumi state. Operators set them (``az keyvault secret set ... --expires``,
-README, Deploying), and the host reads them by reference: a target's
+docs/azure.md, Deploying), and the host reads them by reference: a target's
 ``Credential.SecretName`` becomes a Key Vault secret URI or an app setting
 ``@Microsoft.KeyVault(VaultName=...;SecretName=...)`` resolved by the platform
 with the host identity.

@@ -206,7 +206,7 @@ def job_exchange(
     """The exchange's tables, containers and queues (but the ``declared`` containers, already in the
     store's program): a role assignment needs its scope to exist, and the host, which also creates them
     at start when missing, may start after the grants. On a stack deployed before them, ``pulumi import``
-    the ones the host already made (README, Deploying)."""
+    the ones the host already made (docs/azure.md, Deploying)."""
     resources: list[pulumi.Resource] = [
         storage.Table(
             f"exchange-table-{name.lower()}",

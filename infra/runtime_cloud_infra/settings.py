@@ -238,7 +238,7 @@ def _instance_memory(reader: Reader) -> int:
 
 def _retention(reader: Reader) -> Retention:
     return Retention(
-        # Receipts are kept for the environment's lifetime plus seven years (README, Retention): never less.
+        # Receipts are kept for the environment's lifetime plus seven years (docs/azure.md, Retention): never less.
         receipt_days=reader.integer("receiptRetentionDays", SEVEN_YEARS_DAYS, SEVEN_YEARS_DAYS, MAX_IMMUTABILITY_DAYS),
         finding_days=reader.integer("findingRetentionDays", 396, 1, 3650),
         lease_days=reader.integer("leaseRetentionDays", 90, 1, 3650),
@@ -285,7 +285,7 @@ def _targets(reader: Reader, secret_names: set[str]) -> tuple[Mapping[str, Any],
         where = f"{reader.key('targets')}[{index}]"
         credential = target.get("Credential") if isinstance(target, dict) else None
         if not isinstance(credential, dict) or "Kind" not in credential:
-            raise StackConfigError(f"{where} needs Credential with Kind (see README, Settings)")
+            raise StackConfigError(f"{where} needs Credential with Kind (see docs/settings.md)")
         secret = credential.get("SecretName")
         if secret is not None and secret not in secret_names:
             raise StackConfigError(f"{where}.Credential.SecretName {secret!r} is not in {reader.key('secrets')}")

@@ -8,7 +8,7 @@ replication, no local users or SFTP.
 Blob versioning and soft delete (blobs and containers) are on. Retention:
 
 - **receipts**: the environment's lifetime plus seven years, per receipt
-  version (README, "Retention: receipts, drift, leases"). The ``receipts``
+  version (docs/azure.md, "Retention: receipts, drift, leases"). The ``receipts``
   container has version-level immutability (set when it is created; an existing
   container is migrated, never recreated). The host writes each receipt with
   its own *locked* version-level policy of seven years and a step ahead, and

@@ -12,7 +12,7 @@ it; requests that find every warm runner busy start executions as before.
 Same image, same environment variables, and **the runner identity only**, as
 the job: a warm runner runs tenants' programs too. No ingress: it listens on
 nothing. The trade-off against an execution per request is isolation between
-runs (README, "Where the runners run": warm runners).
+runs (docs/provisioning.md, "Where the runners run": warm runners).
 """
 
 from __future__ import annotations

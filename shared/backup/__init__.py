@@ -1,4 +1,4 @@
-"""Backup and restore of the runtime-cloud store (README, "Backup and restore (runbook)").
+"""Backup and restore of the runtime-cloud store (docs/restore.md, "Backup and restore (runbook)").
 
 - :mod:`.export`: the timer's work: what changed in the registry's tables
   since the last export (with the full key set, so deletes are captured) and

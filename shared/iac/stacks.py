@@ -58,7 +58,7 @@ def stack_problem(tenant: str, environment: str, named: str, adopted: Mapping[st
         return None
     return (
         f"stack {named!r} is not this environment's: each tenant and environment has its own stack, "
-        f"{expected!r} (README: One stack per tenant and environment)"
+        f"{expected!r} (docs/provisioning.md: One stack per tenant and environment)"
     )
 
 

@@ -1,6 +1,6 @@
 """What a declaration may change of its environment's registration, and what its run then needs.
 
-The rule (README, "Environments have an authority"):
+The rule (docs/provisioning.md, "Environments have an authority"):
 
 - the first declaration registers the environment with its class and target;
 - the same class and target: the run takes the registered class;

@@ -65,7 +65,7 @@ def test_store_settings_are_identity_based_with_mocked_pulumi_engine(deployment:
     assert settings["APPLICATIONINSIGHTS_AUTHENTICATION_STRING"] == (
         f"Authorization=AAD;ClientId={host.outputs['clientId']}"
     )
-    assert settings["PYTHON_ISOLATE_WORKER_DEPENDENCIES"] == "1"  # README, Deploying
+    assert settings["PYTHON_ISOLATE_WORKER_DEPENDENCIES"] == "1"  # docs/azure.md, Deploying
 
 
 def test_the_app_reads_targets_as_the_observer_and_hands_jobs_the_runner_with_mocked_pulumi_engine(
