@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Required, TypedDict
+
+from devhost.json_value import JsonValue
 
 
 class ActionType(IntEnum):
@@ -41,6 +43,34 @@ _UNSUPPORTED_NAMES = {
 }
 
 
+class RetryOptionsJson(TypedDict, total=False):
+    maxNumberOfAttempts: int
+    firstRetryIntervalInMilliseconds: int
+
+
+class ActionJson(TypedDict, total=False):
+    """One action as the SDK writes it in the orchestrator state; which members it has depends on its type."""
+
+    actionType: Required[int]
+    functionName: str
+    input: JsonValue  # the SDK's JSON text of the input (anything else is not read)
+    fireAt: str
+    instanceId: str | None
+    retryOptions: RetryOptionsJson | None
+    compoundActions: list[ActionJson]  # task_all / task_any: their children
+
+
+class OrchestratorState(TypedDict, total=False):
+    """What the SDK's orchestrator handle returns (its ``OrchestratorState`` as JSON)."""
+
+    isDone: bool
+    actions: list[list[ActionJson] | ActionJson]  # schema V2: one group per episode (V1: single actions)
+    output: JsonValue  # the orchestrator's return value: the user's
+    error: str | None
+    customStatus: JsonValue  # the user's
+    schemaVersion: int
+
+
 class UnsupportedAction(Exception):
     """The orchestrator used an API the local engine does not run (entities, durable HTTP)."""
 
@@ -50,7 +80,7 @@ class Action:
     """One scheduled task as the orchestrator asked for it."""
 
     type: ActionType
-    raw: dict[str, Any]
+    raw: ActionJson
 
     @property
     def name(self) -> str:
@@ -71,12 +101,12 @@ class Action:
 
     @property
     def max_attempts(self) -> int:
-        options = self.raw.get("retryOptions") or {}
+        options = self.raw.get("retryOptions") or RetryOptionsJson()
         return int(options.get("maxNumberOfAttempts", 1))
 
     @property
     def retry_interval_ms(self) -> int:
-        options = self.raw.get("retryOptions") or {}
+        options = self.raw.get("retryOptions") or RetryOptionsJson()
         return int(options.get("firstRetryIntervalInMilliseconds", 0))
 
     @property
@@ -93,7 +123,7 @@ class Action:
         return self.type.name.lower()
 
 
-def flatten(state: dict[str, Any]) -> list[Action]:
+def flatten(state: OrchestratorState) -> list[Action]:
     """Every action of an orchestrator state (``actions`` of schema V1 or V2), leaves only, in order."""
     leaves: list[Action] = []
     for group in state.get("actions") or []:
@@ -102,7 +132,7 @@ def flatten(state: dict[str, Any]) -> list[Action]:
     return leaves
 
 
-def _collect(action: dict[str, Any], leaves: list[Action]) -> None:
+def _collect(action: ActionJson, leaves: list[Action]) -> None:
     kind = ActionType(int(action["actionType"]))
     if kind in (ActionType.WHEN_ALL, ActionType.WHEN_ANY):
         for child in action.get("compoundActions") or []:

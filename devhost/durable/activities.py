@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from azure.functions import meta
 from azure.functions.durable_functions import ActivityTriggerConverter
@@ -29,7 +28,7 @@ from azure.storage.queue.aio import QueueClient
 from devhost.durable import history as h
 from devhost.durable.functions import DurableFunctions
 from devhost.durable.polling import MAX_BATCH, QueuePoller
-from devhost.durable.queues import ControlMessage, HeldMessage, TaskHubQueues, WorkItem
+from devhost.durable.queues import ControlMessage, EngineMessage, HeldMessage, TaskHubQueues, WorkItem
 from devhost.durable.settings import DurableSettings
 from devhost.invoker import Invoker
 
@@ -100,7 +99,7 @@ class ActivityDispatcher:
         self._reserved -= 1
         self._room_changed.set()
 
-    def deliver(self, queue: QueueClient, message: QueueMessage, body: dict[str, Any]) -> None:
+    def deliver(self, queue: QueueClient, message: QueueMessage, body: EngineMessage) -> None:
         self._reserved -= 1
         self._start(WorkItem.from_json(body), HeldMessage(queue, message, self.visibility, body))
 
@@ -149,7 +148,7 @@ class ActivityDispatcher:
                     "times without finishing (did the activity crash the host?)",
                 )
             result = await self._run(item)
-            event = h.task_completed(h.now(), item.task_id, result)
+            event: h.TaskCompletedEvent | h.TaskFailedEvent = h.task_completed(h.now(), item.task_id, result)
         except ActivityFailure as failure:
             event = h.task_failed(
                 h.now(),

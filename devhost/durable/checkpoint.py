@@ -30,13 +30,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import Executor
-from typing import Any
 
 from devhost.durable import history as h
 from devhost.durable.episode import Execution, Outcome, Runner, play, start_trace, terminate
 from devhost.durable.functions import DurableFunctions
-from devhost.durable.history import Record
+from devhost.durable.history import HistoryEvent, Record
 from devhost.durable.instance_cache import InstanceCache
 from devhost.durable.instances import InstanceState, ParentRef, RuntimeStatus
 from devhost.durable.outbox import Outbox
@@ -118,14 +118,16 @@ class Episodes:
 
     def begin(self, state: InstanceState | None, start: ControlMessage) -> InstanceState:
         event = start.event
+        if event["EventType"] != h.EXECUTION_STARTED:
+            raise ValueError(f"a start message holds event type {event['EventType']}, not ExecutionStarted")
         keep_created = state is not None and state.execution_id == start.execution_id
         fresh = InstanceState(
             instance_id=start.instance_id,
-            name=str(event["Name"]),
+            name=event["Name"],
             execution_id=str(start.execution_id),
             status=RuntimeStatus.PENDING,
-            input=event.get("Input"),
-            parent=parent_of(event),
+            input=event["Input"],
+            parent=ParentRef.from_event(event["ParentInstance"]),
             etag=state.etag if state else None,
         )
         if keep_created and state is not None:
@@ -189,7 +191,7 @@ class Episodes:
         state: InstanceState,
         outcome: Outcome,
         consumed: tuple[str, ...],
-        trace_context: dict[str, str] | None = None,
+        trace_context: Mapping[str, str] | None = None,
     ) -> tuple[InstanceState, list[Record]]:
         """Start the next execution with the new input; the old execution's history goes once it is committed.
 
@@ -245,5 +247,6 @@ class Episodes:
             )
 
 
-def parent_of(event: dict[str, Any]) -> ParentRef | None:
-    return ParentRef.from_event(event.get("ParentInstance"))
+def parent_of(event: HistoryEvent) -> ParentRef | None:
+    """The orchestration that started this one, if ``event`` is a sub-orchestration's start."""
+    return ParentRef.from_event(event["ParentInstance"]) if event["EventType"] == h.EXECUTION_STARTED else None

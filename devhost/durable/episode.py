@@ -66,7 +66,7 @@ class Outcome:
     status: str
     output: str | None = None
     custom_status: str | None = None
-    failure: dict[str, str] | None = None
+    failure: h.FailureDetails | None = None
     continue_input: str | None = None
     ran: bool = False
 
@@ -206,18 +206,20 @@ def _nondeterminism(firsts: list[Record], tasks: list[Action]) -> str | None:
 
 
 def _describe_record(record: Record) -> str:
-    if record.type == EventType.TASK_SCHEDULED:
-        return f"activity '{record.event.get('Name')}'"
-    if record.type == EventType.SUB_ORCHESTRATION_INSTANCE_CREATED:
-        return f"sub-orchestration '{record.event.get('Name')}'"
+    event = record.event
+    if event["EventType"] == h.TASK_SCHEDULED:
+        return f"activity '{event['Name']}'"
+    if event["EventType"] == h.SUB_ORCHESTRATION_INSTANCE_CREATED:
+        return f"sub-orchestration '{event['Name']}'"
     return "a timer"
 
 
 def _same_call(record: Record, action: Action) -> bool:
-    if record.type == EventType.TASK_SCHEDULED:
-        return action.type in ACTIVITIES and action.name == record.event.get("Name")
-    if record.type == EventType.SUB_ORCHESTRATION_INSTANCE_CREATED:
-        return action.type in SUB_ORCHESTRATIONS and action.name == record.event.get("Name")
+    event = record.event
+    if event["EventType"] == h.TASK_SCHEDULED:
+        return action.type in ACTIVITIES and action.name == event["Name"]
+    if event["EventType"] == h.SUB_ORCHESTRATION_INSTANCE_CREATED:
+        return action.type in SUB_ORCHESTRATIONS and action.name == event["Name"]
     return action.type == ActionType.CREATE_TIMER
 
 
@@ -300,8 +302,10 @@ def child_execution_id(parent_execution_id: str, event_id: int) -> str:
 def start_trace(records: list[Record]) -> dict[str, str]:
     """The W3C carrier the execution was started in (``ParentTraceContext`` of ``ExecutionStarted``), or ``{}``."""
     for record in records:
-        if record.type == EventType.EXECUTION_STARTED:
-            context = record.event.get("ParentTraceContext") or {}
+        if record.event["EventType"] == h.EXECUTION_STARTED:
+            context = record.event.get("ParentTraceContext")
+            if context is None:
+                return {}
             carrier = {"traceparent": context.get("TraceParent"), "tracestate": context.get("TraceState")}
             return {key: str(value) for key, value in carrier.items() if value}
     return {}
@@ -310,8 +314,8 @@ def start_trace(records: list[Record]) -> dict[str, str]:
 def start_input(records: list[Record]) -> tuple[str | None, str | None]:
     """The execution's input and parent instance id, from its ``ExecutionStarted`` event."""
     for record in records:
-        if record.type == EventType.EXECUTION_STARTED:
-            parent = record.event.get("ParentInstance") or {}
-            parent_id = (parent.get("OrchestrationInstance") or {}).get("InstanceId")
+        if record.event["EventType"] == h.EXECUTION_STARTED:
+            parent = record.event.get("ParentInstance")
+            parent_id = parent["OrchestrationInstance"].get("InstanceId") if parent else None
             return record.event.get("Input"), parent_id
     return None, None

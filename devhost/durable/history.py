@@ -10,9 +10,10 @@ determinism check) and which queue message brought an event (for dedupe).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Final, Literal, NotRequired, TypedDict, cast
 
 from azure.durable_functions.models.history import HistoryEventType as EventType
 
@@ -27,6 +28,8 @@ __all__ = [
     "now",
     "timestamp",
     "parse_timestamp",
+    "HistoryEvent",
+    "history_event",
 ]
 
 # completion event type -> the property that names the task it completes
@@ -41,6 +44,227 @@ FAILURES = {EventType.TASK_FAILED, EventType.SUB_ORCHESTRATION_INSTANCE_FAILED}
 SCHEDULING = {EventType.TASK_SCHEDULED, EventType.TIMER_CREATED, EventType.SUB_ORCHESTRATION_INSTANCE_CREATED}
 # events that move the orchestrator forward when replayed (others are bookkeeping)
 ACTIONABLE = {EventType.EXECUTION_STARTED, EventType.EVENT_RAISED, *COMPLETIONS}
+
+# The SDK's HistoryEventType numbers as literal types (its enum is untyped, so Any to mypy): each
+# event's TypedDict is tagged with its number, and comparing ``event["EventType"]`` with one of these
+# narrows a :data:`HistoryEvent` to that event (tests/durable/test_history_types.py pins them to the SDK).
+EXECUTION_STARTED: Final = 0
+EXECUTION_COMPLETED: Final = 1
+EXECUTION_TERMINATED: Final = 3
+TASK_SCHEDULED: Final = 4
+TASK_COMPLETED: Final = 5
+TASK_FAILED: Final = 6
+SUB_ORCHESTRATION_INSTANCE_CREATED: Final = 7
+SUB_ORCHESTRATION_INSTANCE_COMPLETED: Final = 8
+SUB_ORCHESTRATION_INSTANCE_FAILED: Final = 9
+TIMER_CREATED: Final = 10
+TIMER_FIRED: Final = 11
+ORCHESTRATOR_STARTED: Final = 12
+ORCHESTRATOR_COMPLETED: Final = 13
+EVENT_RAISED: Final = 15
+CONTINUE_AS_NEW: Final = 16
+EXECUTION_SUSPENDED: Final = 19
+EXECUTION_RESUMED: Final = 20
+
+
+class OrchestrationInstance(TypedDict):
+    InstanceId: str
+    ExecutionId: str
+
+
+class ParentInstance(TypedDict):
+    """``ExecutionStarted.ParentInstance``: the orchestration that started this one, and its task id."""
+
+    Name: str
+    Version: str
+    TaskScheduleId: int
+    OrchestrationInstance: OrchestrationInstance
+
+
+class ParentTraceContext(TypedDict):
+    TraceParent: str
+    TraceState: str | None
+
+
+class FailureDetails(TypedDict):
+    ErrorType: str
+    ErrorMessage: str
+
+
+class OriginJson(TypedDict):
+    """:class:`Origin` as kept beside a history row (``Origin`` column); the SDK never sees it."""
+
+    slot: int
+    role: str
+    attempt: int
+    withRetry: bool
+    maxAttempts: int
+    retryIntervalMs: int
+
+
+# The members every event has, in the order they are written (the constructors below put ``EventType`` first).
+class _Stamp(TypedDict):
+    EventId: int
+    IsPlayed: bool
+    Timestamp: str
+
+
+class OrchestratorStartedEvent(_Stamp):
+    EventType: Literal[12]
+
+
+class OrchestratorCompletedEvent(_Stamp):
+    EventType: Literal[13]
+
+
+class ExecutionStartedEvent(_Stamp):
+    EventType: Literal[0]
+    OrchestrationInstance: OrchestrationInstance
+    ParentInstance: ParentInstance | None
+    Name: str
+    Version: str
+    Input: str | None  # JSON text of the user's input
+    Tags: None
+    ScheduledStartTime: None
+    Generation: int
+    ParentTraceContext: NotRequired[ParentTraceContext]
+
+
+class TaskScheduledEvent(_Stamp):
+    EventType: Literal[4]
+    Name: str
+    Version: str
+    Input: str | None
+
+
+class TaskCompletedEvent(_Stamp):
+    EventType: Literal[5]
+    TaskScheduledId: int
+    Result: str | None
+
+
+class TaskFailedEvent(_Stamp):
+    EventType: Literal[6]
+    TaskScheduledId: int
+    Reason: str
+    Details: str
+    FailureDetails: FailureDetails
+
+
+class TimerCreatedEvent(_Stamp):
+    EventType: Literal[10]
+    FireAt: str
+
+
+class TimerFiredEvent(_Stamp):
+    EventType: Literal[11]
+    TimerId: int
+    FireAt: str
+
+
+class SubOrchestrationCreatedEvent(_Stamp):
+    EventType: Literal[7]
+    Name: str
+    Version: str
+    InstanceId: str
+    Input: str | None
+
+
+class SubOrchestrationCompletedEvent(_Stamp):
+    EventType: Literal[8]
+    TaskScheduledId: int
+    Result: str | None
+
+
+class SubOrchestrationFailedEvent(_Stamp):
+    EventType: Literal[9]
+    TaskScheduledId: int
+    Reason: str
+    Details: str
+
+
+class EventRaisedEvent(_Stamp):
+    EventType: Literal[15]
+    Name: str
+    Input: str | None
+
+
+class ExecutionCompletedEvent(_Stamp):
+    EventType: Literal[1]
+    OrchestrationStatus: str
+    Result: str | None
+    FailureDetails: FailureDetails | None
+
+
+class ExecutionTerminatedEvent(_Stamp):
+    EventType: Literal[3]
+    Input: str  # the reason, as the Durable Task Framework keeps it
+
+
+class ExecutionSuspendedEvent(_Stamp):
+    EventType: Literal[19]
+    Reason: str
+
+
+class ExecutionResumedEvent(_Stamp):
+    EventType: Literal[20]
+    Reason: str
+
+
+class ContinueAsNewEvent(_Stamp):
+    EventType: Literal[16]
+    Result: str | None  # the next execution's input
+
+
+HistoryEvent = (
+    OrchestratorStartedEvent
+    | OrchestratorCompletedEvent
+    | ExecutionStartedEvent
+    | TaskScheduledEvent
+    | TaskCompletedEvent
+    | TaskFailedEvent
+    | TimerCreatedEvent
+    | TimerFiredEvent
+    | SubOrchestrationCreatedEvent
+    | SubOrchestrationCompletedEvent
+    | SubOrchestrationFailedEvent
+    | EventRaisedEvent
+    | ExecutionCompletedEvent
+    | ExecutionTerminatedEvent
+    | ExecutionSuspendedEvent
+    | ExecutionResumedEvent
+    | ContinueAsNewEvent
+)
+_KNOWN = {
+    EXECUTION_STARTED,
+    EXECUTION_COMPLETED,
+    EXECUTION_TERMINATED,
+    TASK_SCHEDULED,
+    TASK_COMPLETED,
+    TASK_FAILED,
+    SUB_ORCHESTRATION_INSTANCE_CREATED,
+    SUB_ORCHESTRATION_INSTANCE_COMPLETED,
+    SUB_ORCHESTRATION_INSTANCE_FAILED,
+    TIMER_CREATED,
+    TIMER_FIRED,
+    ORCHESTRATOR_STARTED,
+    ORCHESTRATOR_COMPLETED,
+    EVENT_RAISED,
+    CONTINUE_AS_NEW,
+    EXECUTION_SUSPENDED,
+    EXECUTION_RESUMED,
+}
+
+
+def history_event(value: object) -> HistoryEvent:
+    """An event read back (from a history row or a queue message) as the engine wrote it.
+
+    The engine is the only writer of these documents, so the type is checked, not every member:
+    ``ValueError`` for anything that is not an object with an event type the engine writes."""
+    if not isinstance(value, dict) or value.get("EventType") not in _KNOWN or not isinstance(value["EventType"], int):
+        raise ValueError("not a history event the engine writes")
+    return cast(HistoryEvent, value)
+
 
 _FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # the SDK's DATETIME_STRING_FORMAT
 
@@ -76,7 +300,7 @@ class Origin:
     max_attempts: int = 1
     retry_interval_ms: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OriginJson:
         return {
             "slot": self.slot,
             "role": self.role,
@@ -87,7 +311,7 @@ class Origin:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Origin:
+    def from_json(cls, data: OriginJson) -> Origin:
         return cls(
             int(data["slot"]),
             str(data["role"]),
@@ -109,35 +333,48 @@ class Record:
     handed to the new execution.
     """
 
-    event: dict[str, Any]
+    event: HistoryEvent
     origin: Origin | None = None
     message_id: str | None = None
     consumed: tuple[str, ...] = ()
 
     @property
     def type(self) -> int:
-        return int(self.event["EventType"])
+        return self.event["EventType"]
 
     @property
     def event_id(self) -> int:
-        return int(self.event.get("EventId", -1))
+        return self.event["EventId"]
 
     def completes(self) -> int | None:
         """The task id this event completes, if it is a completion."""
-        key = COMPLETIONS.get(self.type)
-        return int(self.event[key]) if key else None
+        return completed_task(self.event)
 
 
-def _event(event_type: int, at: datetime, event_id: int = -1, **fields: Any) -> dict[str, Any]:
-    return {"EventType": int(event_type), "EventId": event_id, "IsPlayed": False, "Timestamp": timestamp(at), **fields}
+def completed_task(event: HistoryEvent) -> int | None:
+    """The task id ``event`` completes (``TaskScheduledId``, or a timer's ``TimerId``), if it is a completion."""
+    if event["EventType"] in (
+        TASK_COMPLETED,
+        TASK_FAILED,
+        SUB_ORCHESTRATION_INSTANCE_COMPLETED,
+        SUB_ORCHESTRATION_INSTANCE_FAILED,
+    ):
+        return event["TaskScheduledId"]
+    if event["EventType"] == TIMER_FIRED:
+        return event["TimerId"]
+    return None
 
 
-def orchestrator_started(at: datetime) -> dict[str, Any]:
-    return _event(EventType.ORCHESTRATOR_STARTED, at)
+def _stamp(at: datetime, event_id: int = -1) -> _Stamp:
+    return {"EventId": event_id, "IsPlayed": False, "Timestamp": timestamp(at)}
 
 
-def orchestrator_completed(at: datetime) -> dict[str, Any]:
-    return _event(EventType.ORCHESTRATOR_COMPLETED, at)
+def orchestrator_started(at: datetime) -> OrchestratorStartedEvent:
+    return {"EventType": ORCHESTRATOR_STARTED, **_stamp(at)}
+
+
+def orchestrator_completed(at: datetime) -> OrchestratorCompletedEvent:
+    return {"EventType": ORCHESTRATOR_COMPLETED, **_stamp(at)}
 
 
 def execution_started(
@@ -146,106 +383,119 @@ def execution_started(
     execution_id: str,
     name: str,
     input_json: str | None,
-    parent: dict[str, Any] | None = None,
-    trace_context: dict[str, str] | None = None,
-) -> dict[str, Any]:
+    parent: ParentInstance | None = None,
+    trace_context: Mapping[str, str] | None = None,
+) -> ExecutionStartedEvent:
     """``trace_context``: the W3C context the instance was started in (``traceparent``, ``tracestate``),
     kept as the Durable Task Framework keeps it (``ParentTraceContext``) for distributed tracing."""
-    extra: dict[str, Any] = {}
+    event: ExecutionStartedEvent = {  # (the stamp spelled out: ``**`` cannot make a TypedDict with optional keys)
+        "EventType": EXECUTION_STARTED,
+        "EventId": -1,
+        "IsPlayed": False,
+        "Timestamp": timestamp(at),
+        "OrchestrationInstance": {"InstanceId": instance_id, "ExecutionId": execution_id},
+        "ParentInstance": parent,
+        "Name": name,
+        "Version": "",
+        "Input": input_json,
+        "Tags": None,
+        "ScheduledStartTime": None,
+        "Generation": 0,
+    }
     if trace_context and trace_context.get("traceparent"):
-        extra["ParentTraceContext"] = {
+        event["ParentTraceContext"] = {
             "TraceParent": trace_context["traceparent"],
             "TraceState": trace_context.get("tracestate"),
         }
-    return _event(
-        EventType.EXECUTION_STARTED,
-        at,
-        OrchestrationInstance={"InstanceId": instance_id, "ExecutionId": execution_id},
-        ParentInstance=parent,
-        Name=name,
-        Version="",
-        Input=input_json,
-        Tags=None,
-        ScheduledStartTime=None,
-        Generation=0,
-        **extra,
-    )
+    return event
 
 
-def task_scheduled(at: datetime, event_id: int, name: str, input_json: str | None) -> dict[str, Any]:
-    return _event(EventType.TASK_SCHEDULED, at, event_id, Name=name, Version="", Input=input_json)
+def task_scheduled(at: datetime, event_id: int, name: str, input_json: str | None) -> TaskScheduledEvent:
+    return {"EventType": TASK_SCHEDULED, **_stamp(at, event_id), "Name": name, "Version": "", "Input": input_json}
 
 
-def task_completed(at: datetime, task_id: int, result_json: str | None) -> dict[str, Any]:
-    return _event(EventType.TASK_COMPLETED, at, TaskScheduledId=task_id, Result=result_json)
+def task_completed(at: datetime, task_id: int, result_json: str | None) -> TaskCompletedEvent:
+    return {"EventType": TASK_COMPLETED, **_stamp(at), "TaskScheduledId": task_id, "Result": result_json}
 
 
-def task_failed(at: datetime, task_id: int, reason: str, details: str, error_type: str) -> dict[str, Any]:
-    return _event(
-        EventType.TASK_FAILED,
-        at,
-        TaskScheduledId=task_id,
-        Reason=reason,
-        Details=details,
-        FailureDetails={"ErrorType": error_type, "ErrorMessage": reason},
-    )
+def task_failed(at: datetime, task_id: int, reason: str, details: str, error_type: str) -> TaskFailedEvent:
+    return {
+        "EventType": TASK_FAILED,
+        **_stamp(at),
+        "TaskScheduledId": task_id,
+        "Reason": reason,
+        "Details": details,
+        "FailureDetails": {"ErrorType": error_type, "ErrorMessage": reason},
+    }
 
 
-def timer_created(at: datetime, event_id: int, fire_at: datetime) -> dict[str, Any]:
-    return _event(EventType.TIMER_CREATED, at, event_id, FireAt=timestamp(fire_at))
+def timer_created(at: datetime, event_id: int, fire_at: datetime) -> TimerCreatedEvent:
+    return {"EventType": TIMER_CREATED, **_stamp(at, event_id), "FireAt": timestamp(fire_at)}
 
 
-def timer_fired(at: datetime, timer_id: int, fire_at: str) -> dict[str, Any]:
-    return _event(EventType.TIMER_FIRED, at, TimerId=timer_id, FireAt=fire_at)
+def timer_fired(at: datetime, timer_id: int, fire_at: str) -> TimerFiredEvent:
+    return {"EventType": TIMER_FIRED, **_stamp(at), "TimerId": timer_id, "FireAt": fire_at}
 
 
 def sub_orchestration_created(
     at: datetime, event_id: int, name: str, instance_id: str, input_json: str | None
-) -> dict[str, Any]:
-    return _event(
-        EventType.SUB_ORCHESTRATION_INSTANCE_CREATED,
-        at,
-        event_id,
-        Name=name,
-        Version="",
-        InstanceId=instance_id,
-        Input=input_json,
-    )
+) -> SubOrchestrationCreatedEvent:
+    return {
+        "EventType": SUB_ORCHESTRATION_INSTANCE_CREATED,
+        **_stamp(at, event_id),
+        "Name": name,
+        "Version": "",
+        "InstanceId": instance_id,
+        "Input": input_json,
+    }
 
 
-def sub_orchestration_completed(at: datetime, task_id: int, result_json: str | None) -> dict[str, Any]:
-    return _event(EventType.SUB_ORCHESTRATION_INSTANCE_COMPLETED, at, TaskScheduledId=task_id, Result=result_json)
+def sub_orchestration_completed(at: datetime, task_id: int, result_json: str | None) -> SubOrchestrationCompletedEvent:
+    return {
+        "EventType": SUB_ORCHESTRATION_INSTANCE_COMPLETED,
+        **_stamp(at),
+        "TaskScheduledId": task_id,
+        "Result": result_json,
+    }
 
 
-def sub_orchestration_failed(at: datetime, task_id: int, reason: str, details: str) -> dict[str, Any]:
-    return _event(
-        EventType.SUB_ORCHESTRATION_INSTANCE_FAILED, at, TaskScheduledId=task_id, Reason=reason, Details=details
-    )
+def sub_orchestration_failed(at: datetime, task_id: int, reason: str, details: str) -> SubOrchestrationFailedEvent:
+    return {
+        "EventType": SUB_ORCHESTRATION_INSTANCE_FAILED,
+        **_stamp(at),
+        "TaskScheduledId": task_id,
+        "Reason": reason,
+        "Details": details,
+    }
 
 
-def event_raised(at: datetime, name: str, input_json: str | None) -> dict[str, Any]:
-    return _event(EventType.EVENT_RAISED, at, Name=name, Input=input_json)
+def event_raised(at: datetime, name: str, input_json: str | None) -> EventRaisedEvent:
+    return {"EventType": EVENT_RAISED, **_stamp(at), "Name": name, "Input": input_json}
 
 
 def execution_completed(
-    at: datetime, status: str, result_json: str | None, failure: dict[str, str] | None = None
-) -> dict[str, Any]:
-    return _event(
-        EventType.EXECUTION_COMPLETED, at, OrchestrationStatus=status, Result=result_json, FailureDetails=failure
-    )
+    at: datetime, status: str, result_json: str | None, failure: FailureDetails | None = None
+) -> ExecutionCompletedEvent:
+    return {
+        "EventType": EXECUTION_COMPLETED,
+        **_stamp(at),
+        "OrchestrationStatus": status,
+        "Result": result_json,
+        "FailureDetails": failure,
+    }
 
 
-def execution_terminated(at: datetime, reason: str) -> dict[str, Any]:
-    return _event(EventType.EXECUTION_TERMINATED, at, Input=reason)
+def execution_terminated(at: datetime, reason: str) -> ExecutionTerminatedEvent:
+    return {"EventType": EXECUTION_TERMINATED, **_stamp(at), "Input": reason}
 
 
-def execution_suspended(at: datetime, reason: str) -> dict[str, Any]:
-    return _event(EventType.EXECUTION_SUSPENDED, at, Reason=reason)
+def execution_suspended(at: datetime, reason: str) -> ExecutionSuspendedEvent:
+    return {"EventType": EXECUTION_SUSPENDED, **_stamp(at), "Reason": reason}
 
 
-def execution_resumed(at: datetime, reason: str) -> dict[str, Any]:
-    return _event(EventType.EXECUTION_RESUMED, at, Reason=reason)
+def execution_resumed(at: datetime, reason: str) -> ExecutionResumedEvent:
+    return {"EventType": EXECUTION_RESUMED, **_stamp(at), "Reason": reason}
 
 
-def continue_as_new(at: datetime, input_json: str | None) -> dict[str, Any]:
-    return _event(EventType.CONTINUE_AS_NEW, at, Result=input_json)
+def continue_as_new(at: datetime, input_json: str | None) -> ContinueAsNewEvent:
+    return {"EventType": CONTINUE_AS_NEW, **_stamp(at), "Result": input_json}

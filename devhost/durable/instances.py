@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
 
-from devhost.durable.history import now
+from devhost.durable.history import FailureDetails, ParentInstance, now
 
 
 class RuntimeStatus(str, Enum):
@@ -41,7 +41,7 @@ class ParentRef:
     task_id: int
     name: str = ""
 
-    def to_event(self) -> dict[str, object]:
+    def to_event(self) -> ParentInstance:
         return {
             "Name": self.name,
             "Version": "",
@@ -50,15 +50,14 @@ class ParentRef:
         }
 
     @classmethod
-    def from_event(cls, value: dict[str, object] | None) -> ParentRef | None:
+    def from_event(cls, value: ParentInstance | None) -> ParentRef | None:
         if not value:
             return None
-        instance = value.get("OrchestrationInstance") or {}
-        assert isinstance(instance, dict)
+        instance = value["OrchestrationInstance"]
         return cls(
             str(instance["InstanceId"]),
             str(instance["ExecutionId"]),
-            int(str(value["TaskScheduleId"])),
+            int(value["TaskScheduleId"]),
             str(value.get("Name") or ""),
         )
 
@@ -76,7 +75,7 @@ class InstanceState:
     updated: datetime = field(default_factory=now)
     parent: ParentRef | None = None
     history_length: int = 0
-    failure: dict[str, str] | None = None
+    failure: FailureDetails | None = None
     etag: str | None = None
 
     def copy(self, **changes: object) -> InstanceState:

@@ -31,10 +31,11 @@ from azure.core.exceptions import AzureError
 from devhost.durable import history as h
 from devhost.durable.client_binding import WEBHOOK_PREFIX, ClientBinding
 from devhost.durable.functions import DurableFunctions
+from devhost.durable.history import HistoryEvent
 from devhost.durable.instances import InstanceState, RuntimeStatus
 from devhost.durable.queues import ControlMessage
 from devhost.durable.starter import InstanceExists, Starter, UnknownOrchestrator
-from devhost.durable.status import status_document
+from devhost.durable.status import StatusDocument, status_document
 from devhost.durable.task_hub import TaskHub
 from devhost.http_server import problem
 from devhost.routes import compile_route
@@ -161,7 +162,7 @@ class ManagementApi:
             return problem(400, "Bad Request", str(error))
         await self._hub.ready()
         show_input = _flag(request, "showInput")
-        found: list[dict[str, Any]] = []
+        found: list[StatusDocument] = []
         more: str | None = None
         after = request.headers.get("x-ms-continuation-token") or None
         async for state in self._hub.store.query(after=after, prefix=request.query.get("instanceIdPrefix"), **filters):
@@ -200,7 +201,7 @@ class ManagementApi:
         request: web.Request,
         params: dict[str, str],
         verb: str,
-        make_event: Callable[[datetime, str], dict[str, Any]],
+        make_event: Callable[[datetime, str], HistoryEvent],
     ) -> web.StreamResponse:
         _, refusal = await self._running_instance(request, params, verb)
         if refusal is not None:

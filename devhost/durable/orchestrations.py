@@ -36,12 +36,12 @@ from azure.storage.queue.aio import QueueClient
 from devhost.durable import history as h
 from devhost.durable.checkpoint import Episodes, parent_of
 from devhost.durable.functions import DurableFunctions
-from devhost.durable.history import EventType, Record
+from devhost.durable.history import Record
 from devhost.durable.instance_cache import InstanceCache
 from devhost.durable.instances import InstanceState
 from devhost.durable.outbox import Outbox
 from devhost.durable.polling import QueuePoller
-from devhost.durable.queues import ControlMessage, HeldMessage, TaskHubQueues
+from devhost.durable.queues import ControlMessage, EngineMessage, HeldMessage, TaskHubQueues
 from devhost.durable.settings import DurableSettings
 from devhost.durable.store import InstanceConflict, InstanceStore
 from devhost.durable.triage import Triage, spent, task_of, triage
@@ -129,7 +129,7 @@ class OrchestrationDispatcher:
         self._held -= 1
         self._room_changed.set()
 
-    def deliver(self, queue: QueueClient, message: QueueMessage, body: dict[str, Any]) -> None:
+    def deliver(self, queue: QueueClient, message: QueueMessage, body: EngineMessage) -> None:
         """A message this host sent itself (see ``queues``), its room reserved."""
         self._hold(HeldMessage(queue, message, self.visibility, body))
 
@@ -143,7 +143,7 @@ class OrchestrationDispatcher:
         self._hold(HeldMessage(queue, message, self.visibility, body))
 
     def _hold(self, held: HeldMessage) -> None:
-        instance_id = str(held.body["instance"])
+        instance_id = held.body["instance"]
         session = self._sessions.get(instance_id)
         if session is not None:
             session.inbox.append(held)
@@ -291,9 +291,9 @@ class OrchestrationDispatcher:
         """
         early: set[int] = set()
         for index, message in enumerate(messages):
-            if int(message.event["EventType"]) != EventType.TIMER_FIRED:
+            if message.event["EventType"] != h.TIMER_FIRED:
                 continue
-            remaining = (h.parse_timestamp(str(message.event["FireAt"])) - h.now()).total_seconds()
+            remaining = (h.parse_timestamp(message.event["FireAt"]) - h.now()).total_seconds()
             if remaining > 1.0:
                 await self._queues.send_control(message, delay=remaining)
                 early.add(index)

@@ -16,7 +16,7 @@ from collections.abc import Awaitable
 
 from devhost.durable import history as h
 from devhost.durable.episode import child_execution_id
-from devhost.durable.history import EventType, Record
+from devhost.durable.history import Record
 from devhost.durable.instances import InstanceState, ParentRef, RuntimeStatus
 from devhost.durable.queues import ControlMessage, TaskHubQueues, WorkItem
 from devhost.tracing import current_carrier
@@ -32,26 +32,27 @@ class Outbox:
         completed = {c for r in records if (c := r.completes()) is not None}
         sends: list[Awaitable[None]] = []
         for record in records[start:]:
+            event = record.event
             if record.type in h.SCHEDULING and record.event_id in completed:
                 continue
-            if record.type == EventType.TASK_SCHEDULED:
+            if event["EventType"] == h.TASK_SCHEDULED:
                 sends.append(
                     self._queues.send_work_item(
                         WorkItem(
                             state.instance_id,
                             state.execution_id,
-                            record.event_id,
-                            str(record.event["Name"]),
-                            record.event.get("Input"),
+                            event["EventId"],
+                            event["Name"],
+                            event["Input"],
                             current_carrier(),
                         )
                     )
                 )
-            elif record.type == EventType.TIMER_CREATED:
-                sends.append(self._timer(state, record))
-            elif record.type == EventType.SUB_ORCHESTRATION_INSTANCE_CREATED:
-                sends.append(self._start_child(state, record))
-            elif record.type == EventType.EXECUTION_COMPLETED and state.parent is not None:
+            elif event["EventType"] == h.TIMER_CREATED:
+                sends.append(self._timer(state, event))
+            elif event["EventType"] == h.SUB_ORCHESTRATION_INSTANCE_CREATED:
+                sends.append(self._start_child(state, event))
+            elif event["EventType"] == h.EXECUTION_COMPLETED and state.parent is not None:
                 sends.append(self._notify_parent(state, state.parent))
         return sends
 
@@ -65,24 +66,26 @@ class Outbox:
             )
         )
 
-    async def _timer(self, state: InstanceState, record: Record) -> None:
-        fire_at = str(record.event["FireAt"])
+    async def _timer(self, state: InstanceState, created: h.TimerCreatedEvent) -> None:
+        fire_at = created["FireAt"]
         delay = (h.parse_timestamp(fire_at) - h.now()).total_seconds()
         message = ControlMessage(
-            state.instance_id, state.execution_id, h.timer_fired(h.parse_timestamp(fire_at), record.event_id, fire_at)
+            state.instance_id,
+            state.execution_id,
+            h.timer_fired(h.parse_timestamp(fire_at), created["EventId"], fire_at),
         )
         await self._queues.send_control(message, delay=max(0.0, delay))
 
-    async def _start_child(self, state: InstanceState, record: Record) -> None:
-        child_id = str(record.event["InstanceId"])
-        execution_id = child_execution_id(state.execution_id, record.event_id)
-        parent = ParentRef(state.instance_id, state.execution_id, record.event_id, state.name)
+    async def _start_child(self, state: InstanceState, created: h.SubOrchestrationCreatedEvent) -> None:
+        child_id = created["InstanceId"]
+        execution_id = child_execution_id(state.execution_id, created["EventId"])
+        parent = ParentRef(state.instance_id, state.execution_id, created["EventId"], state.name)
         event = h.execution_started(
             h.now(),
             child_id,
             execution_id,
-            str(record.event["Name"]),
-            record.event.get("Input"),
+            created["Name"],
+            created["Input"],
             parent.to_event(),
             trace_context=current_carrier(),
         )
@@ -90,10 +93,11 @@ class Outbox:
 
     async def _notify_parent(self, state: InstanceState, parent: ParentRef) -> None:
         at = h.now()
+        event: h.SubOrchestrationCompletedEvent | h.SubOrchestrationFailedEvent
         if state.status == RuntimeStatus.COMPLETED:
             event = h.sub_orchestration_completed(at, parent.task_id, state.output)
         else:
-            failure = state.failure or {}
+            failure: h.FailureDetails | dict[str, str] = state.failure or {}
             if state.status == RuntimeStatus.TERMINATED:
                 reason = (
                     f"sub-orchestration '{state.name}' ({state.instance_id}) was terminated: "

@@ -28,18 +28,51 @@ import math
 import uuid
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Literal, NotRequired, Protocol, TypedDict, cast
 
 from azure.core.exceptions import AzureError, HttpResponseError, ResourceExistsError
 from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient
 
+from devhost.durable.history import HistoryEvent, history_event
 from devhost.durable.payloads import INLINE_LIMIT, PayloadStore
+from devhost.json_value import JsonObject
 from storage_protocol.client_options import client_options
 
 log = logging.getLogger("devhost.durable")
 
 MAX_DELAY_SECONDS = 7 * 24 * 3600 - 60  # queue visibility limit (7 days), with a margin
+
+
+class ControlMessageJson(TypedDict):
+    """A control queue message's body."""
+
+    kind: Literal["control"]
+    instance: str
+    execution: str | None
+    event: HistoryEvent
+    id: str
+
+
+class WorkItemJson(TypedDict):
+    """A work-item queue message's body."""
+
+    kind: Literal["activity"]
+    instance: str
+    execution: str
+    task: int
+    name: str
+    input: str | None  # JSON text of the activity's input
+    trace: NotRequired[dict[str, str]]  # W3C carrier (``traceparent``, ``tracestate``)
+
+
+EngineMessage = ControlMessageJson | WorkItemJson
+
+
+class BlobPointer(TypedDict):
+    """What a message too large for the queue carries instead: the blob holding its body."""
+
+    blob: str
 
 
 @dataclass
@@ -53,10 +86,10 @@ class ControlMessage:
 
     instance_id: str
     execution_id: str | None
-    event: dict[str, Any]
+    event: HistoryEvent
     message_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ControlMessageJson:
         return {
             "kind": "control",
             "instance": self.instance_id,
@@ -66,8 +99,11 @@ class ControlMessage:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ControlMessage:
-        return cls(str(data["instance"]), data.get("execution"), dict(data["event"]), str(data["id"]))
+    def from_json(cls, data: EngineMessage) -> ControlMessage:
+        """``ValueError`` for a work item (not a control message)."""
+        if data["kind"] != "control":
+            raise ValueError(f"a {data['kind']} message is not a control message")
+        return cls(data["instance"], data.get("execution"), history_event(dict(data["event"])), data["id"])
 
 
 @dataclass
@@ -81,8 +117,8 @@ class WorkItem:
     input: str | None
     trace: dict[str, str] = field(default_factory=dict)  # W3C carrier of the episode that scheduled it
 
-    def to_json(self) -> dict[str, Any]:
-        document = {
+    def to_json(self) -> WorkItemJson:
+        document: WorkItemJson = {
             "kind": "activity",
             "instance": self.instance_id,
             "execution": self.execution_id,
@@ -90,19 +126,23 @@ class WorkItem:
             "name": self.name,
             "input": self.input,
         }
-        return document | ({"trace": self.trace} if self.trace else {})
+        if self.trace:
+            document["trace"] = self.trace
+        return document
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> WorkItem:
-        carried = data.get("trace")
-        trace: dict[str, Any] = carried if isinstance(carried, dict) else {}
+    def from_json(cls, data: EngineMessage) -> WorkItem:
+        """``ValueError`` for a control message (not a work item)."""
+        if data["kind"] != "activity":
+            raise ValueError(f"a {data['kind']} message is not a work item")
+        trace = data.get("trace")
         return cls(
             str(data["instance"]),
             str(data["execution"]),
             int(data["task"]),
             str(data["name"]),
             data.get("input"),
-            {str(k): str(v) for k, v in trace.items()},
+            {str(k): str(v) for k, v in trace.items()} if isinstance(trace, dict) else {},
         )
 
 
@@ -117,7 +157,7 @@ class LocalReceiver(Protocol):
     def cancel(self) -> None:
         """Give back a reservation whose send failed."""
 
-    def deliver(self, queue: QueueClient, message: QueueMessage, body: dict[str, Any]) -> None:
+    def deliver(self, queue: QueueClient, message: QueueMessage, body: EngineMessage) -> None:
         """Take a message sent invisible on ``queue`` (``body`` already decoded) as though received."""
 
 
@@ -166,7 +206,7 @@ class TaskHubQueues:
         self.work_wake.set()
 
     async def _deliver_locally(
-        self, receiver: LocalReceiver | None, queue: QueueClient, body: dict[str, Any], instance_id: str
+        self, receiver: LocalReceiver | None, queue: QueueClient, body: EngineMessage, instance_id: str
     ) -> bool:
         """Send ``body`` invisible and hand it to ``receiver``; ``False`` (nothing sent) if it has no room."""
         if receiver is None or not receiver.reserve():
@@ -179,14 +219,16 @@ class TaskHubQueues:
         receiver.deliver(queue, sent, body)
         return True
 
-    async def decode(self, message: QueueMessage) -> dict[str, Any]:
+    async def decode(self, message: QueueMessage) -> EngineMessage:
         """The message body; raises ``ValueError`` for a message that is not the engine's."""
         body = _json_object(message.content)
         if "blob" in body:
             body = _json_object(await self._payloads.get(str(body["blob"])))
         if body.get("kind") not in ("control", "activity"):
             raise ValueError("not a Durable engine message")
-        return body
+        # The engine is the only writer of these queues: the kind says which of its two bodies this is
+        # (each reader then takes the members it needs, and a control message's event is checked).
+        return cast(EngineMessage, body)
 
     async def to_poison(self, queue: QueueClient, message: QueueMessage, reason: str) -> None:
         """Keep a message the engine cannot read, with the reason, in ``<queue>-poison``."""
@@ -199,12 +241,13 @@ class TaskHubQueues:
         await queue.delete_message(message.id, message.pop_receipt)
 
     async def _send(
-        self, queue: QueueClient, body: dict[str, Any], instance_id: str, delay: float, hidden: float = 0.0
+        self, queue: QueueClient, body: EngineMessage, instance_id: str, delay: float, hidden: float = 0.0
     ) -> QueueMessage:
         """Send ``body``; visible after ``delay`` seconds, or, if ``hidden``, invisible as a received message is."""
         text = json.dumps(body)
         if len(text) > INLINE_LIMIT:
-            text = json.dumps({"blob": await self._payloads.put(instance_id, "message", text)})
+            pointer: BlobPointer = {"blob": await self._payloads.put(instance_id, "message", text)}
+            text = json.dumps(pointer)
         # Whole seconds only: a timer message shows up to a second early and is held until due.
         visibility = min(MAX_DELAY_SECONDS, math.floor(delay)) if delay >= 1 else None
         if hidden:
@@ -229,7 +272,7 @@ class HeldMessage:
     would come back and be handled twice).
     """
 
-    def __init__(self, queue: QueueClient, message: QueueMessage, visibility: float, body: dict[str, Any]) -> None:
+    def __init__(self, queue: QueueClient, message: QueueMessage, visibility: float, body: EngineMessage) -> None:
         self.queue = queue
         self.message = message
         self.body = body
@@ -304,7 +347,7 @@ async def _ensure(queue: QueueClient) -> None:
         pass
 
 
-def _json_object(text: str | bytes) -> dict[str, Any]:
+def _json_object(text: str | bytes) -> JsonObject:
     """A JSON object's members; ``ValueError`` for anything else (not JSON, or JSON that is not an object)."""
     try:
         value = json.loads(text)
@@ -312,4 +355,5 @@ def _json_object(text: str | bytes) -> dict[str, Any]:
         raise ValueError("not JSON") from error
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
-    return value
+    object_: JsonObject = value
+    return object_

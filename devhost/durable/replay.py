@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import azure.functions as func
 
-from devhost.durable.history import EventType, Record
+from devhost.durable.actions import OrchestratorState
+from devhost.durable.history import ORCHESTRATOR_STARTED, FailureDetails, HistoryEvent, Record
+from devhost.json_value import JsonValue
 
 OUT_OF_PROC_MARKER = "\n\n$OutOfProcData$:"
 # Replay schema V2 (one cumulative action list with compound actions); the SDK
@@ -32,7 +33,7 @@ class OrchestratorError:
     error_type: str
     message: str
 
-    def failure_details(self) -> dict[str, str]:
+    def failure_details(self) -> FailureDetails:
         return {"ErrorType": self.error_type, "ErrorMessage": self.message}
 
 
@@ -40,7 +41,7 @@ class OrchestratorError:
 class OrchestratorResult:
     """The state the orchestrator returned: its actions, and whether and how it finished."""
 
-    state: dict[str, Any] = field(default_factory=dict)
+    state: OrchestratorState = field(default_factory=OrchestratorState)
     error: OrchestratorError | None = None
 
     @property
@@ -48,11 +49,11 @@ class OrchestratorResult:
         return bool(self.state.get("isDone"))
 
     @property
-    def output(self) -> Any:
+    def output(self) -> JsonValue:
         return self.state.get("output")
 
     @property
-    def custom_status(self) -> Any:
+    def custom_status(self) -> JsonValue:
         return self.state.get("customStatus")
 
 
@@ -60,10 +61,10 @@ def context_json(
     instance_id: str, parent_instance_id: str | None, input_json: str | None, history: list[Record], replayed_count: int
 ) -> str:
     """The orchestration trigger's value: events before ``replayed_count`` are marked as played."""
-    events = []
+    events: list[HistoryEvent] = []
     for index, record in enumerate(history):
-        event = dict(record.event)
-        event["IsPlayed"] = index < replayed_count and record.type != EventType.ORCHESTRATOR_STARTED
+        event = record.event.copy()
+        event["IsPlayed"] = index < replayed_count and event["EventType"] != ORCHESTRATOR_STARTED
         events.append(event)
     return json.dumps(
         {
@@ -78,7 +79,7 @@ def context_json(
     )
 
 
-def run_handle(handle: Callable[..., Any], context: str) -> OrchestratorResult:
+def run_handle(handle: Callable[[func.OrchestrationContext], object], context: str) -> OrchestratorResult:
     """Call the SDK's orchestrator handle as the Python worker does and read what it says."""
     try:
         returned = handle(func.OrchestrationContext(context))
@@ -102,7 +103,7 @@ def _failed(error: Exception) -> OrchestratorResult:
     text = str(error)
     head, marker, data = text.partition(OUT_OF_PROC_MARKER)
     cause = error.__cause__ if marker and error.__cause__ is not None else error
-    state: dict[str, Any] = {}
+    state: OrchestratorState = {}
     if marker:
         try:
             state = json.loads(data)

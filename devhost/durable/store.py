@@ -22,7 +22,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, Re
 from azure.data.tables import UpdateMode
 from azure.data.tables.aio import TableClient
 
-from devhost.durable.history import Origin, Record
+from devhost.durable.history import Origin, Record, history_event
 from devhost.durable.instances import InstanceState, ParentRef, RuntimeStatus
 from devhost.durable.payloads import PayloadStore
 from storage_protocol.table_batch import send_batch_async
@@ -250,7 +250,7 @@ class InstanceStore:
         return entity
 
     async def _record(self, entity: Any) -> Record:
-        event = json.loads(await self._get_text(entity, "Event") or "{}")
+        event = history_event(json.loads(await self._get_text(entity, "Event") or "{}"))
         origin = Origin.from_json(json.loads(entity["Origin"])) if entity.get("Origin") else None
         consumed = tuple(json.loads(await self._get_text(entity, "Consumed") or "[]"))
         return Record(event, origin, entity.get("MessageId"), consumed)

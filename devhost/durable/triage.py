@@ -69,7 +69,7 @@ def triage(state: InstanceState | None, records: list[Record], messages: list[Co
     completed = {c for r in records if (c := r.completes()) is not None}
     seen_events = {r.message_id for r in records if r.message_id} | {c for r in records for c in r.consumed}
     for index, message in enumerate(messages):
-        kind = int(message.event["EventType"])
+        kind = message.event["EventType"]
         if kind == EventType.EXECUTION_STARTED:
             verdict = _start_verdict(execution, since, started, finished, message)
             if verdict == _Start.BEGIN:  # (a later start in the same batch replaces an earlier one)
@@ -113,19 +113,21 @@ def _start_verdict(
         return _Start.STALE  # a start the current execution already replaced, delivered again
     if finished:
         return _Start.BEGIN
-    if message.event.get("ParentInstance"):
+    if message.event["EventType"] == h.EXECUTION_STARTED and message.event["ParentInstance"]:
         return _Start.REFUSE  # a sub-orchestration never replaces a running instance
     return _Start.BEGIN  # a client's start replaces the running execution (overridableExistingInstanceStates)
 
 
 def _sent_at(message: ControlMessage) -> datetime:
-    return h.parse_timestamp(str(message.event["Timestamp"]))
+    return h.parse_timestamp(message.event["Timestamp"])
 
 
 def task_of(message: ControlMessage) -> int:
-    """The task id a result or timer message completes."""
-    kind = int(message.event["EventType"])
-    return int(message.event[h.COMPLETIONS[kind]])
+    """The task id a result or timer message completes (``ValueError`` for any other message)."""
+    task = h.completed_task(message.event)
+    if task is None:
+        raise ValueError(f"event type {message.event['EventType']} completes no task")
+    return task
 
 
 def _apply(
@@ -151,8 +153,8 @@ def _apply(
             return None
         seen_events.add(message.message_id)
         return Record(event, message_id=message.message_id)
-    if kind == EventType.EXECUTION_TERMINATED:
-        result.terminate_reason = str(event.get("Input") or "")
+    if event["EventType"] == h.EXECUTION_TERMINATED:
+        result.terminate_reason = str(event["Input"] or "")
         return None
     if kind == EventType.EXECUTION_SUSPENDED:
         if result.suspended:
@@ -170,9 +172,7 @@ def _apply(
 
 def spent(message: ControlMessage, why: str) -> None:
     """Log why ``message`` is discarded (it is deleted with the others handled)."""
-    log.info(
-        "discarding %s for instance %s: %s", _event_name(int(message.event["EventType"])), message.instance_id, why
-    )
+    log.info("discarding %s for instance %s: %s", _event_name(message.event["EventType"]), message.instance_id, why)
 
 
 def _event_name(kind: int) -> str:
