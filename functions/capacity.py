@@ -17,7 +17,6 @@ import azure.functions as func
 from functions.blueprint import trigger_blueprint
 from shared.autoscaling.api import refuse_resize_by_hand
 from shared.capacity.api import (
-    CAPACITY_PROBLEMS,
     EDITION_NAME,
     LEASE_ID,
     POOL_ID,
@@ -47,7 +46,6 @@ from shared.platform.auth import Caller, Role, Scope
 from shared.platform.errors import InvalidInput
 from shared.platform.http import problems
 from shared.platform.http.endpoint import endpoint
-from shared.platform.http.problems import register_problems
 from shared.platform.http.responses import JsonResult
 from shared.platform.logs import app_logger
 from shared.wiring import capacity as wiring
@@ -57,10 +55,6 @@ bp = trigger_blueprint(http_auth_level=func.AuthLevel.ANONYMOUS)
 log = app_logger("capacity")
 
 LEASE_OR_READ = (Scope.CAPACITY_LEASE, Scope.RUNTIME_READ)
-
-# Capacity's refusals (quotas, pools, leases: 429, 503 with a jittered Retry-After, 403, 409, 404) are answered
-# by the request pipeline with the mapping capacity declares beside its errors (shared/capacity/problems.py).
-register_problems(CAPACITY_PROBLEMS)
 
 
 def _valid_name(value: str, pattern: re.Pattern[str], path: str) -> str:

@@ -42,7 +42,6 @@ from shared.capacity.models import (
     with_ttl_bound,
 )
 from shared.capacity.pools import list_pools, put_pool, read_pool
-from shared.capacity.problems import CAPACITY_PROBLEMS
 from shared.capacity.responses import (
     EditionSaved,
     LeaseList,
@@ -58,7 +57,6 @@ from shared.capacity.sweeper import sweep_pool
 from shared.capacity.usage import tenant_usage
 
 __all__ = [
-    "CAPACITY_PROBLEMS",
     "pools",
     "epoch",
     "editions",

@@ -1,8 +1,8 @@
 """Capacity's refusals as problem documents: 429 and 503 with a jittered Retry-After, 403, 409 and 404.
 
-Declared here, beside the errors; capacity's trigger module (``functions/capacity.py``)
-registers the mapping when the app loads it
-(:func:`shared.platform.http.problems.register_problems`), and the request pipeline
+Declared here, beside the errors, and named in capacity's manifest (``shared/wiring/capacity.py``);
+the app registers it at start (:func:`shared.platform.http.problems.register_problems`,
+``function_app.py``), and the request pipeline
 (:mod:`shared.platform.http.endpoint`) answers these errors with it, next to the
 platform's own mappings, on every endpoint.
 """

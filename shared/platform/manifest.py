@@ -2,9 +2,9 @@
 
 Each feature's composition module (``shared/wiring/<feature>.py``) declares one
 :class:`FeatureManifest`; :mod:`shared.wiring.features` lists them. The app
-registers the triggers of the enabled ones (``functions.blueprints_for``),
-health reads the lag of their inbound queues, and telemetry observes their
-gauges, so adding a feature (or a queue, or a gauge) is one edit in one place.
+registers the triggers of the enabled ones (``functions.blueprints_for``) and
+their problem mappings, health reads the lag of their inbound queues, and
+telemetry observes their gauges, so adding a feature (or a queue, or a gauge) is one edit in one place.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
+from shared.platform.http.problems import ProblemMapping
 from shared.platform.telemetry.metrics import GaugeSource
 from shared.platform.telemetry.names import MetricName
 
@@ -29,6 +30,9 @@ class FeatureManifest:
     inbound_queues: tuple[str, ...] = ()
     # Read when the exporter collects (every minute in Azure), each one bounded query.
     gauges: Mapping[MetricName, GaugeSource] = field(default_factory=dict)
+    # The feature's own refusals as problem documents: the app registers them with the request pipeline,
+    # which answers them so on every endpoint (shared.platform.http.problems.register_problems).
+    problems: ProblemMapping | None = None
 
     def enabled(self, modules: Collection[str]) -> bool:
         return (self.module is None or self.module in modules) and self.also_needs <= set(modules)

@@ -9,6 +9,7 @@ from shared.capacity.editions import seed_editions
 from shared.capacity.gauges import PoolHoldings
 from shared.capacity.leases import LeaseService
 from shared.capacity.pools import seed_pools
+from shared.capacity.problems import CAPACITY_PROBLEMS
 from shared.capacity.store import CapacityStore
 from shared.platform.manifest import FeatureManifest
 from shared.platform.storage.clients import shared_host_storage
@@ -51,4 +52,5 @@ MANIFEST = FeatureManifest(
     module="capacity",
     triggers=("functions.capacity", "orchestrations.capacity"),
     gauges={ACTIVE_LEASES: _holdings.active_leases, UTILIZATION: _holdings.utilization},
+    problems=CAPACITY_PROBLEMS,  # quotas, pools and leases refused: 429, 503, 403, 409, 404
 )

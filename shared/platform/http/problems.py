@@ -10,8 +10,9 @@ maps the platform's own errors (not found, conflict, store unavailable...) and,
 before them, the errors of every :class:`ProblemMapping` registered with
 :func:`register_problems`: a feature whose domain refuses in its own terms
 (capacity's quota and lease refusals, ``shared/capacity/problems.py``) declares
-its mapping in its package, and its trigger module registers it when the app
-loads it.
+its mapping in its package and names it in its manifest
+(:class:`shared.platform.manifest.FeatureManifest`); the app registers the
+enabled features' mappings at start (``function_app.py``).
 """
 
 from __future__ import annotations
