@@ -61,7 +61,7 @@ async def _start_runs(client: df.DurableOrchestrationClient, evaluation: Evaluat
 
 @bp.route(route="runtime-cloud/pools/{id}/autoscaling", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, responses={200: ScalerStatus})
-def autoscaling_get(req: func.HttpRequest, caller: Caller) -> object:
+def autoscaling_get(req: func.HttpRequest, caller: Caller) -> ScalerStatus:
     return wiring.scaler().status(_visible_pool(req, caller))
 
 
@@ -88,7 +88,7 @@ async def autoscaling_put_policy(
 
 @bp.route(route="runtime-cloud/pools/{id}/autoscaling/decisions", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, query=DecisionsQuery, responses={200: DecisionList})
-def autoscaling_list_decisions(req: func.HttpRequest, caller: Caller, query: DecisionsQuery) -> object:
+def autoscaling_list_decisions(req: func.HttpRequest, caller: Caller, query: DecisionsQuery) -> DecisionList:
     pool_id = _visible_pool(req, caller)
     found = wiring.scaler().decisions(pool_id, query.limit, query.before)
     older = found[-1].number if len(found) == query.limit and found[-1].number > 1 else None
@@ -99,7 +99,7 @@ def autoscaling_list_decisions(req: func.HttpRequest, caller: Caller, query: Dec
 @endpoint(
     scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID, "decision": DECISION_NUMBER}, responses={200: DecisionRecord}
 )
-def autoscaling_get_decision(req: func.HttpRequest, caller: Caller) -> object:
+def autoscaling_get_decision(req: func.HttpRequest, caller: Caller) -> DecisionRecord:
     pool_id = _visible_pool(req, caller)
     number = req.route_params["decision"]
     if not DECISION_NUMBER.fullmatch(number):

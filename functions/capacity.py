@@ -99,7 +99,7 @@ def capacity_list_pools(req: func.HttpRequest, caller: Caller, query: PoolsQuery
 
 @bp.route(route="runtime-cloud/pools/{id}", methods=["GET"])
 @endpoint(scopes=[Scope.RUNTIME_READ], path={"id": POOL_ID}, responses={200: PoolView})
-def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> object:
+def capacity_get_pool(req: func.HttpRequest, caller: Caller) -> PoolView:
     pool = _visible_pool(caller, _route_id(req, "id", POOL_ID))
     return pools.pool_view(wiring.store(), pool, clock.utcnow(), _viewer(caller))
 
@@ -132,7 +132,7 @@ def capacity_put_pool(req: func.HttpRequest, caller: Caller, body: PoolSpec) -> 
     responses={200: PoolView},
     problems=(409,),
 )
-def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> object:
+def capacity_drain_pool(req: func.HttpRequest, caller: Caller) -> PoolView:
     pool = pools.drain_pool(wiring.store(), _route_id(req, "id", POOL_ID))
     return pools.pool_view(wiring.store(), pool, clock.utcnow())
 
@@ -255,7 +255,7 @@ def capacity_list_leases(req: func.HttpRequest, caller: Caller, query: LeasesQue
 
 @bp.route(route="runtime-cloud/leases/{id}", methods=["GET"])
 @endpoint(any_scopes=LEASE_OR_READ, path={"id": LEASE_ID}, responses={200: LeaseView})
-def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
+def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> LeaseView:
     return wiring.leases().get(caller.tenant, _route_id(req, "id", LEASE_ID))
 
 
@@ -268,7 +268,7 @@ def capacity_get_lease(req: func.HttpRequest, caller: Caller) -> object:
     responses={200: LeaseView},
     problems=(409, 503),
 )
-def capacity_renew_lease(req: func.HttpRequest, caller: Caller, body: RenewRequest) -> object:
+def capacity_renew_lease(req: func.HttpRequest, caller: Caller, body: RenewRequest) -> LeaseView:
     return wiring.leases().renew(caller.tenant, _route_id(req, "id", LEASE_ID), body.ttl_seconds)
 
 
