@@ -13,26 +13,45 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from devhost.worker_validation import index_with_worker
+
+
+class BindingJson(TypedDict, total=False):
+    """One binding as ``function.json`` has it: the members the host reads (a binding may carry others)."""
+
+    type: Required[str]
+    name: Required[str]
+    direction: str
+    route: str | None  # httpTrigger
+    methods: list[str] | None
+    authLevel: str
+    schedule: str  # timerTrigger
+    runOnStartup: bool
+    useMonitor: bool
+    queueName: str  # queueTrigger
+    connection: str | None
+    orchestration: str | None  # orchestrationTrigger: the name it is started by
+    activity: str | None  # activityTrigger
+    taskHub: str | None  # durableClient
 
 
 @dataclass(frozen=True)
 class FunctionInfo:
     name: str
-    user_function: Callable[..., Any]
-    bindings: tuple[dict[str, Any], ...]
+    user_function: Callable[..., Any]  # the app's function: its parameters and result are the app's
+    bindings: tuple[BindingJson, ...]
 
     @property
-    def trigger(self) -> dict[str, Any]:
+    def trigger(self) -> BindingJson:
         return next(b for b in self.bindings if b["type"].lower().endswith("trigger"))
 
     @property
     def trigger_type(self) -> str:
-        return str(self.trigger["type"])
+        return self.trigger["type"]
 
-    def bindings_of(self, binding_type: str) -> list[dict[str, Any]]:
+    def bindings_of(self, binding_type: str) -> list[BindingJson]:
         return [b for b in self.bindings if b["type"].lower() == binding_type.lower()]
 
 

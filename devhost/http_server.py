@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import azure.functions as func
 from aiohttp import web
@@ -35,7 +34,7 @@ log = logging.getLogger("devhost.http")
 
 # Runs a non-HTTP function on demand: (function, input text) -> None
 AdminRunner = Callable[[FunctionInfo, str], Awaitable[None]]
-HostHandler = Callable[[web.Request, dict[str, str]], Awaitable[web.StreamResponse]]
+HostHandler = Callable[[web.Request, Mapping[str, str]], Awaitable[web.StreamResponse]]
 KeyCheck = Callable[[str | None], bool]
 
 ADMIN_PREFIX = "/admin/"
@@ -43,7 +42,7 @@ MAX_ADMIN_BODY = 64 * 1024  # an admin run's input becomes a queue message or ti
 LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
-def problem(status: int, title: str, detail: str, headers: dict[str, str] | None = None) -> web.Response:
+def problem(status: int, title: str, detail: str, headers: Mapping[str, str] | None = None) -> web.Response:
     body = {
         "type": f"urn:runtime-cloud:problem:{title.lower().replace(' ', '-')}",
         "title": title,
@@ -66,7 +65,7 @@ def key_required() -> web.Response:
 
 @dataclass(frozen=True)
 class HostEndpoint:
-    route: Route
+    route: Route[HostHandler]
     handler: HostHandler
     accepts: KeyCheck
 
@@ -109,7 +108,7 @@ class HttpFrontDoor:
         self._keys = keys
         self._loopback_only = loopback_only
         self._max_body = max_body_bytes
-        self._routes: list[Route] = order_routes(
+        self._routes: list[Route[FunctionInfo]] = order_routes(
             [
                 compile_route(route_prefix, f.trigger.get("route") or f.name, f.trigger.get("methods"), f)
                 for f in catalog.with_trigger("httpTrigger")
@@ -119,7 +118,7 @@ class HttpFrontDoor:
         self._aliases: list[KeyPathAlias] = []
 
     @property
-    def routes(self) -> list[Route]:
+    def routes(self) -> list[Route[FunctionInfo]]:
         return list(self._routes)
 
     @property
@@ -267,7 +266,7 @@ class UnencodableResult(TypeError):
     """What the worker answers when an HTTP function returns neither ``HttpResponse`` nor ``str``."""
 
 
-def to_web_response(result: Any) -> web.Response:
+def to_web_response(result: object) -> web.Response:
     """Encode a function's result as the worker does: ``func.HttpResponse`` or ``str``, nothing else.
 
     The worker raises for any other value (``None`` and ``dict`` included) and

@@ -14,15 +14,18 @@ import functools
 import inspect
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from devhost.catalog import FunctionInfo
+import azure.functions as func
+from opentelemetry.util.types import Attributes
+
+from devhost.catalog import BindingJson, FunctionInfo
 from devhost.tracing import TRIGGERS, host_span
 
-# binding type (lower case) -> value for an input binding of that type
-BindingProvider = Callable[[dict[str, Any], FunctionInfo], Any]
+# binding type (lower case) -> value for an input binding of that type (handed to the app's function as is)
+BindingProvider = Callable[[BindingJson, FunctionInfo], object]
 
 
 class UnsupportedBinding(Exception):
@@ -42,7 +45,7 @@ class InvocationContext:
 
 
 class Invoker:
-    def __init__(self, providers: dict[str, BindingProvider] | None = None, max_threads: int | None = None) -> None:
+    def __init__(self, providers: Mapping[str, BindingProvider] | None = None, max_threads: int | None = None) -> None:
         threads = max_threads or int(os.environ.get("PYTHON_THREADPOOL_THREAD_COUNT") or 32)
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="function")
         self._providers = dict(providers or {})
@@ -63,17 +66,20 @@ class Invoker:
     async def invoke(
         self,
         function: FunctionInfo,
-        trigger_value: Any,
+        trigger_value: object,
         *,
-        trace_parent: dict[str, str] | None = None,
+        trace_parent: Mapping[str, str] | None = None,
         span_name: str | None = None,
-        attributes: dict[str, Any] | None = None,
-    ) -> Any:
-        """Call the function inside the host's invocation span (a child of ``trace_parent``, a W3C carrier)."""
+        attributes: Attributes = None,
+    ) -> object:
+        """Call the function inside the host's invocation span (a child of ``trace_parent``, a W3C carrier).
+
+        ``trigger_value`` is the trigger's value as the worker hands it (an ``HttpRequest``, a
+        ``QueueMessage``, an activity's decoded input, ...); the result is whatever the function returned."""
         trigger = TRIGGERS.get(function.trigger["type"].lower(), "other")
         name = span_name or (
             f"{trigger_value.method} /{function.trigger.get('route') or function.name}"
-            if trigger == "http"
+            if trigger == "http" and isinstance(trigger_value, func.HttpRequest)
             else function.name
         )
         with host_span(
@@ -85,7 +91,7 @@ class Invoker:
                 span.set_attribute("http.response.status_code", status)
             return result
 
-    async def _call(self, function: FunctionInfo, trigger_value: Any) -> Any:
+    async def _call(self, function: FunctionInfo, trigger_value: object) -> object:
         kwargs = {function.trigger["name"]: trigger_value}
         for binding in function.bindings:
             kind = binding["type"].lower()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar
 
 _CONSTRAINTS = {
     "int": r"-?\d+",
@@ -16,11 +16,15 @@ _CONSTRAINTS = {
 _PARAMETER = re.compile(r"^\{(\*)?([A-Za-z_][A-Za-z0-9_]*)(?::([a-z]+))?(\?)?\}$")
 
 
+# What a route leads to: an HTTP function, or a host endpoint's handler.
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class Route:
+class Route(Generic[T]):
     template: str
     methods: frozenset[str]
-    target: Any
+    target: T
     pattern: re.Pattern[str] = field(compare=False)
     literal_segments: int = 0
 
@@ -31,7 +35,7 @@ class Route:
         return {k: v for k, v in found.groupdict().items() if v is not None}
 
 
-def compile_route(prefix: str, template: str, methods: list[str] | None, target: Any) -> Route:
+def compile_route(prefix: str, template: str, methods: list[str] | None, target: T) -> Route[T]:
     segments = [s for s in "/".join(p for p in (prefix.strip("/"), template.strip("/")) if p).split("/") if s]
     regex = ""
     literals = 0
@@ -49,6 +53,6 @@ def compile_route(prefix: str, template: str, methods: list[str] | None, target:
     return Route(template, allowed, target, re.compile(regex), literals)
 
 
-def order_routes(routes: list[Route]) -> list[Route]:
+def order_routes(routes: list[Route[T]]) -> list[Route[T]]:
     """Literal segments take precedence over parameters, as in ASP.NET routing."""
     return sorted(routes, key=lambda r: -r.literal_segments)

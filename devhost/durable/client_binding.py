@@ -18,14 +18,44 @@ carry it as ``code=``, as Azure's do. The SDK builds its RPC URLs from
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TypedDict
 from urllib.parse import quote
 
-from devhost.catalog import FunctionInfo
+from devhost.catalog import BindingJson, FunctionInfo
 
 WEBHOOK_PREFIX = "runtime/webhooks/durabletask"
 RPC_ALIAS = "runtime/rpc"
 INSTANCE_PLACEHOLDER = "INSTANCEID"
+
+
+class CreationUrls(TypedDict):
+    createNewInstancePostUri: str
+    createAndWaitOnNewInstancePostUri: str
+
+
+class ManagementUrls(TypedDict):
+    """An instance's management URLs: the check-status payload the start API answers with."""
+
+    id: str
+    statusQueryGetUri: str
+    sendEventPostUri: str
+    terminatePostUri: str
+    purgeHistoryDeleteUri: str
+    restartPostUri: str
+    suspendPostUri: str
+    resumePostUri: str
+
+
+class ClientBindingDocument(TypedDict):
+    """The binding's value, as the SDK's ``DurableOrchestrationClient`` reads it."""
+
+    taskHubName: str
+    creationUrls: CreationUrls
+    managementUrls: ManagementUrls  # with the instance id still a placeholder
+    baseUrl: str
+    requiredQueryStringParameters: str
+    rpcBaseUrl: str
+    httpBaseUrl: str
 
 
 class ClientBinding:
@@ -34,11 +64,11 @@ class ClientBinding:
         self._hub_name = hub_name
         self._system_key = system_key
 
-    def provide(self, binding: dict[str, Any], function: FunctionInfo) -> str:
+    def provide(self, binding: BindingJson, function: FunctionInfo) -> str:
         """The binding's value for one invocation (the invoker calls this per call)."""
         return json.dumps(self.document(str(binding.get("taskHub") or self._hub_name)))
 
-    def document(self, hub: str) -> dict[str, Any]:
+    def document(self, hub: str) -> ClientBindingDocument:
         webhooks = f"{self._base_url}/{WEBHOOK_PREFIX}"
         query = f"taskHub={quote(hub)}&connection=Storage&code={quote(self._system_key, safe='')}"
         instance = f"{webhooks}/instances/{INSTANCE_PLACEHOLDER}"
@@ -67,13 +97,23 @@ class ClientBinding:
             "httpBaseUrl": "",
         }
 
-    def management_payload(self, instance_id: str, origin: str | None = None) -> dict[str, str]:
+    def management_payload(self, instance_id: str, origin: str | None = None) -> ManagementUrls:
         """The check-status payload for an instance (what the start API answers with)."""
-        urls = dict(self.document(self._hub_name)["managementUrls"])
+        urls = self.document(self._hub_name)["managementUrls"]
         encoded = quote(instance_id, safe="")
-        payload = {}
-        for key, url in urls.items():
+
+        def url(template: str) -> str:
             if origin:
-                url = url.replace(self._base_url, origin.rstrip("/"), 1)
-            payload[key] = url.replace(INSTANCE_PLACEHOLDER, encoded) if key != "id" else instance_id
-        return payload
+                template = template.replace(self._base_url, origin.rstrip("/"), 1)
+            return template.replace(INSTANCE_PLACEHOLDER, encoded)
+
+        return {
+            "id": instance_id,
+            "statusQueryGetUri": url(urls["statusQueryGetUri"]),
+            "sendEventPostUri": url(urls["sendEventPostUri"]),
+            "terminatePostUri": url(urls["terminatePostUri"]),
+            "purgeHistoryDeleteUri": url(urls["purgeHistoryDeleteUri"]),
+            "restartPostUri": url(urls["restartPostUri"]),
+            "suspendPostUri": url(urls["suspendPostUri"]),
+            "resumePostUri": url(urls["resumePostUri"]),
+        }

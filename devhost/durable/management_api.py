@@ -21,9 +21,9 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from aiohttp import web
 from azure.core.exceptions import AzureError
@@ -43,7 +43,7 @@ from devhost.tracing import carrier_of
 
 log = logging.getLogger("devhost.durable")
 
-Handler = Callable[[web.Request, dict[str, str]], Awaitable[web.StreamResponse]]
+Handler = Callable[[web.Request, Mapping[str, str]], Awaitable[web.StreamResponse]]
 
 _INVALID_ID = re.compile(r"[/\\#?\x00-\x1f\x7f]")
 MAX_ID_LENGTH = 256
@@ -81,7 +81,7 @@ class ManagementApi:
 
     # -- start -------------------------------------------------------------
 
-    async def start(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def start(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         if (wrong_hub := self._check_hub(request)) is not None:
             return wrong_hub
         instance_id = params.get("instanceId") or uuid.uuid4().hex
@@ -102,7 +102,7 @@ class ManagementApi:
             return extension_error(409, str(error))  # the SDK raises Exception({"Message": ...}), as in Azure
         return self._check_status_response(request, instance_id)
 
-    async def restart(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def restart(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         """Start the instance's orchestrator again with its input, as a new instance (the default) or in its place."""
         if (wrong_hub := self._check_hub(request)) is not None:
             return wrong_hub
@@ -130,7 +130,7 @@ class ManagementApi:
 
     # -- queries -----------------------------------------------------------
 
-    async def status(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def status(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         state, missing = await self._instance(request, params)
         if state is None:
             return missing
@@ -150,7 +150,7 @@ class ManagementApi:
             return web.json_response(document, status=code)
         return web.json_response(document, status=202, headers={"Location": str(request.url)})
 
-    async def list(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def list(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         if (wrong_hub := self._check_hub(request)) is not None:
             return wrong_hub
         try:
@@ -175,7 +175,7 @@ class ManagementApi:
 
     # -- commands ----------------------------------------------------------
 
-    async def raise_event(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def raise_event(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         state, refusal = await self._running_instance(request, params, "raise an event to")
         if refusal is not None:
             return refusal
@@ -187,19 +187,19 @@ class ManagementApi:
         await self._hub.queues.send_control(ControlMessage(params["instanceId"], None, event))
         return web.Response(status=202)
 
-    async def terminate(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def terminate(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         return await self._command(request, params, "terminate", h.execution_terminated)
 
-    async def suspend(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def suspend(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         return await self._command(request, params, "suspend", h.execution_suspended)
 
-    async def resume(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def resume(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         return await self._command(request, params, "resume", h.execution_resumed)
 
     async def _command(
         self,
         request: web.Request,
-        params: dict[str, str],
+        params: Mapping[str, str],
         verb: str,
         make_event: Callable[[datetime, str], HistoryEvent],
     ) -> web.StreamResponse:
@@ -211,7 +211,7 @@ class ManagementApi:
         return web.Response(status=202)
 
     async def _running_instance(
-        self, request: web.Request, params: dict[str, str], verb: str
+        self, request: web.Request, params: Mapping[str, str], verb: str
     ) -> tuple[InstanceState | None, web.StreamResponse | None]:
         state, missing = await self._instance(request, params)
         if state is None:
@@ -228,7 +228,7 @@ class ManagementApi:
 
     # -- purge -------------------------------------------------------------
 
-    async def purge(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def purge(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         state, missing = await self._instance(request, params)
         if state is None:
             return missing
@@ -243,7 +243,7 @@ class ManagementApi:
         self._hub.cache.forget(state.instance_id)
         return web.json_response({"instancesDeleted": 1}, status=200)
 
-    async def purge_many(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def purge_many(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         if (wrong_hub := self._check_hub(request)) is not None:
             return wrong_hub
         try:
@@ -263,7 +263,7 @@ class ManagementApi:
 
     # -- the rest ----------------------------------------------------------
 
-    async def rewind(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def rewind(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         """Not run by the local engine (so the check-status payload does not offer it); answered as Azure
         answers a storage provider without rewind, after the checks Azure makes first."""
         state, missing = await self._instance(request, params)
@@ -278,7 +278,7 @@ class ManagementApi:
             )
         return problem(501, "Not Implemented", "rewind is not supported by the local Durable engine")
 
-    async def unknown(self, request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def unknown(self, request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         # The webhook path, also for a call that came by the RPC alias (whose path holds the key: never echoed).
         path = f"/{WEBHOOK_PREFIX}/{params.get('rest', '')}"
         for template, methods, _ in self._routes()[:-1]:
@@ -292,7 +292,7 @@ class ManagementApi:
         return problem(404, "Not Found", f"no Durable management endpoint at {path}")
 
     async def _instance(
-        self, request: web.Request, params: dict[str, str]
+        self, request: web.Request, params: Mapping[str, str]
     ) -> tuple[InstanceState | None, web.StreamResponse]:
         """The instance the route names, or (None, the 404 that says why it is not here)."""
         if (wrong_hub := self._check_hub(request)) is not None:
@@ -317,7 +317,7 @@ def _answering_problems(handler: Handler) -> Handler:
     """A failure inside the engine's API is a problem answer, never a stack trace."""
 
     @functools.wraps(handler)
-    async def answer(request: web.Request, params: dict[str, str]) -> web.StreamResponse:
+    async def answer(request: web.Request, params: Mapping[str, str]) -> web.StreamResponse:
         try:
             return await handler(request, params)
         except AzureError as error:
@@ -362,7 +362,15 @@ def _check_instance_id(instance_id: str) -> web.StreamResponse | None:
     return None
 
 
-def _filters(request: web.Request) -> dict[str, Any]:
+class _Filters(TypedDict):
+    """The list and purge filters, as :meth:`InstanceStore.query` takes them."""
+
+    statuses: list[str] | None
+    created_from: datetime | None
+    created_to: datetime | None
+
+
+def _filters(request: web.Request) -> _Filters:
     statuses = [s.strip() for s in request.query.get("runtimeStatus", "").split(",") if s.strip()]
     known = {s.value.lower(): s.value for s in RuntimeStatus}
     unknown = [s for s in statuses if s.lower() not in known]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 
 from devhost.durable import history as h
 from devhost.durable.functions import DurableFunctions
@@ -63,7 +64,7 @@ class Starter:
         self._functions = functions
 
     async def start(
-        self, name: str, instance_id: str, input_json: str | None, trace_context: dict[str, str] | None = None
+        self, name: str, instance_id: str, input_json: str | None, trace_context: Mapping[str, str] | None = None
     ) -> None:
         """Start ``name`` as ``instance_id`` with ``input_json`` (JSON text or ``None``), in the W3C
         ``trace_context`` of the caller (its orchestration and activity spans join that trace)."""
