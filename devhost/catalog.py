@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Required, TypedDict
 
-from devhost.worker_validation import index_with_worker
+from devhost.worker_validation import function_name, index_with_worker
 
 
 class BindingJson(TypedDict, total=False):
@@ -75,7 +75,7 @@ def load_catalog(app_dir: Path, script: str = "function_app.py") -> FunctionCata
     """The app's functions, indexed and validated by the Python worker's own code."""
     functions = [
         FunctionInfo(
-            name=function.get_function_name(),
+            name=function_name(function),
             user_function=function.get_user_function(),
             bindings=tuple(json.loads(function.get_function_json())["bindings"]),
         )

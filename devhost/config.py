@@ -13,14 +13,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from devhost.json_value import JsonObject, JsonValue
 
 
 class ConfigError(ValueError):
     """``host.json`` or ``local.settings.json`` cannot be used; the message names the file and the problem."""
 
 
-def parse_timespan(value: str | int | float | None, default: float) -> float:
+def parse_timespan(value: JsonValue, default: float) -> float:
     """``hh:mm:ss[.fff]`` (or ``d.hh:mm:ss``) as seconds, the way host.json writes durations.
 
     A bare number is refused: the Functions host binds it with ``TimeSpan.Parse``,
@@ -31,6 +32,8 @@ def parse_timespan(value: str | int | float | None, default: float) -> float:
         return default
     if isinstance(value, (int, float)) or str(value).strip().isdigit():
         raise ValueError(f"not a time span: {value!r} (Azure would read a bare number as days)")
+    if not isinstance(value, str):
+        raise ValueError(f"not a time span: {value!r}")
     match = re.fullmatch(r"(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d+)?)", value.strip())
     if not match:
         raise ValueError(f"not a time span: {value!r}")
@@ -59,7 +62,7 @@ class SingletonOptions:
 class HostJson:
     route_prefix: str = "api"
     queues: QueueOptions = field(default_factory=QueueOptions)
-    durable_task: dict[str, Any] = field(default_factory=dict)
+    durable_task: JsonObject = field(default_factory=dict)
     function_timeout: float = 300.0
     singleton: SingletonOptions = field(default_factory=SingletonOptions)
 
@@ -74,7 +77,7 @@ class HostJson:
             raise ConfigError(f"{path}: {error}") from None
 
     @classmethod
-    def _from_document(cls, document: dict[str, Any]) -> HostJson:
+    def _from_document(cls, document: JsonObject) -> HostJson:
         extensions = _section(document, "extensions")
         queues = _section(extensions, "queues", "extensions.")
         route_prefix = _section(extensions, "http", "extensions.").get("routePrefix", "api")
@@ -95,7 +98,7 @@ class HostJson:
         )
 
 
-def _singleton(section: dict[str, Any]) -> SingletonOptions:
+def _singleton(section: JsonObject) -> SingletonOptions:
     """As the Functions host bounds them: a lock period is a blob lease (15 to 60 s), and the listener
     lock is looked for again no more often than a lease's shortest period."""
     period = _timespan(section, "listenerLockPeriod", 60.0, "singleton.")
@@ -107,7 +110,7 @@ def _singleton(section: dict[str, Any]) -> SingletonOptions:
     return SingletonOptions(period, polling)
 
 
-def _json_object(path: Path) -> dict[str, Any]:
+def _json_object(path: Path) -> JsonObject:
     """A JSON file that must hold an object; what is wrong with it is said with its line and column."""
     try:
         document = json.loads(path.read_text(encoding="utf-8-sig"))
@@ -122,7 +125,7 @@ def _json_object(path: Path) -> dict[str, Any]:
     return document
 
 
-def _section(document: dict[str, Any], key: str, where: str = "") -> dict[str, Any]:
+def _section(document: JsonObject, key: str, where: str = "") -> JsonObject:
     value = document.get(key)
     if value is None:
         return {}
@@ -131,7 +134,7 @@ def _section(document: dict[str, Any], key: str, where: str = "") -> dict[str, A
     return value
 
 
-def _timespan(section: dict[str, Any], key: str, default: float, where: str = "") -> float:
+def _timespan(section: JsonObject, key: str, default: float, where: str = "") -> float:
     try:
         return parse_timespan(section.get(key), default)
     except ValueError:
@@ -140,7 +143,7 @@ def _timespan(section: dict[str, Any], key: str, default: float, where: str = ""
         ) from None
 
 
-def _whole(section: dict[str, Any], key: str, default: int, where: str = "") -> int:
+def _whole(section: JsonObject, key: str, default: int, where: str = "") -> int:
     value = section.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
         raise ValueError(f"{where}{key} must be a whole number, not {value!r}")
@@ -150,7 +153,7 @@ def _whole(section: dict[str, Any], key: str, default: int, where: str = "") -> 
 HOST_OVERRIDE_PREFIX = "AzureFunctionsJobHost__"
 
 
-def apply_host_overrides(document: dict[str, Any], environment: Mapping[str, str]) -> dict[str, Any]:
+def apply_host_overrides(document: JsonObject, environment: Mapping[str, str]) -> JsonObject:
     """App settings ``AzureFunctionsJobHost__a__b`` override host.json's ``a.b``, as in Azure."""
     for name, value in environment.items():
         if not name.startswith(HOST_OVERRIDE_PREFIX):
@@ -159,7 +162,10 @@ def apply_host_overrides(document: dict[str, Any], environment: Mapping[str, str
         node = document
         for part in parents:
             key = next((k for k in node if k.lower() == part.lower()), part)
-            node = node.setdefault(key, {})
+            child = node.setdefault(key, {})
+            if not isinstance(child, dict):
+                raise ValueError(f"app setting {name} overrides inside {key}, which is not an object: {child!r}")
+            node = child
         key = next((k for k in node if k.lower() == leaf.lower()), leaf)
         node[key] = value
     return document

@@ -24,12 +24,20 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 KEYS_FILE = "host-keys.json"
 KEY_DIRECTORY_SETTING = "DEVHOST_KEY_DIRECTORY"
 DURABLE_SYSTEM_KEY = "durabletask_extension"
 KEY_HEADER = "x-functions-key"
 KEY_QUERY = "code"
+
+
+class HostKeysDocument(TypedDict):
+    """The keys file (and ``devhost keys``): the master key and the system keys by name."""
+
+    masterKey: str
+    systemKeys: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -44,7 +52,7 @@ class HostKeys:
         """The Durable webhooks take their system key, or the master key (as in Azure)."""
         return _same(presented, self.durable) or _same(presented, self.master)
 
-    def as_document(self) -> dict[str, object]:
+    def as_document(self) -> HostKeysDocument:
         return {"masterKey": self.master, "systemKeys": {DURABLE_SYSTEM_KEY: self.durable}}
 
 

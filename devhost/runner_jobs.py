@@ -21,6 +21,7 @@ import logging
 import os
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ COMMAND_SETTING = "DEVHOST_RUNNER_JOB_COMMAND"
 STOP_SECONDS = 10.0
 
 
-def job_command(app_dir: Path, environment: dict[str, str]) -> list[str] | None:
+def job_command(app_dir: Path, environment: Mapping[str, str]) -> list[str] | None:
     """The scaler's command line for this app, or None when it has no runner jobs."""
     configured = environment.get(COMMAND_SETTING, "").strip()
     if configured.lower() == "off":

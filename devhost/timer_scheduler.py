@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.functions.timer import TimerRequest
@@ -115,12 +115,20 @@ def resolve_schedule(function: FunctionInfo) -> Schedule:
         raise StartupError(f"timer function {function.name}: schedule {declared}{source} is invalid: {error}") from None
 
 
+class ScheduleStatusJson(TypedDict):
+    """A timer's schedule status, as its blob holds it and as ``TimerRequest.schedule_status`` shows it."""
+
+    Last: str | None
+    Next: str | None
+    LastUpdated: str | None
+
+
 @dataclass
 class ScheduleStatus:
     last: datetime | None
     next: datetime | None
 
-    def as_dict(self, now: datetime) -> dict[str, Any]:
+    def as_dict(self, now: datetime) -> ScheduleStatusJson:
         return {"Last": _iso(self.last), "Next": _iso(self.next), "LastUpdated": _iso(now)}
 
 
@@ -175,7 +183,7 @@ class TimerRunner:
     async def _fire(self, status: ScheduleStatus, past_due: bool) -> None:
         request = TimerRequest(
             past_due=past_due,
-            schedule_status=status.as_dict(_now()),
+            schedule_status=dict(status.as_dict(_now())),
             schedule={"AdjustForDST": True},
         )
         status.last = _now()

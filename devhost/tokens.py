@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -27,7 +26,7 @@ DEFAULT_ISSUER = "runtime-cloud-local-issuer"
 DEFAULT_AUDIENCE = "api://runtime-cloud"
 
 
-def ensure_signing_key(directory: Path) -> tuple[Any, str]:
+def ensure_signing_key(directory: Path) -> tuple[rsa.RSAPrivateKey, str]:
     """Load the issuer's key, creating it (atomically) the first time."""
     directory.mkdir(parents=True, exist_ok=True)
     key_path = directory / PRIVATE_KEY_FILE
@@ -84,7 +83,7 @@ def mint_token(
     return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
 
 
-def _key_id(key: Any) -> str:
+def _key_id(key: rsa.RSAPrivateKey) -> str:
     import hashlib
 
     public = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)

@@ -22,9 +22,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from devhost.worker_protos import worker_protos
+
+if TYPE_CHECKING:  # (the worker's loader answers these; nothing here builds one)
+    from azure.functions.decorators.function_app import Function
 
 WORKER_PACKAGE = "azure_functions_runtime"
 WORKER_PATH_SETTING = "DEVHOST_FUNCTIONS_WORKER_PATH"
@@ -61,7 +64,7 @@ def default_worker_path() -> Path:
     return Path(configured) if configured else Path(sys.prefix) / "functions-worker"
 
 
-def index_with_worker(app_dir: Path, script: str = "function_app.py") -> list[Any]:
+def index_with_worker(app_dir: Path, script: str = "function_app.py") -> list[Function]:
     """Import the app as the worker does and return its functions if the worker accepts every one.
 
     The worker imports the app by name (the script's stem) from the app
@@ -78,7 +81,7 @@ def index_with_worker(app_dir: Path, script: str = "function_app.py") -> list[An
     return list(indexed)
 
 
-def _validate_each(loader: ModuleType, functions: ModuleType, indexed: list[Any], app_dir: Path) -> list[Refusal]:
+def _validate_each(loader: ModuleType, functions: ModuleType, indexed: list[Function], app_dir: Path) -> list[Refusal]:
     """Every function through the worker's registry, so that all refusals are named at once."""
     protos = worker_protos()
     registry = functions.Registry()
@@ -87,8 +90,14 @@ def _validate_each(loader: ModuleType, functions: ModuleType, indexed: list[Any]
         try:
             loader.process_indexed_function(protos, registry, [function], str(app_dir))
         except Exception as error:  # noqa: BLE001 - the worker's own errors: FunctionLoadError, NameError, TypeError...
-            refusals.append(Refusal(function.get_function_name(), _one_line(error)))
+            refusals.append(Refusal(function_name(function), _one_line(error)))
     return refusals
+
+
+def function_name(function: Function) -> str:
+    """A function's name: the one the app gave it, else its Python name (as the library names it
+    when the worker indexes the app; its getter is typed optional for a function not yet built)."""
+    return function.get_function_name() or function.get_user_function().__name__
 
 
 def _worker_modules() -> tuple[ModuleType, ModuleType, ModuleType]:

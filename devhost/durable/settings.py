@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from devhost.config import parse_timespan, resolve_app_setting_references
+from devhost.json_value import JsonObject, JsonValue
 
 _HUB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{2,44}")
 
@@ -69,8 +69,10 @@ class DurableSettings:
         return self.overridable_states == ANY_STATE
 
     @classmethod
-    def from_host_json(cls, durable_task: dict[str, Any], function_timeout: float = 300.0) -> DurableSettings:
+    def from_host_json(cls, durable_task: JsonObject, function_timeout: float = 300.0) -> DurableSettings:
         provider = durable_task.get("storageProvider") or {}
+        if not isinstance(provider, dict):
+            raise DurableSettingsError(f"durableTask.storageProvider must be an object, not {provider!r}")
         cores = os.cpu_count() or 1
         settings = cls(
             hub_name=_hub_name(durable_task.get("hubName")),
@@ -108,7 +110,7 @@ class DurableSettings:
         return value
 
 
-def _hub_name(value: Any) -> str:
+def _hub_name(value: JsonValue) -> str:
     name = resolve_app_setting_references(str(value)) if value else "TestHubName"
     if not _HUB_NAME.fullmatch(name):
         raise DurableSettingsError(
@@ -117,9 +119,11 @@ def _hub_name(value: Any) -> str:
     return name
 
 
-def _positive(section: dict[str, Any], key: str, default: int, where: str = "") -> int:
+def _positive(section: JsonObject, key: str, default: int, where: str = "") -> int:
     value = section.get(key, default)
     try:
+        if value is None or isinstance(value, (list, dict)):
+            raise TypeError(value)
         number = int(value)
     except (TypeError, ValueError):
         raise DurableSettingsError(f"durableTask.{where}{key} must be a whole number, not {value!r}") from None
@@ -128,14 +132,14 @@ def _positive(section: dict[str, Any], key: str, default: int, where: str = "") 
     return number
 
 
-def _timespan(section: dict[str, Any], key: str, default: float) -> float:
+def _timespan(section: JsonObject, key: str, default: float) -> float:
     try:
         return parse_timespan(section.get(key), default)
     except ValueError as error:
         raise DurableSettingsError(f"durableTask.storageProvider.{key}: {error}") from None
 
 
-def _overridable_states(value: Any) -> str:
+def _overridable_states(value: JsonValue) -> str:
     """Read as the extension's enum is: by name, in any case."""
     if value is None:
         return ANY_STATE
