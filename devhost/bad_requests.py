@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage, LineTooLong
 from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
 
 log = logging.getLogger("devhost.http")
 
 
 class _ProblemRequestHandler(RequestHandler):
     def handle_error(
-        self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
+        self, request: BaseRequest, status: int = 500, exc: BaseException | None = None, message: str | None = None
     ) -> web.StreamResponse:
         if not isinstance(exc, BadHttpMessage):
             return super().handle_error(request, status, exc, message)

@@ -14,7 +14,7 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from aiohttp import web
 
@@ -159,7 +159,7 @@ class LocalHost:
 
     async def _run_admin(self, function: FunctionInfo, text: str) -> None:
         kind = function.trigger_type.lower()
-        value: Any = admin_timer_request() if kind == "timertrigger" else admin_message(text)
+        value: object = admin_timer_request() if kind == "timertrigger" else admin_message(text)
 
         async def run() -> None:
             try:
@@ -208,7 +208,7 @@ class LocalHost:
         return "\n".join(lines)
 
 
-async def _bounded(what: str, work: Awaitable[Any], seconds: float = 15.0) -> None:
+async def _bounded(what: str, work: Awaitable[object], seconds: float = 15.0) -> None:
     try:
         await asyncio.wait_for(work, timeout=seconds)
     except TimeoutError:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.util.types import Attributes
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 TRIGGERS = {
@@ -51,7 +51,7 @@ def host_span(
     *,
     trigger: str,
     parent: Mapping[str, str] | None = None,
-    attributes: Mapping[str, Any] | None = None,
+    attributes: Attributes = None,
     kind: SpanKind | None = None,
 ) -> Iterator[Span]:
     """A span of the host's, under ``parent`` (a W3C carrier) when it names a valid context."""

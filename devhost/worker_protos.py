@@ -11,13 +11,12 @@ numbers (from the worker's ``FunctionRpc.proto``) are enough.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 
 class _Message:
     """A message that keeps its fields, like a generated protobuf class."""
 
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, **fields: object) -> None:
         self.__dict__.update(fields)
 
     def __repr__(self) -> str:

@@ -28,7 +28,6 @@ import logging
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from azure.storage.queue import QueueMessage
 from azure.storage.queue.aio import QueueClient
@@ -190,7 +189,7 @@ class OrchestrationDispatcher:
         if done:
             self._background(asyncio.gather(*(m.delete() for m in done)))
 
-    def _background(self, work: Awaitable[Any]) -> None:
+    def _background(self, work: Awaitable[object]) -> None:
         async def run() -> None:
             await work
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
-from azure.data.tables import UpdateMode
+from azure.data.tables import TableEntity, UpdateMode
 from azure.data.tables.aio import TableClient
 
 from devhost.durable.history import Origin, Record, history_event
@@ -29,6 +28,12 @@ from storage_protocol.table_batch import send_batch_async
 
 BATCH_OPERATIONS = 100
 BATCH_CHARACTERS = 1_500_000  # well under the 4 MiB transaction limit (UTF-16)
+
+# A property of a row this store writes: text (JSON text included), a count or a time. Rows read back
+# are the SDK's TableEntity, whose values the readers below convert one by one.
+Property = str | int | datetime
+Row = dict[str, Property]
+QueryParameter = str | datetime
 
 
 class InstanceConflict(Exception):
@@ -98,7 +103,8 @@ class InstanceStore:
         after: str | None = None,
     ) -> AsyncIterator[InstanceState]:
         """Instances in id order, filtered as the management API asks."""
-        clauses, parameters = ["RowKey eq ''"], {}  # type: list[str], dict[str, Any]
+        clauses: list[str] = ["RowKey eq ''"]
+        parameters: dict[str, QueryParameter] = {}
         if statuses:
             names = [f"@s{i}" for i in range(len(statuses))]
             # (spaces around parameters: the SDK finds them by splitting on whitespace)
@@ -119,8 +125,8 @@ class InstanceStore:
         async for entity in self._instances.query_entities(" and ".join(clauses), parameters=parameters):
             yield await self._from_entity(entity)
 
-    async def _to_entity(self, state: InstanceState) -> dict[str, Any]:
-        entity: dict[str, Any] = {
+    async def _to_entity(self, state: InstanceState) -> Row:
+        entity: Row = {
             "PartitionKey": state.instance_id,
             "RowKey": "",
             "Name": state.name,
@@ -138,7 +144,7 @@ class InstanceStore:
             entity["FailureDetails"] = json.dumps(state.failure)
         return entity
 
-    async def _from_entity(self, entity: Any) -> InstanceState:
+    async def _from_entity(self, entity: TableEntity) -> InstanceState:
         return InstanceState(
             instance_id=entity["PartitionKey"],
             name=entity["Name"],
@@ -155,7 +161,7 @@ class InstanceStore:
             etag=entity.metadata.get("etag"),
         )
 
-    async def _put_text(self, entity: dict[str, Any], key: str, value: str | None, instance_id: str) -> None:
+    async def _put_text(self, entity: Row, key: str, value: str | None, instance_id: str) -> None:
         if value is None:
             return
         if self._payloads.fits(value):
@@ -163,7 +169,7 @@ class InstanceStore:
         else:
             entity[key + "Blob"] = await self._payloads.put(instance_id, key.lower(), value)
 
-    async def _get_text(self, entity: Any, key: str) -> str | None:
+    async def _get_text(self, entity: TableEntity, key: str) -> str | None:
         if entity.get(key + "Blob"):
             return await self._payloads.get(entity[key + "Blob"])
         text = entity.get(key)
@@ -174,7 +180,7 @@ class InstanceStore:
     async def load_history(self, instance_id: str, execution_id: str, length: int) -> list[Record]:
         """The execution's first ``length`` events (rows beyond are uncommitted leftovers)."""
         query = "PartitionKey eq @pk and RowKey ge @lo and RowKey lt @hi"
-        rows: dict[int, Any] = {}
+        rows: dict[int, TableEntity] = {}
         async for entity in self._history.query_entities(
             query, parameters={"pk": instance_id, "lo": f"{execution_id}.", "hi": f"{execution_id}/"}
         ):
@@ -195,7 +201,7 @@ class InstanceStore:
         so the history read back would pair this event with the other episode's task -- the replay after a
         move of the task hub then failed as non-deterministic. The Azure Storage provider writes history
         rows with insert-or-replace, so it never mixes two episodes' rows either."""
-        batch: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        batch: list[tuple[str, Row, dict[str, UpdateMode]]] = []
         size = 0
         for offset, record in enumerate(records):
             entity = await self._history_entity(instance_id, execution_id, start + offset, record)
@@ -232,8 +238,8 @@ class InstanceStore:
         except ResourceNotFoundError:
             pass
 
-    async def _history_entity(self, instance_id: str, execution_id: str, index: int, record: Record) -> dict[str, Any]:
-        entity: dict[str, Any] = {
+    async def _history_entity(self, instance_id: str, execution_id: str, index: int, record: Record) -> Row:
+        entity: Row = {
             "PartitionKey": instance_id,
             "RowKey": f"{execution_id}.{index:08d}",
             "ExecutionId": execution_id,
@@ -249,7 +255,7 @@ class InstanceStore:
             await self._put_text(entity, "Consumed", json.dumps(list(record.consumed)), instance_id)
         return entity
 
-    async def _record(self, entity: Any) -> Record:
+    async def _record(self, entity: TableEntity) -> Record:
         event = history_event(json.loads(await self._get_text(entity, "Event") or "{}"))
         origin = Origin.from_json(json.loads(entity["Origin"])) if entity.get("Origin") else None
         consumed = tuple(json.loads(await self._get_text(entity, "Consumed") or "[]"))
