@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from devhost.azurite import Azurite, free_port
+from devhost.azurite import Azurite
 from tests.conftest import REPO, app_settings
 from tests.support.host import HostProcess
+from tests.support.ports import closed_port
 
 HEALTH_SCOPE = ["factory.health.read"]
 
@@ -61,7 +62,7 @@ def test_target_metadata_lists_targets_and_the_runner_but_no_credential_location
 
 def test_health_is_degraded_by_a_dead_dependency_and_503_naming_the_store_when_azurite_stops(key_dir, mint, tmp_path):
     private = Azurite(tmp_path / "azurite").start()
-    dead_port = free_port()
+    dead_port = closed_port()
     env = app_settings(private, key_dir, RuntimeCloud__ConfigPlatform__Url=f"http://127.0.0.1:{dead_port}/")
     host = HostProcess(REPO, env, tmp_path / "host.log").start()
     token = mint(scopes=HEALTH_SCOPE)

@@ -15,11 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from devhost.azurite import TARGET_ACCOUNT, Azurite, free_port
+from devhost.azurite import TARGET_ACCOUNT, Azurite
 from shared.backup.status import store_record
 from shared.platform.storage.clients import clients_from_connection_string
 from tests.conftest import REPO, app_settings
 from tests.support.host import HostProcess
+from tests.support.ports import closed_port
 
 YEAR_MINUTES = str(366 * 24 * 60)  # the timer fires once a year: the test runs the export itself
 # The storage SDK's default retries took 180 s against a refusing location (issue #25); the export must
@@ -29,7 +30,7 @@ HARD_LIMIT_SECONDS = 90
 
 def refusing(azurite: Azurite) -> str:
     """A connection string for an account whose endpoints nothing listens on."""
-    closed = str(free_port())
+    closed = str(closed_port())
     text = azurite.connection_string(TARGET_ACCOUNT)
     for port in (azurite.blob_port, azurite.queue_port, azurite.table_port):
         text = text.replace(f":{port}/", f":{closed}/")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import uuid
 
-from devhost.azurite import free_port
 from tests.cli.conftest import CONSOLE_SCRIPT, Cli, as_person
+from tests.support.ports import closed_port
 
 READ = ["factory.runtime.read"]
 GROUPS = [
@@ -85,7 +85,7 @@ def test_authentication_is_exit_5(cli: Cli, mint):
 
 
 def test_an_unreachable_host_is_exit_6(cli: Cli, mint):
-    answer = cli("--url", f"http://127.0.0.1:{free_port()}", "runs", "list", token=mint("tenant-a", scopes=READ))
+    answer = cli("--url", f"http://127.0.0.1:{closed_port()}", "runs", "list", token=mint("tenant-a", scopes=READ))
 
     assert answer.code == 6
     assert answer.stderr.startswith("error: cannot reach")

@@ -6,15 +6,16 @@ import time
 
 import pytest
 
-from devhost.azurite import TARGET_ACCOUNT, TARGET_KEY, free_port
+from devhost.azurite import TARGET_ACCOUNT, TARGET_KEY
 from shared.iac.embedded import EmbeddedRunner, read_target_state
 from shared.iac.model import TargetUnreachable
 from shared.platform.targets import ProvisioningTarget
 from tests.iac.conftest import specification
+from tests.support.ports import closed_port
 
 
 def closed_port_target(monkeypatch: pytest.MonkeyPatch) -> ProvisioningTarget:
-    port = free_port()  # nothing listens there
+    port = closed_port()  # nothing listens there, nor will
     base = f"http://127.0.0.1:{port}/{TARGET_ACCOUNT}"
     monkeypatch.setenv(
         "RuntimeCloudTarget__dead__Connection",

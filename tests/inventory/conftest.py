@@ -7,13 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from devhost.azurite import TARGET_ACCOUNT, free_port
+from devhost.azurite import TARGET_ACCOUNT
 from shared.inventory.store import InventoryStore
 from shared.platform.storage.clients import clients_from_connection_string
 from shared.platform.storage.resources import ensure_resources
 from tests.conftest import REPO
 from tests.provisioning.conftest import provisioning_settings
 from tests.support.host import HostProcess
+from tests.support.ports import closed_port
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def blind_host(azurite, key_dir, tmp_path_factory) -> Iterator[HostProcess]:
     Only the inventory module is enabled, so this host runs no provisioning
     orchestrations against the unreachable target; it is stopped after the test.
     """
-    closed = free_port()
+    closed = closed_port()
     unreachable = azurite.connection_string(TARGET_ACCOUNT)
     for port in (azurite.blob_port, azurite.queue_port, azurite.table_port):
         unreachable = unreachable.replace(str(port), str(closed))

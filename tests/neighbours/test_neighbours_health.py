@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from devhost.azurite import Azurite, free_port
+from devhost.azurite import Azurite
 from tests.conftest import REPO, app_settings
 from tests.support.host import HostProcess
 from tests.support.neighbours import ControlPlaneStandIn
+from tests.support.ports import closed_port
 
 HEALTH_SCOPE = ["factory.health.read"]
 
@@ -33,7 +34,7 @@ def neighbour_host(
         azurite,
         key_dir,
         RuntimeCloud__ControlPlane__BaseUrl=control_plane.url,
-        RuntimeCloud__KnowledgeHost__BaseUrl=f"http://127.0.0.1:{free_port()}/",
+        RuntimeCloud__KnowledgeHost__BaseUrl=f"http://127.0.0.1:{closed_port()}/",
     )
     host = HostProcess(REPO, settings, tmp_path_factory.mktemp("logs") / "neighbour-host.log").start()
     yield host
