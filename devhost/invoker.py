@@ -22,7 +22,7 @@ import azure.functions as func
 from opentelemetry.util.types import Attributes
 
 from devhost.catalog import BindingJson, FunctionInfo
-from devhost.tracing import TRIGGERS, host_span
+from devhost.tracing import TRIGGERS, TraceCarrier, host_span
 
 # binding type (lower case) -> value for an input binding of that type (handed to the app's function as is)
 BindingProvider = Callable[[BindingJson, FunctionInfo], object]
@@ -68,7 +68,7 @@ class Invoker:
         function: FunctionInfo,
         trigger_value: object,
         *,
-        trace_parent: Mapping[str, str] | None = None,
+        trace_parent: TraceCarrier | None = None,
         span_name: str | None = None,
         attributes: Attributes = None,
     ) -> object:

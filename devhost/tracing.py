@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import TypedDict
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -31,18 +32,39 @@ TRIGGERS = {
 KINDS = {"http": SpanKind.SERVER, "pubsub": SpanKind.CONSUMER}
 
 
-def carrier_of(headers: Mapping[str, str] | None) -> dict[str, str]:
+class TraceCarrier(TypedDict, total=False):
+    """A W3C trace context as a carrier holds it: the two headers, named in lower case."""
+
+    traceparent: str
+    tracestate: str
+
+
+def carrier_of(headers: Mapping[str, str] | None) -> TraceCarrier:
     """``traceparent`` / ``tracestate`` from headers (any case) or a stored carrier."""
-    if not headers:
-        return {}
-    wanted = {"traceparent", "tracestate"}
-    return {key.lower(): str(value) for key, value in headers.items() if key.lower() in wanted and value}
-
-
-def current_carrier() -> dict[str, str]:
-    carrier: dict[str, str] = {}
-    _PROPAGATOR.inject(carrier)
+    carrier: TraceCarrier = {}
+    for key, value in (headers or {}).items():
+        if not value:
+            continue
+        if key.lower() == "traceparent":
+            carrier["traceparent"] = str(value)
+        elif key.lower() == "tracestate":
+            carrier["tracestate"] = str(value)
     return carrier
+
+
+def current_carrier() -> TraceCarrier:
+    headers: dict[str, str] = {}
+    _PROPAGATOR.inject(headers)
+    return carrier_of(headers)
+
+
+def _headers(carrier: TraceCarrier) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    if "traceparent" in carrier:
+        headers["traceparent"] = carrier["traceparent"]
+    if "tracestate" in carrier:
+        headers["tracestate"] = carrier["tracestate"]
+    return headers
 
 
 @contextmanager
@@ -50,12 +72,12 @@ def host_span(
     name: str,
     *,
     trigger: str,
-    parent: Mapping[str, str] | None = None,
+    parent: TraceCarrier | None = None,
     attributes: Attributes = None,
     kind: SpanKind | None = None,
 ) -> Iterator[Span]:
     """A span of the host's, under ``parent`` (a W3C carrier) when it names a valid context."""
-    context = _PROPAGATOR.extract(dict(parent)) if parent else None
+    context = _PROPAGATOR.extract(_headers(parent)) if parent else None
     if context is not None and not trace.get_current_span(context).get_span_context().is_valid:
         context = None
     tracer = trace.get_tracer("devhost")

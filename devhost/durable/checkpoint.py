@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping
 from concurrent.futures import Executor
 
 from devhost.durable import history as h
@@ -44,7 +43,7 @@ from devhost.durable.queues import ControlMessage
 from devhost.durable.settings import DurableSettings
 from devhost.durable.store import InstanceConflict, InstanceStore
 from devhost.durable.triage import Triage
-from devhost.tracing import host_span
+from devhost.tracing import TraceCarrier, host_span
 
 log = logging.getLogger("devhost.durable")
 
@@ -191,7 +190,7 @@ class Episodes:
         state: InstanceState,
         outcome: Outcome,
         consumed: tuple[str, ...],
-        trace_context: Mapping[str, str] | None = None,
+        trace_context: TraceCarrier | None = None,
     ) -> tuple[InstanceState, list[Record]]:
         """Start the next execution with the new input; the old execution's history goes once it is committed.
 

@@ -44,6 +44,7 @@ from devhost.durable.actions import (
 )
 from devhost.durable.history import EventType, Origin, Record
 from devhost.durable.replay import OrchestratorError, OrchestratorResult
+from devhost.tracing import TraceCarrier
 
 # (history so far, how many of its events were played before) -> what the orchestrator returned
 Runner = Callable[[list[Record], int], Awaitable[OrchestratorResult]]
@@ -299,15 +300,19 @@ def child_execution_id(parent_execution_id: str, event_id: int) -> str:
     return uuid.uuid5(uuid.NAMESPACE_URL, f"durable-child:{parent_execution_id}:{event_id}").hex
 
 
-def start_trace(records: list[Record]) -> dict[str, str]:
+def start_trace(records: list[Record]) -> TraceCarrier:
     """The W3C carrier the execution was started in (``ParentTraceContext`` of ``ExecutionStarted``), or ``{}``."""
     for record in records:
         if record.event["EventType"] == h.EXECUTION_STARTED:
             context = record.event.get("ParentTraceContext")
             if context is None:
                 return {}
-            carrier = {"traceparent": context.get("TraceParent"), "tracestate": context.get("TraceState")}
-            return {key: str(value) for key, value in carrier.items() if value}
+            carrier: TraceCarrier = {}
+            if parent := context.get("TraceParent"):
+                carrier["traceparent"] = str(parent)
+            if state := context.get("TraceState"):
+                carrier["tracestate"] = str(state)
+            return carrier
     return {}
 
 

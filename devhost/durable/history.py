@@ -10,12 +10,13 @@ determinism check) and which queue message brought an event (for dedupe).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Literal, NotRequired, TypedDict, cast
 
 from azure.durable_functions.models.history import HistoryEventType as EventType
+
+from devhost.tracing import TraceCarrier
 
 __all__ = [
     "EventType",
@@ -384,7 +385,7 @@ def execution_started(
     name: str,
     input_json: str | None,
     parent: ParentInstance | None = None,
-    trace_context: Mapping[str, str] | None = None,
+    trace_context: TraceCarrier | None = None,
 ) -> ExecutionStartedEvent:
     """``trace_context``: the W3C context the instance was started in (``traceparent``, ``tracestate``),
     kept as the Durable Task Framework keeps it (``ParentTraceContext``) for distributed tracing."""

@@ -37,6 +37,7 @@ from azure.storage.queue.aio import QueueClient
 from devhost.durable.history import HistoryEvent, history_event
 from devhost.durable.payloads import INLINE_LIMIT, PayloadStore
 from devhost.json_value import JsonObject
+from devhost.tracing import TraceCarrier, carrier_of
 from storage_protocol.client_options import client_options
 
 log = logging.getLogger("devhost.durable")
@@ -63,7 +64,7 @@ class WorkItemJson(TypedDict):
     task: int
     name: str
     input: str | None  # JSON text of the activity's input
-    trace: NotRequired[dict[str, str]]  # W3C carrier (``traceparent``, ``tracestate``)
+    trace: NotRequired[TraceCarrier]
 
 
 EngineMessage = ControlMessageJson | WorkItemJson
@@ -115,7 +116,7 @@ class WorkItem:
     task_id: int
     name: str
     input: str | None
-    trace: dict[str, str] = field(default_factory=dict)  # W3C carrier of the episode that scheduled it
+    trace: TraceCarrier = field(default_factory=TraceCarrier)  # of the episode that scheduled it
 
     def to_json(self) -> WorkItemJson:
         document: WorkItemJson = {
@@ -142,7 +143,7 @@ class WorkItem:
             int(data["task"]),
             str(data["name"]),
             data.get("input"),
-            {str(k): str(v) for k, v in trace.items()} if isinstance(trace, dict) else {},
+            carrier_of({str(k): str(v) for k, v in trace.items()}) if isinstance(trace, dict) else {},
         )
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
 
 from devhost.durable import history as h
 from devhost.durable.functions import DurableFunctions
@@ -36,6 +35,7 @@ from devhost.durable.instances import InstanceState, RuntimeStatus
 from devhost.durable.queues import ControlMessage
 from devhost.durable.store import InstanceConflict
 from devhost.durable.task_hub import TaskHub
+from devhost.tracing import TraceCarrier
 
 log = logging.getLogger("devhost.durable")
 
@@ -64,7 +64,7 @@ class Starter:
         self._functions = functions
 
     async def start(
-        self, name: str, instance_id: str, input_json: str | None, trace_context: Mapping[str, str] | None = None
+        self, name: str, instance_id: str, input_json: str | None, trace_context: TraceCarrier | None = None
     ) -> None:
         """Start ``name`` as ``instance_id`` with ``input_json`` (JSON text or ``None``), in the W3C
         ``trace_context`` of the caller (its orchestration and activity spans join that trace)."""
