@@ -227,6 +227,8 @@ class TaskHubQueues:
             body = _json_object(await self._payloads.get(str(body["blob"])))
         if body.get("kind") not in ("control", "activity"):
             raise ValueError("not a Durable engine message")
+        if body["kind"] == "control":
+            history_event(body.get("event"))  # one the engine does not write is kept aside, as unreadable
         # The engine is the only writer of these queues: the kind says which of its two bodies this is
         # (each reader then takes the members it needs, and a control message's event is checked).
         return cast(EngineMessage, body)
