@@ -1,12 +1,12 @@
 # Two commands: `make run` (Azurite + the local Functions host on :8130) and
-# `make test` (the same set-up, then the test suite against its own Azurite).
+# `make test` (the same set-up, then the test suite against Azurites of its own).
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-storm chaos check format bench docs package deploy runner-image clean
+.PHONY: setup run test test-domain test-storm chaos check format bench docs package deploy runner-image clean
 
 setup: $(VENV)/.installed $(VENV)/bin/runtime-cloud node_modules/.installed local.settings.json
 
@@ -40,8 +40,21 @@ run: setup
 	@echo "Then call:     curl -H \"Authorization: Bearer <token>\" http://127.0.0.1:8130/runtime-cloud/health"
 	$(PY) -m devhost up --port 8130
 
+# The whole suite, in TEST_WORKERS pytest-xdist workers: each worker is a pytest session with an Azurite
+# and hosts of its own (tests/conftest.py), on free ports in its own temporary folder. Most tests wait
+# on hosts, timers and Azurite rather than on a CPU, hence more workers than cores. `--dist loadscope`:
+# a module's tests run on one worker, so a host or an Azurite of the module's own starts once; the
+# workers take modules in the order tests/conftest.py gives them (the longest first), not by test count.
+# TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 4
+PARALLEL = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
+
+# The domain tier alone: the tests that need neither Azurite nor a host process (the `domain` mark,
+# which tests/conftest.py gives every such test), in under a minute. `make test` runs them too.
+test-domain: setup
+	$(PY) -m pytest -m domain $(PARALLEL) $(PYTEST_ARGS)
 
 # The full-size capacity storm (pytest.ini deselects it from `make test`, which runs a smaller one).
 test-storm: setup

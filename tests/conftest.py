@@ -2,20 +2,30 @@
 
 Nothing here fakes storage: every test talks to Azurite over its real protocol
 and drives the app through a local host process over HTTP and queues.
+
+`make test` runs the suite in pytest-xdist workers (Makefile, TEST_WORKERS): each worker is a
+session of its own, so it starts its own Azurite (on free ports, in its own temporary folder) and
+its own hosts; workers share nothing but the machine. Two tiers, told apart at collection
+(:func:`pytest_collection_modifyitems`): the ``domain`` tier, tests that need neither Azurite nor a
+host process (`make test-domain`), and everything else.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from devhost.azurite import TARGET_ACCOUNT, Azurite, free_port
+from devhost.azurite import BACKUP_ACCOUNT, TARGET_ACCOUNT, Azurite
 from devhost.tokens import mint_token
 from tests.support.host import HostProcess
+from tests.support.ports import closed_port
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_APP = Path(__file__).resolve().parent / "fixture_app"
@@ -49,7 +59,7 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
     Every host of the app gets the same settings (plus overrides), so that
     whichever host takes a queue message acts on it the same way.
     """
-    closed = free_port()  # nothing listens here: the target cannot be reached
+    closed = closed_port()  # nothing listens here, nor will: the target cannot be reached
     targets = [
         {
             "Id": "local-storage",
@@ -74,11 +84,12 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
             "Tenants": [RESERVED_TENANT],
         },
     ]
-    unreachable = (
-        azurite.connection_string(TARGET_ACCOUNT)
+    unreachable, backup = (
+        azurite.connection_string(account)
         .replace(str(azurite.blob_port), str(closed))
         .replace(str(azurite.queue_port), str(closed))
         .replace(str(azurite.table_port), str(closed))
+        for account in (TARGET_ACCOUNT, BACKUP_ACCOUNT)
     )
     hub = uuid.uuid4().hex[:12]
     settings = {
@@ -89,6 +100,10 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         "RuntimeCloud__Targets": json.dumps(targets),
         "RuntimeCloudTarget__local_storage__Connection": azurite.connection_string(TARGET_ACCOUNT),
         "RuntimeCloudTarget__unreachable__Connection": unreachable,
+        # The backup location local.settings.json names is `make run`'s Azurite (127.0.0.1:10000), which
+        # may be running on this machine: a test host's backup timer would write into it. Unreachable as
+        # before, but surely so (tests/backup/ give their hosts a location of their own).
+        "RuntimeCloudBackup": backup,
         "RuntimeCloud__Auth__Issuer": "runtime-cloud-local-issuer",
         "RuntimeCloud__Auth__Audience": "api://runtime-cloud",
         "RuntimeCloud__Auth__LocalSigningKeyDirectory": str(key_dir),
@@ -156,3 +171,113 @@ def mint(key_dir: Path) -> Mint:
         return mint_token(key_dir, tenant=tenant, scopes=scopes, roles=roles, **claims)  # type: ignore[arg-type]
 
     return _mint
+
+
+# The tiers. A test is in the ``domain`` tier when it needs neither Azurite nor a host process: it
+# does not request the session's Azurite (every host fixture does, through it), and neither its module
+# nor any fixture it uses starts an Azurite or a host of its own. Everything else needs "the world".
+# `make test-domain` runs the domain tier alone (pytest.ini, markers); `make test` runs both.
+DOMAIN = "domain"
+_STARTS_THE_WORLD = ("Azurite(", "HostProcess(")
+
+
+@functools.cache
+def _source_starts_the_world(source: str) -> bool:
+    return any(call in source for call in _STARTS_THE_WORLD)
+
+
+@functools.cache
+def _module_starts_the_world(path: Path) -> bool:
+    return _source_starts_the_world(path.read_text(encoding="utf-8"))
+
+
+def _fixture_defs(item: pytest.Item) -> list[pytest.FixtureDef[object]]:
+    """The fixtures ``item`` uses, its own and those they use in turn (the last definition of each name)."""
+    info = getattr(item, "_fixtureinfo", None)  # pytest's record of the closure, on every Function
+    if info is None:
+        return []
+    return [definitions[-1] for definitions in info.name2fixturedefs.values() if definitions]
+
+
+@functools.cache
+def _fixture_starts_the_world(function: Callable[..., object]) -> bool:
+    try:
+        return _source_starts_the_world(inspect.getsource(function))
+    except (OSError, TypeError):  # no source (a fixture pytest makes itself): none of ours
+        return False
+
+
+def _needs_the_world(item: pytest.Item, fixtures: list[pytest.FixtureDef[object]]) -> bool:
+    if "azurite" in getattr(item, "fixturenames", ()) or _module_starts_the_world(item.path):
+        return True
+    return any(_fixture_starts_the_world(fixture.func) for fixture in fixtures)
+
+
+# Under `make test` (pytest-xdist, `--dist loadscope`) each module's tests run together on one worker, so a
+# host or an Azurite of a module's own starts once; the workers take modules in collection order. The
+# modules that start hosts or Azurites of their own take longest, so they go first and the quick ones fill
+# in at the end; first of all the suite's long poles (the longest modules of a run in four workers here,
+# each over a minute), which would otherwise start last and keep every other worker waiting. Order only:
+# an entry that is no longer long (or no longer there) costs some time, never a test.
+LONG_POLES = (
+    "tests/test_api_fuzz.py",
+    "tests/test_orchestration_outage.py",
+    "tests/provisioning/test_runner_jobs.py",
+    "tests/neighbours/test_artifact_mirror.py",
+    "tests/gitops/test_crash_recovery.py",
+    "tests/provisioning/test_runner_job_boundary.py",
+)
+
+
+# And last, when the other workers are done and the machine is quietest: a test whose scenario races the
+# clock (the hub move must happen while a 20-step apply still runs: a host killed, its lease taken over, a
+# host started, all within those steps). It fails on a busy machine, serially too; here it is at least not
+# run beside the other workers' hosts.
+QUIET_AT_THE_END = ("tests/provisioning/test_hub_move.py",)
+
+
+def _starts_a_world_of_its_own(item: pytest.Item, fixtures: list[pytest.FixtureDef[object]]) -> bool:
+    """Starts an Azurite or a host beyond the session's (in the module, or in a fixture narrower than the session)."""
+    if _module_starts_the_world(item.path):
+        return True
+    return any(fixture.scope != "session" and _fixture_starts_the_world(fixture.func) for fixture in fixtures)
+
+
+def _in_parallel_order(items: list[pytest.Item], own_world: set[str]) -> list[pytest.Item]:
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        module = item.nodeid.split("::", 1)[0]
+        if module in LONG_POLES:
+            return (0, LONG_POLES.index(module))
+        if module in QUIET_AT_THE_END:
+            return (3, QUIET_AT_THE_END.index(module))
+        return (1, 0) if module in own_world else (2, 0)
+
+    return sorted(items, key=rank)  # stable: a module's tests stay together and in their order
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks added here
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    own_world: set[str] = set()
+    for item in items:
+        fixtures = _fixture_defs(item)
+        if item.get_closest_marker(DOMAIN) is None and not _needs_the_world(item, fixtures):
+            item.add_marker(DOMAIN)
+        if _starts_a_world_of_its_own(item, fixtures):
+            own_world.add(item.nodeid.split("::", 1)[0])
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of `make test`; every worker orders alike
+        items[:] = _in_parallel_order(items, own_world)
+
+
+def _refuse_in_the_domain_tier(*args: object, **kwargs: object) -> None:
+    raise AssertionError(
+        "a test of the domain tier started an Azurite or a host process: request the azurite fixture "
+        f"(or a fixture that starts one) so that it is counted as needing them ({_STARTS_THE_WORLD})"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _domain_tier_stays_domain(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tier's promise, kept: a test marked ``domain`` that starts Azurite or a host fails, in every run."""
+    if request.node.get_closest_marker(DOMAIN) is not None:
+        monkeypatch.setattr(Azurite, "start", _refuse_in_the_domain_tier)
+        monkeypatch.setattr(HostProcess, "start", _refuse_in_the_domain_tier)
