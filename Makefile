@@ -60,13 +60,13 @@ test-domain: setup
 test-storm: setup
 	$(PY) -m pytest -m storm tests/capacity/test_storm.py $(PYTEST_ARGS)
 
-# The chaos run (README, Chaos run): two local hosts on one Azurite under load and faults, then the
+# The chaos run (docs/development.md, Chaos run): two local hosts on one Azurite under load and faults, then the
 # invariants; not part of `make test`. CHAOS_ARGS='--minutes 4 --seed 1234' replays a run.
 CHAOS_ARGS ?=
 chaos: setup
 	$(PY) -m tools.chaos $(CHAOS_ARGS)
 
-# The checks CI runs before the tests (README, Development): lint, types, import layers.
+# The checks CI runs before the tests (docs/development.md): lint, types, import layers.
 check: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -92,24 +92,24 @@ PACKAGE ?= dist/runtime-cloud-host.zip
 package: $(VENV)/.installed
 	$(PY) tools/package.py --output $(PACKAGE)
 
-# Deploy to Azure (README, Deploying): `pulumi up` of infra/ for the stack STACK
+# Deploy to Azure (docs/azure.md, Deploying): `pulumi up` of infra/ for the stack STACK
 # (infra/Pulumi.$(STACK).yaml), then the package above uploaded to the app it made.
 # Needs the Pulumi CLI, the Azure CLI and an Azure login, which machines without
 # internet access do not have: it says which one is missing and stops.
 STACK ?= dev
 PULUMI_ARGS ?=
 deploy: $(VENV)/.installed
-	@command -v pulumi >/dev/null 2>&1 || { echo "make deploy: the Pulumi CLI is not installed (https://www.pulumi.com/docs/iac/download-install/); see README, Deploying" >&2; exit 2; }
-	@command -v az >/dev/null 2>&1 || { echo "make deploy: the Azure CLI (az) is not installed; it uploads the package (README, Deploying)" >&2; exit 2; }
+	@command -v pulumi >/dev/null 2>&1 || { echo "make deploy: the Pulumi CLI is not installed (https://www.pulumi.com/docs/iac/download-install/); see docs/azure.md, Deploying" >&2; exit 2; }
+	@command -v az >/dev/null 2>&1 || { echo "make deploy: the Azure CLI (az) is not installed; it uploads the package (docs/azure.md, Deploying)" >&2; exit 2; }
 	@az account show >/dev/null 2>&1 || { echo "make deploy: not logged in to Azure: az login, then az account set --subscription <id>" >&2; exit 2; }
-	@test -f infra/Pulumi.$(STACK).yaml || { echo "make deploy: no infra/Pulumi.$(STACK).yaml; copy infra/Pulumi.dev.yaml and change its names (README, Deploying)" >&2; exit 2; }
+	@test -f infra/Pulumi.$(STACK).yaml || { echo "make deploy: no infra/Pulumi.$(STACK).yaml; copy infra/Pulumi.dev.yaml and change its names (docs/azure.md, Deploying)" >&2; exit 2; }
 	$(MAKE) --no-print-directory package
 	cd infra && pulumi up --stack $(STACK) $(PULUMI_ARGS)
 	az functionapp deployment source config-zip --build-remote true --src $(PACKAGE) \
 	    --resource-group "$$(cd infra && pulumi stack output hostResourceGroupName --stack $(STACK))" \
 	    --name "$$(cd infra && pulumi stack output functionAppName --stack $(STACK))"
 
-# The runner job's image (runner_job/Dockerfile, README: Where the runners run): built with Docker, then
+# The runner job's image (runner_job/Dockerfile, docs/provisioning.md: Where the runners run): built with Docker, then
 # its size printed (the build's own `du -sh` step lists what each part weighs).
 RUNNER_IMAGE ?= runtime-cloud-runner-job:local
 runner-image:
