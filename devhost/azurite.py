@@ -9,6 +9,7 @@ Azurite's well-known key.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,8 +29,32 @@ BACKUP_KEY = "YmFja3VwYWNjb3VudDFrZXliYWNrdXBhY2NvdW50MWtleQ=="
 KEYS = {HOST_ACCOUNT: HOST_KEY, TARGET_ACCOUNT: TARGET_KEY, BACKUP_ACCOUNT: BACKUP_KEY}
 
 
+# Ports handed out below the kernel's ephemeral range (Linux: ip_local_port_range, from 32768), above
+# `make run`'s fixed ones (10000-10002, 8130). A port the kernel finds free (bind to 0) is in that range,
+# where outgoing connections take their local ports: between finding it and a child process binding it,
+# a connection could take it, the more likely the more processes connect (the test suite's workers).
+_FIRST_PORT = 10_240
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):  # not Linux: the IANA range starts higher still
+        return 32_768
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A port on 127.0.0.1 that nothing is bound to now, for a process about to listen on it."""
+    last = _ephemeral_start()
+    for _ in range(200):
+        port = random.randrange(_FIRST_PORT, last)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # taken: another listener, or a connection's end
+                continue
+            return port
+    with socket.socket() as sock:  # below the range everything is taken: any free port
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])  # (host, port): typed Any in the socket stubs
 
