@@ -255,12 +255,25 @@ def _in_parallel_order(items: list[pytest.Item], own_world: set[str]) -> list[py
     return sorted(items, key=rank)  # stable: a module's tests stay together and in their order
 
 
+# The build tier: tests of what is built and deployed rather than of the product's logic (the Pulumi
+# program under a mocked engine, the deployment zip, importing every module with no setting). They need
+# no Azurite either, but they are not the domain tier's fast feedback; `make test` runs them with the rest.
+BUILD = "build"
+BUILD_TESTS = ("tests/infra/", "tests/test_package.py", "tests/test_import_reads_no_settings.py")
+
+
+def _in_the_build_tier(item: pytest.Item) -> bool:
+    return item.nodeid.startswith(BUILD_TESTS)
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks added here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     own_world: set[str] = set()
     for item in items:
         fixtures = _fixture_defs(item)
-        if item.get_closest_marker(DOMAIN) is None and not _needs_the_world(item, fixtures):
+        if _in_the_build_tier(item):
+            item.add_marker(BUILD)
+        elif item.get_closest_marker(DOMAIN) is None and not _needs_the_world(item, fixtures):
             item.add_marker(DOMAIN)
         if _starts_a_world_of_its_own(item, fixtures):
             own_world.add(item.nodeid.split("::", 1)[0])
