@@ -52,12 +52,14 @@ def scaler(env: dict[str, str], log: Path, *command: str) -> subprocess.Popen[by
 
 def test_a_scaler_killed_between_taking_a_request_and_its_job_s_claim_loses_no_job(azurite, key_dir, mint, tmp_path):
     queue = unique("claim")
-    # JobStartSeconds 30: a taken request hides for 10 s (a third of it); no scaler runs beside the host.
+    # JobStartSeconds 60: a taken request hides for 20 s (a third of it), and a job forked on a loaded machine
+    # (the parallel suite) still claims its row in time, so no attempt is launched again; no scaler runs
+    # beside the host.
     settings = provisioning_settings(
         azurite,
         key_dir,
         DEVHOST_RUNNER_JOB_COMMAND="off",
-        **job_settings(queue, RuntimeCloud__IaC__JobStartSeconds="30"),
+        **job_settings(queue, RuntimeCloud__IaC__JobStartSeconds="60"),
     )
     host = HostProcess(REPO, settings, tmp_path / "host.log").start()
     token = mint("tenant-a", scopes=WRITE)
@@ -77,7 +79,7 @@ def test_a_scaler_killed_between_taking_a_request_and_its_job_s_claim_loses_no_j
         assert job_rows(azurite, run_id)[f"{run_id}-plan-1"]["State"] == "launched"  # never claimed
 
         started.append(scaler(settings, tmp_path / "scaler.log", "-m", "runner_job", "scale"))
-        run = wait_for_run_state(host, token, run_id, {"applied", "failed"}, timeout=120)
+        run = wait_for_run_state(host, token, run_id, {"applied", "failed"}, timeout=240)
 
         assert run["state"] == "applied", run
         rows = job_rows(azurite, run_id)
