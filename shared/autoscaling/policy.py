@@ -6,7 +6,8 @@ in. Every default is here, in one place:
 - ``min_slots`` / ``max_slots``: required; within the pool's own ``min``..``max``
   (checked against the pool when the policy is written) and at most
   :data:`~shared.desired_state.MAX_RESOURCES` (one resource per slot).
-- ``target_utilization``: ``0.7``; held leases over slots the scaler steers to.
+- ``target_utilization``: ``0.7``; held leases over slots the scaler steers to, 0.01..1 (a
+  smaller target would ask for more slots than any pool holds: one lease over 5e-324 is infinite).
 - ``scale_up_step`` / ``scale_down_step``: ``2`` / ``1`` slots at most per decision.
 - ``scale_up_cooldown_seconds`` / ``scale_down_cooldown_seconds``: ``60`` / ``300``;
   no decision of that direction sooner than this after the previous decision
@@ -68,7 +69,7 @@ class AutoscalingPolicy(_Strict):
     enabled: bool = True
     min_slots: int = Field(ge=0, le=MAX_RESOURCES)
     max_slots: int = Field(ge=0, le=MAX_RESOURCES)
-    target_utilization: float = Field(default=0.7, gt=0, le=1)
+    target_utilization: float = Field(default=0.7, ge=0.01, le=1)
     scale_up_step: int = Field(default=2, ge=1, le=MAX_RESOURCES)
     scale_down_step: int = Field(default=1, ge=1, le=MAX_RESOURCES)
     scale_up_cooldown_seconds: int = Field(default=60, ge=0, le=86_400)

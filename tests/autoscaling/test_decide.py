@@ -194,3 +194,14 @@ def test_every_hold_says_why():
     assert held_by_setup(policy(enabled=False), draining=False) == "the policy is disabled"
     assert held_by_setup(policy(), draining=True) == "the pool is draining"
     assert held_by_setup(policy(), draining=False) is None
+
+
+@pytest.mark.parametrize("target", [0, 5e-324, 0.009, 1.01])
+def test_a_target_utilization_outside_0_01_to_1_is_refused(target: float) -> None:
+    """Schemathesis found it: a target of 5e-324 made one held lease need infinitely many slots (a 500)."""
+    with pytest.raises(ValidationError):
+        policy(target_utilization=target)
+
+
+def test_the_smallest_target_asks_for_a_hundred_slots_a_lease() -> None:
+    assert need(3, policy(target_utilization=0.01)) == 300
