@@ -44,7 +44,13 @@ from shared.platform.storage.clients import StorageClients
 log = app_logger("runner_job")
 
 MIN_POLL_SECONDS = 0.05
-MAX_POLL_SECONDS = 0.1  # an idle scaler reads the queue ten times a second: one cheap call
+# While requests keep coming (a run's plan, then its apply; runs back to back) the scaler reads the queue ten
+# times a second, so a launch waits tens of milliseconds. Idle for longer than HOT_SECONDS, it backs off to
+# once a second: a host left running (a developer's, or one of many test hosts) costs one read a second, not
+# ten. Azure's KEDA reads every runnerJobPollingIntervalSeconds (5 s by default), so both are quicker still.
+HOT_POLL_SECONDS = 0.1
+IDLE_POLL_SECONDS = 1.0
+HOT_SECONDS = 30.0
 MAX_TAKES = 5  # a request whose job never claims its row after this many takes is kept aside
 # The latency model (bench/provisioning.py) delays each forked job's start by this many seconds: what a
 # Container Apps execution pays before its process runs (KEDA's poll, the platform's start, the image).
@@ -74,9 +80,9 @@ def scale(storage: Callable[[], StorageClients], iac: IaCSettings) -> int:
     for each in (queue, poison):
         _ensure(each)
     children: set[int] = set()
-    delay = MIN_POLL_SECONDS
+    polling = PollingDelay(started=time.monotonic())
     log.info("runner job scaler reading queue %s", iac.job_queue)
-    while not _input_closed(delay):
+    while not _input_closed(polling.delay):
         _reap(children)
         try:
             messages = list(queue.receive_messages(max_messages=16, visibility_timeout=_hidden(iac)))
@@ -87,9 +93,24 @@ def scale(storage: Callable[[], StorageClients], iac: IaCSettings) -> int:
             taken = take(queue, poison, message)
             if taken is not None:
                 children.add(_fork(taken, storage))
-        delay = MIN_POLL_SECONDS if messages else min(MAX_POLL_SECONDS, delay * 2)
+        polling.after_poll(found=bool(messages), now=time.monotonic())
     log.info("runner job scaler stopping (its host went away); %d job(s) still running finish alone", len(children))
     return 0
+
+
+class PollingDelay:
+    """How long the scaler waits before its next read of the job queue (see :data:`HOT_SECONDS`)."""
+
+    def __init__(self, started: float) -> None:
+        self.delay = MIN_POLL_SECONDS
+        self._last_found = started  # a new scaler starts hot: its host has just started, work may follow
+
+    def after_poll(self, found: bool, now: float) -> None:
+        if found:
+            self._last_found, self.delay = now, MIN_POLL_SECONDS
+            return
+        hot = now - self._last_found < HOT_SECONDS
+        self.delay = min(HOT_POLL_SECONDS if hot else IDLE_POLL_SECONDS, self.delay * 2)
 
 
 def take(queue: QueueClient, poison: QueueClient, message: QueueMessage) -> Taken | None:

@@ -129,6 +129,10 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         # host that launched it, and its completion notice reaches that host's orchestrations.
         "RuntimeCloud__IaC__JobQueue": f"runner-jobs-{hub}",
         "RuntimeCloud__IaC__JobResultsQueue": f"runner-job-results-{hub}",
+        # Queue triggers read an idle queue every 2 s at most, not host.json's 0.5 s: a worker of `make test`
+        # keeps several hosts running (each polling six queues) while its tests use one, and on two cores
+        # those reads cost the suite more than a message found up to 1.5 s later does.
+        "AzureFunctionsJobHost__extensions__queues__maxPollingInterval": "00:00:02",
         # A host a test kills hands its Durable messages back after 5 s instead of Azure's 5 min.
         "AzureFunctionsJobHost__extensions__durableTask__storageProvider__controlQueueVisibilityTimeout": "00:00:05",
         "AzureFunctionsJobHost__extensions__durableTask__storageProvider__workItemQueueVisibilityTimeout": "00:00:05",
