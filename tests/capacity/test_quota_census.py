@@ -28,12 +28,12 @@ from shared.capacity.errors import CapacityUnavailable, LeaseLost, QuotaExceeded
 from shared.capacity.keys import parse_stamp
 from shared.capacity.leases import LeaseService
 from shared.capacity.models import AcquireRequest, LeaseView, PoolKind, Purpose
-from shared.capacity.pools import read_pool
 from shared.capacity.settings import CapacitySettings
 from shared.capacity.store import CapacityStore
 from shared.platform import clock
 from shared.platform.storage.clients import clients_from_connection_string
 from tests.support.host import wait_until
+from tests.support.lease_invariants import valid_leases
 
 # Long enough that nobody takes the expired lease's slot (or token) over while the test looks at it.
 GRACE_SECONDS = 60
@@ -52,17 +52,6 @@ def request(pool: Any, holder: str, ttl_seconds: int) -> AcquireRequest:
     return AcquireRequest(
         kind=PoolKind(pool.kind), region=pool.region, purpose=Purpose.SANDBOX, holder=holder, ttl_seconds=ttl_seconds
     )
-
-
-def valid_leases(service: LeaseService, pool_id: str, tenant: str, at: datetime) -> list[str]:
-    """The tenant's leases valid on the pool's slot rows at ``at`` (the truth, not the records)."""
-    stored = read_pool(service.store, pool_id)
-    assert stored is not None
-    return [
-        row.lease_id
-        for row in slots.read_pool_slots(service.store, stored.pool)
-        if row.tenant == tenant and row.valid_at(at)
-    ]
 
 
 def test_a_lease_expired_on_its_slot_while_its_renew_is_in_flight_keeps_its_token(
@@ -108,7 +97,7 @@ def test_a_lease_expired_on_its_slot_while_its_renew_is_in_flight_keeps_its_toke
             renewed = lost
 
     # The tenant's limit is 1: the renewed lease and a second grant cannot both be valid.
-    held = valid_leases(service, pool.id, tenant, clock.utcnow())
+    held = valid_leases(service.store, pool.id, tenant, clock.utcnow())
     assert len(held) <= 1, (held, second, renewed)
     # What should happen: the first lease was never given up, so its renew succeeds and the
     # acquire is refused; not with 429, since at the census the tenant held no *valid* lease.

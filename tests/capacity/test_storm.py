@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 import time
 import uuid
-from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,8 +35,10 @@ import pytest
 import requests
 from azure.data.tables import TableServiceClient
 
+from shared.capacity.api import parse_stamp
 from tests.capacity.conftest import PROBLEM, CapacityApi
 from tests.support.host import wait_until
+from tests.support.lease_invariants import StormTally, assert_storm_invariants
 
 POOL_SIZE = 20
 CLIENTS = 32  # eight per tenant: more than a small edition's 4 and, together, more than the 20 slots
@@ -61,32 +61,9 @@ FULL = StormSize(operations=2500, time_limit_seconds=70, at_least=1000)
 DEFAULT = StormSize(operations=600, time_limit_seconds=20, at_least=200)
 
 
-@dataclass
-class Tally:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    operations: int = 0
-    answers: Counter = field(default_factory=Counter)
-    grants: dict[str, dict[str, Any]] = field(default_factory=dict)
-    released: set[str] = field(default_factory=set)
-    abandoned: set[str] = field(default_factory=set)
-    lost_on_renew: set[str] = field(default_factory=set)
-    # (tenant, sent, answered) of every 429, and when each release was answered: a release's
-    # EndedAt is stamped before its commit, so a lease may still be held until the 204 arrives.
-    quota_refusals: list[tuple[str, datetime, datetime]] = field(default_factory=list)
-    release_answered: dict[str, datetime] = field(default_factory=dict)
-
-    def count(self, kind: str) -> int:
-        with self.lock:
-            self.operations += 1
-            self.answers[kind] += 1
-            return self.operations
-
-
-def parse(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-
-
-def worker(api: CapacityApi, pool: Any, tenant: str, tally: Tally, deadline: float, seed: int, operations: int) -> None:
+def worker(
+    api: CapacityApi, pool: Any, tenant: str, tally: StormTally, deadline: float, seed: int, operations: int
+) -> None:
     rng = random.Random(seed)
     session = requests.Session()
     token = api.worker(tenant)
@@ -121,7 +98,7 @@ def worker(api: CapacityApi, pool: Any, tenant: str, tally: Tally, deadline: flo
         tally.count("acquire 201")
         lease = answer.json()
         with tally.lock:
-            tally.grants[lease_id] = lease
+            tally.grants[lease_id] = (lease["slot"], lease["fencing_token"], lease["tenant"])
         for _ in range(rng.choice((0, 0, 1, 2))):
             time.sleep(rng.uniform(0.05, 0.3))
             renewed = call("POST", f"runtime-cloud/leases/{lease_id}/renew", {"ttl_seconds": rng.choice((1, 2))})
@@ -164,24 +141,6 @@ def storm_rows(azurite: Any, pool_id: str) -> tuple[list[dict[str, Any]], list[d
     return history, events
 
 
-def max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:
-    edges = sorted(
-        [(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
-        key=lambda edge: (edge[0], edge[1]),
-    )  # an end at the same instant as a start comes first
-    held = peak = 0
-    for _, step in edges:
-        held += step
-        peak = max(peak, held)
-    return peak
-
-
-def held_during(intervals: list[tuple[datetime, datetime]], start: datetime, end: datetime) -> int:
-    """The most of ``intervals`` that were valid together at some instant of [start, end]."""
-    clipped = [(max(a, start), min(b, end)) for a, b in intervals if a < end and b > start]
-    return max_overlap(clipped) if clipped else 0
-
-
 def test_storm_never_over_grants_and_accounts_for_every_grant(capacity, azurite):
     storm_never_over_grants_and_accounts_for_every_grant(capacity, azurite, DEFAULT)
 
@@ -197,7 +156,7 @@ def storm_never_over_grants_and_accounts_for_every_grant(capacity: CapacityApi, 
     for limit in LIMITS.values():
         for tenant in capacity.tenants_with_limit("sandbox", limit, count=2):
             tenants[tenant] = limit
-    tally = Tally()
+    tally = StormTally()
     deadline = time.monotonic() + size.time_limit_seconds
     with ThreadPoolExecutor(max_workers=CLIENTS) as clients:
         futures = [
@@ -207,7 +166,7 @@ def storm_never_over_grants_and_accounts_for_every_grant(capacity: CapacityApi, 
         for future in futures:
             future.result()
     # Every worker has stopped, so no lease is renewed any more: wait until the last one has expired.
-    last_expiry = max(parse(h["ExpiresAt"]) for h in storm_rows(azurite, pool.id)[0])
+    last_expiry = max(parse_stamp(h["ExpiresAt"]) for h in storm_rows(azurite, pool.id)[0])
     wait_until(lambda: datetime.now(UTC) > last_expiry, timeout=30, interval=0.1, message="every lease to end")
 
     history, events = storm_rows(azurite, pool.id)
@@ -220,68 +179,4 @@ def storm_never_over_grants_and_accounts_for_every_grant(capacity: CapacityApi, 
     assert tally.answers["acquire 503 capacity-unavailable"] > 0, tally.answers
     assert not [k for k in tally.answers if k.startswith("acquire 5") and "capacity-unavailable" not in k]
 
-    # Every grant the workers received is in the history, and nothing else is.
-    received = {(g["slot"], g["fencing_token"]): g for g in tally.grants.values()}
-    recorded = {(int(h["Slot"]), int(h["FencingToken"])): h for h in history}
-    assert len(recorded) == len(history)
-    assert received.keys() == recorded.keys()
-    for key, grant in received.items():
-        assert (recorded[key]["LeaseId"], recorded[key]["Tenant"]) == (grant["lease_id"], grant["tenant"])
-
-    # Fencing tokens: 1, 2, 3... per slot in grant order, validity intervals of a slot never overlap.
-    def valid_interval(h: dict[str, Any]) -> tuple[datetime, datetime]:
-        end = h["EndedAt"] if h["Outcome"] == "released" else h["ExpiresAt"]
-        return parse(h["GrantedAt"]), parse(end)
-
-    by_slot: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for h in history:
-        by_slot[int(h["Slot"])].append(h)
-    assert set(by_slot) <= set(range(POOL_SIZE))
-    for slot, grants in by_slot.items():
-        grants.sort(key=lambda h: int(h["FencingToken"]))
-        assert [int(h["FencingToken"]) for h in grants] == list(range(1, len(grants) + 1)), slot
-        intervals = [valid_interval(h) for h in grants]
-        assert all(start < end for start, end in intervals)
-        assert all(intervals[i][1] <= intervals[i + 1][0] for i in range(len(intervals) - 1)), slot
-
-    # At no instant more than the pool's 20 slots, or a tenant's limit, were validly held.
-    assert max_overlap([valid_interval(h) for h in history]) <= POOL_SIZE
-    for tenant, limit in tenants.items():
-        assert max_overlap([valid_interval(h) for h in history if h["Tenant"] == tenant]) <= limit, tenant
-
-    # No 429 while the tenant held fewer granted leases than its quota. A lease counts as held from
-    # its grant until it expired or, if released, until the release was answered (its commit).
-    def held_interval(h: dict[str, Any]) -> tuple[datetime, datetime]:
-        start, end = valid_interval(h)
-        if h["Outcome"] != "released":
-            return start, end
-        return start, max(end, tally.release_answered.get(h["LeaseId"], end))
-
-    held = defaultdict(list)
-    for h in history:
-        held[h["Tenant"]].append(held_interval(h))
-    unjustified = [
-        (tenant, sent.isoformat())
-        for tenant, sent, answered in tally.quota_refusals
-        if held_during(held[tenant], sent, answered) < tenants[tenant]
-    ]
-    assert not unjustified, f"{len(unjustified)} of {len(tally.quota_refusals)} 429s: {unjustified[:5]}"
-
-    # Every grant is accounted for: released by its worker, or expired.
-    for h in recorded.values():
-        lease_id = h["LeaseId"]
-        if lease_id in tally.released and h["Outcome"] == "released":
-            assert parse(h["EndedAt"]) < parse(h["ExpiresAt"])
-        else:
-            assert h["Outcome"] in ("expired", "held") and parse(h["ExpiresAt"]) < now, h
-            assert lease_id in tally.abandoned | tally.lost_on_renew | tally.released, h
-    assert {h["LeaseId"] for h in history if h["Outcome"] == "released"} <= tally.released
-
-    # The outbox announced each grant once and each ending at most once (an unswept expiry not yet).
-    announced = Counter((e["type"].rsplit(".", 1)[1], e["data"]["slot"], e["data"]["fencing_token"]) for e in events)
-    assert all(count == 1 for count in announced.values())
-    for (slot, token), h in recorded.items():
-        assert announced[("LeaseGranted", slot, token)] == 1
-        ending = {"released": "LeaseReleased", "expired": "LeaseExpired"}.get(h["Outcome"])
-        if ending:
-            assert announced[(ending, slot, token)] == 1
+    assert_storm_invariants(history, events, tally, tenants, POOL_SIZE, now)

@@ -20,20 +20,9 @@ from shared.capacity import quota, refusals, slots
 from shared.capacity.errors import CapacityUnavailable, LeaseLost, QuotaExceeded
 from shared.capacity.keys import parse_stamp
 from shared.capacity.models import LeaseView, PoolKind
-from shared.capacity.pools import read_pool
 from shared.capacity.store import CapacityStore
 from tests.capacity.domain.conftest import Capacity
-
-
-def valid_leases(capacity: Capacity, pool_id: str, tenant: str, at: datetime) -> list[str]:
-    """The tenant's leases valid on the pool's slot rows at ``at`` (the truth, not the records)."""
-    stored = read_pool(capacity.store, pool_id)
-    assert stored is not None
-    return [
-        row.lease_id
-        for row in slots.read_pool_slots(capacity.store, stored.pool)
-        if row.tenant == tenant and row.valid_at(at)
-    ]
+from tests.support.lease_invariants import valid_leases
 
 
 def test_a_lease_expired_on_its_slot_while_its_renew_is_in_flight_keeps_its_token(
@@ -74,7 +63,7 @@ def test_a_lease_expired_on_its_slot_while_its_renew_is_in_flight_keeps_its_toke
             renewed = lost
 
     # The tenant's limit is 1: the renewed lease and a second grant cannot both be valid.
-    held = valid_leases(capacity, pool.id, tenant, capacity.clock.now())
+    held = valid_leases(capacity.store, pool.id, tenant, capacity.clock.now())
     assert len(held) <= 1, (held, second, renewed)
     # The first lease was never given up, so its renew succeeds and the acquire is refused; not with
     # 429, since at the census the tenant held no *valid* lease.
