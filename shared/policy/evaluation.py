@@ -44,7 +44,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import cel
 from pydantic import BaseModel, Field
 
 from shared.platform.lru_cache import LruCache
@@ -124,9 +123,17 @@ def _batches(rules: tuple[CompiledRule, ...]) -> list[ChangeBatch]:
             by_layer.setdefault(compiled.layer.path, []).append(compiled)
     batches = []
     for members in by_layer.values():
-        program = cel.compile("[" + ", ".join(f"({_combined_text(c.rule)})" for c in members) + "]")
+        program = _cel_compile("[" + ", ".join(f"({_combined_text(c.rule)})" for c in members) + "]")
         batches.append(ChangeBatch(tuple(members), program, frozenset(program.variables())))
     return batches
+
+
+def _cel_compile(text: str) -> Any:
+    # Imported on first compile: the cel package's __init__ loads its CLI too (prompt_toolkit, rich, typer:
+    # ~0.1 s of CPU), which every host start would pay though only a plan's policy gate compiles rules.
+    import cel
+
+    return cel.compile(text)
 
 
 def _combined_text(rule: PolicyRule) -> str:
@@ -139,7 +146,7 @@ def _compile_rule(layer: BundleLayer, rule: PolicyRule) -> CompiledRule:
         if text is None:
             return None
         try:
-            return cel.compile(text)
+            return _cel_compile(text)
         except (ValueError, RuntimeError) as error:
             first_line = str(error).splitlines()[0][:300]
             raise InvalidBundle(
@@ -149,7 +156,7 @@ def _compile_rule(layer: BundleLayer, rule: PolicyRule) -> CompiledRule:
     match = None if rule.match.strip() == "true" else program("match", rule.match)
     expression = program("expression", rule.expression)
     message = program("messageExpression", rule.message_expression)
-    combined = cel.compile(_combined_text(rule))
+    combined = _cel_compile(_combined_text(rule))
     needs = set(combined.variables())
     if message is not None:
         needs.update(message.variables())

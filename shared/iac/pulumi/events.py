@@ -28,35 +28,46 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-
-from pulumi.automation.events import DiffKind, EngineEvent, OpType, StepEventMetadata
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from shared.iac.embedded.state import field_changes
 from shared.iac.model import Action, ApplyResult, FieldChange, PlanResult, ResourceChange, StepResult, StepStatus
 
+if TYPE_CHECKING:  # at run time pulumi is imported where events are read (see _op_actions)
+    from pulumi.automation.events import EngineEvent, OpType, StepEventMetadata
+
 STACK_TYPE = "pulumi:pulumi:Stack"
 PROVIDER_TYPE_PREFIX = "pulumi:providers:"
 
-OP_ACTIONS: dict[OpType, Action] = {
-    OpType.SAME: Action.NO_CHANGE,
-    OpType.READ: Action.NO_CHANGE,
-    OpType.REFRESH: Action.NO_CHANGE,
-    OpType.IMPORT: Action.NO_CHANGE,  # adopted into the stack's state; nothing changes in the cloud
-    OpType.CREATE: Action.CREATE,
-    OpType.UPDATE: Action.UPDATE,
-    OpType.DELETE: Action.DELETE,
-    OpType.REPLACE: Action.REPLACE,
-    OpType.CREATE_REPLACEMENT: Action.REPLACE,
-    OpType.DELETE_REPLACED: Action.REPLACE,
-    OpType.READ_REPLACEMENT: Action.REPLACE,
-    OpType.IMPORT_REPLACEMENT: Action.REPLACE,
-}
 # When several steps touch one URN, the most consequential names the change.
 PRECEDENCE = [Action.NO_CHANGE, Action.UPDATE, Action.CREATE, Action.DELETE, Action.REPLACE]
 
 _COLOR_DIRECTIVE = re.compile(r"<\{%[^%]*%\}>")
 _PATH_TOKEN = re.compile(r'\.?([^.\[\]"]+)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]')
+
+
+@cache
+def _op_actions() -> dict[OpType, Action]:
+    """The change each engine step makes."""
+    # Imported on first use: pulumi.automation loads all of pulumi (~0.14 s of CPU), which every host start and
+    # runner job would pay for this module's helpers (shared.iac.api) though only a Pulumi run reads events.
+    from pulumi.automation.events import OpType
+
+    return {
+        OpType.SAME: Action.NO_CHANGE,
+        OpType.READ: Action.NO_CHANGE,
+        OpType.REFRESH: Action.NO_CHANGE,
+        OpType.IMPORT: Action.NO_CHANGE,  # adopted into the stack's state; nothing changes in the cloud
+        OpType.CREATE: Action.CREATE,
+        OpType.UPDATE: Action.UPDATE,
+        OpType.DELETE: Action.DELETE,
+        OpType.REPLACE: Action.REPLACE,
+        OpType.CREATE_REPLACEMENT: Action.REPLACE,
+        OpType.DELETE_REPLACED: Action.REPLACE,
+        OpType.READ_REPLACEMENT: Action.REPLACE,
+        OpType.IMPORT_REPLACEMENT: Action.REPLACE,
+    }
 
 
 def is_infrastructure(resource_type: str) -> bool:
@@ -117,7 +128,7 @@ class _Resource:
 
     def take(self, metadata: StepEventMetadata) -> None:
         self.metadata.append(metadata)
-        action = OP_ACTIONS.get(metadata.op, Action.NO_CHANGE)
+        action = _op_actions().get(metadata.op, Action.NO_CHANGE)
         if PRECEDENCE.index(action) > PRECEDENCE.index(self.action):
             self.action = action
         if metadata.old is not None and self.old is None:
@@ -137,6 +148,8 @@ class _Resource:
 
 
 def _fields(resource: _Resource) -> list[FieldChange]:
+    from pulumi.automation.events import DiffKind  # imported on first use, as in _op_actions
+
     before, after = resource.before(), resource.after()
     detailed: dict[str, Any] = {}
     diffs: list[str] = []
