@@ -25,6 +25,8 @@ from shared.platform.errors import RuntimeCloudError
 from shared.platform.http import problems
 from shared.platform.http.endpoint import endpoint, verified_tokens
 from shared.platform.http.paging import PageQuery
+from shared.platform.http.validation import caller_input, validate_input
+from shared.platform.storage.documents import read_stored
 
 CALLER = Caller(client_id="client", tenant="tenant-a", scopes=frozenset({"w.write"}), roles=frozenset())
 READER = Caller(client_id="client", tenant="tenant-a", scopes=frozenset({"w.read"}), roles=frozenset())
@@ -157,3 +159,55 @@ def test_a_registered_feature_mapping_answers_its_errors(token):
     problems.register_problems(mapping)
     status, answer = _call(get_widget, _request(token))
     assert (status, answer["type"], answer["detail"]) == (404, "urn:runtime-cloud:problem:no-widget", "no widget w1")
+
+
+# -- a ValidationError is the caller's 422 only when it is about the caller's input --------------------------
+
+SECRET_ISH = "s3cr3t-row-value"
+
+
+def _assert_names_nothing(answer: dict[str, object]) -> None:
+    """The generic server error: no field, no pydantic text, nothing of the document that did not read."""
+    assert answer["type"] == "urn:runtime-cloud:problem:internal-error" and answer["status"] == 500
+    assert "errors" not in answer
+    text = json.dumps(answer)
+    for leak in (SECRET_ISH, "Widget", "size", "validation", "pydantic", "RowKey"):
+        assert leak not in text, (leak, text)
+
+
+def test_a_model_the_server_cannot_build_or_read_is_a_500_that_names_nothing(token, caplog):
+    @endpoint(scopes=["w.write"])
+    def get_widget(req: func.HttpRequest) -> Widget:
+        return Widget.model_validate({"name": SECRET_ISH, "size": "many"})  # as a stored row that no longer reads
+
+    @endpoint(scopes=["w.write"])
+    def list_widgets(req: func.HttpRequest) -> Widget:
+        return read_stored(Widget, f'{{"name": "{SECRET_ISH}", "size": 0}}', table="Widgets", partition="p", row="w1")
+
+    with caplog.at_level("ERROR", logger="runtime_cloud.http"):
+        status, answer = _call(get_widget, _request(token))
+        assert status == 500
+        _assert_names_nothing(answer)
+        status, answer = _call(list_widgets, _request(token))
+        assert status == 500
+        _assert_names_nothing(answer)
+    logged = caplog.text
+    # The log finds the model, the field and the row, and quotes no value of it.
+    assert "Widget" in logged and "size: int_parsing" in logged and "size: greater_than_equal" in logged
+    assert "table Widgets, PartitionKey 'p', RowKey 'w1'" in logged
+    assert SECRET_ISH not in logged
+    assert str(answer["detail"]).rsplit(" ", 1)[-1] in logged  # the reference the caller was given
+
+
+def test_input_a_handler_reads_itself_is_still_the_callers_422(token):
+    @endpoint(scopes=["w.write"])
+    def put_widget_spec(req: func.HttpRequest) -> Widget:
+        document = json.loads(req.get_body())
+        with caller_input(document["spec"], prefix="/spec"):
+            Widget.model_validate(document["spec"])
+        return validate_input(Widget, document["spec"], prefix="/spec")
+
+    status, answer = _call(put_widget_spec, _request(token, b'{"spec": {"name": "", "size": 0}}'))
+    assert status == 422 and answer["type"] == "urn:runtime-cloud:problem:validation-failed"
+    assert [error["path"] for error in answer["errors"]] == ["/spec/name", "/spec/size"]  # type: ignore[union-attr]
+    assert _call(put_widget_spec, _request(token, b'{"spec": {"name": "w"}}')) == (200, {"name": "w", "size": 1})

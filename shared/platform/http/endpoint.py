@@ -45,6 +45,7 @@ import functools
 import inspect
 import json
 import re
+import traceback
 import typing
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -74,9 +75,10 @@ from shared.platform.http import problems
 from shared.platform.http.contract import CONTRACT_ATTRIBUTE, Contract, names
 from shared.platform.http.paging import parse_query
 from shared.platform.http.responses import to_http_response
-from shared.platform.http.validation import parse_model, validation_problem
+from shared.platform.http.validation import parse_model
 from shared.platform.logs import app_logger
 from shared.platform.lru_cache import LruCache
+from shared.platform.storage.documents import failures_of
 
 log = app_logger("http")
 
@@ -321,7 +323,11 @@ def _as_problem(error: Exception, function_name: str) -> problems.Problem:
     if registered is not None:
         return registered
     if isinstance(error, ValidationError):
-        return validation_problem(error)
+        # Not the caller's: what the caller sent was read before the handler ran (the body, query and path the
+        # endpoint declares, each a 422 naming its fields), and a handler that reads more of the request itself
+        # says so (validation.caller_input). Anything else that does not fit its model (a stored document, an
+        # answer the server builds) is the server's fault: the generic 500, logged without pydantic's text.
+        return _server_fault(error, function_name)
     if isinstance(error, InvalidInput):
         return problems.validation_failed(error.errors)
     if isinstance(error, Conflict):
@@ -343,6 +349,22 @@ def _as_problem(error: Exception, function_name: str) -> problems.Problem:
         )
     reference = uuid.uuid4().hex
     log.error("unhandled error in %s (reference %s)", function_name, reference, exc_info=error)
+    return problems.internal_error(reference)
+
+
+def _server_fault(error: ValidationError, function_name: str) -> problems.Problem:
+    """The 500 of a model the server could not read or build; the log names the model, the failing fields and
+    the kind of each failure, and the code that raised it (pydantic's message quotes the input: never logged)."""
+    reference = uuid.uuid4().hex
+    where = "".join(traceback.format_tb(error.__traceback__))
+    log.error(
+        "unhandled error in %s (reference %s): %s does not fit its model: %s\n%s",
+        function_name,
+        reference,
+        error.title,
+        "; ".join(failures_of(error)),
+        where,
+    )
     return problems.internal_error(reference)
 
 

@@ -1,7 +1,18 @@
-"""Request bodies: media type, JSON syntax and model validation as problems."""
+"""Request bodies: media type, JSON syntax and model validation as problems.
+
+Only what the caller sent is the caller's 422. The pipeline reads the body and
+query an endpoint declares (:func:`parse_model`, ``paging.parse_query``); a
+handler that reads more of the request itself (a route value, a document inside
+the body) does it inside :func:`caller_input`, which turns pydantic's
+``ValidationError`` into the same 422 naming each field. Any other
+``ValidationError`` reaching the pipeline (a stored document that no longer
+reads, an answer the server cannot build) is a 500 (``endpoint._as_problem``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import azure.functions as func
@@ -43,3 +54,21 @@ def parse_model(req: func.HttpRequest, model: type[Model]) -> Model:
         return model.model_validate(document)
     except ValidationError as error:
         raise validation_problem(error, document) from None
+
+
+@contextmanager
+def caller_input(document: Any = _UNKNOWN, *, prefix: str = "") -> Iterator[None]:
+    """Validation of the caller's own input, done by a handler: a ``ValidationError`` inside is the caller's
+    422 naming each field (under ``prefix``, the pointer of ``document`` in the request), as the pipeline's."""
+    try:
+        yield
+    except ValidationError as error:
+        if document is _UNKNOWN:
+            raise problems.validation_failed(field_errors(error, prefix=prefix)) from None
+        raise problems.validation_failed(field_errors(error, prefix=prefix, document=document)) from None
+
+
+def validate_input(model: type[Model], document: Any, *, prefix: str = "") -> Model:
+    """``document`` (part of the caller's request, at ``prefix``) as ``model``; the caller's 422 if it does not fit."""
+    with caller_input(document, prefix=prefix):
+        return model.model_validate(document)

@@ -1,0 +1,52 @@
+"""Reading a model back from what the store holds: a document that no longer reads is the server's fault.
+
+A row's document was written by this service; when it no longer fits its model
+(a model changed without a migration, a row edited by hand), nothing the caller
+sent can fix it. :func:`read_stored` raises :class:`UnreadableDocument` then, not
+pydantic's ``ValidationError``: the request pipeline answers the caller the
+generic 500 and logs this error, which names the row (table and keys) and the
+fields that did not read with the kind of each failure, but never a value (a
+pydantic message quotes the input, and a row may hold anything).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from shared.platform.errors import RuntimeCloudError
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class UnreadableDocument(RuntimeCloudError):
+    """A stored document does not fit its model; the message names the row and the failing fields only."""
+
+    def __init__(self, model: str, where: str, failures: list[str]) -> None:
+        super().__init__(f"a stored {model} does not read ({where}): {'; '.join(failures)}")
+        self.model = model
+        self.where = where
+        self.failures = failures
+
+
+def failures_of(error: ValidationError) -> list[str]:
+    """Each failing field as ``location: kind`` (``state: enum``), without the input or pydantic's message."""
+    return [
+        f"{'.'.join(str(step) for step in issue['loc']) or '(document)'}: {issue['type']}"
+        for issue in error.errors(include_url=False, include_input=False, include_context=False)
+    ]
+
+
+def read_stored(model: type[Model], text: str | bytes, *, table: str, partition: str, row: str) -> Model:
+    """``text`` (a JSON document kept in ``table`` at ``partition``/``row``) as ``model``."""
+    where = f"table {table}, PartitionKey {partition!r}, RowKey {row!r}"
+    try:
+        document = json.loads(text)
+    except ValueError:  # its message quotes the text around the fault
+        raise UnreadableDocument(model.__name__, where, ["(document): not JSON"]) from None
+    try:
+        return model.model_validate(document)  # python mode, as the stores always read their documents
+    except ValidationError as error:
+        raise UnreadableDocument(model.__name__, where, failures_of(error)) from None
