@@ -1,4 +1,8 @@
-"""The receipt chain is verified: an altered receipt and a broken link are each reported."""
+"""The receipt chain is verified: an altered receipt and a broken link are each reported.
+
+The test alters receipts and a run row, so it works in a tenant of its own: another test listing its
+tenant's runs on the same Azurite never meets a row this one edited.
+"""
 
 from __future__ import annotations
 
@@ -30,14 +34,14 @@ def verify(host, token: str, environment: str) -> dict:
     return answer.json()
 
 
-def verify_from_the_command_line(azurite, environment: str) -> tuple[int, dict]:
+def verify_from_the_command_line(azurite, tenant: str, environment: str) -> tuple[int, dict]:
     done = subprocess.run(
         [
             sys.executable,
             "-m",
             "shared.provisioning.verify_receipts",
             "--tenant",
-            "tenant-a",
+            tenant,
             "--environment",
             environment,
             "--connection-string",
@@ -52,14 +56,15 @@ def verify_from_the_command_line(azurite, environment: str) -> tuple[int, dict]:
 
 
 def test_receipts_verify_and_an_altered_receipt_and_a_broken_link_are_reported(provisioning_host, azurite, mint):
-    token = mint("tenant-a", scopes=WRITE)
+    tenant = unique("chain")
+    token = mint(tenant, scopes=WRITE)
     environment = unique("chain")
     first, second, third = applied_runs(provisioning_host, token, environment, 3)
 
     report = verify(provisioning_host, token, environment)
     assert report["verified"] is True and report["first_broken"] is None, report
     assert report["chain_length"] == 3 and report["receipts_checked"] == 6
-    assert verify_from_the_command_line(azurite, environment)[0] == 0
+    assert verify_from_the_command_line(azurite, tenant, environment)[0] == 0
     stranger = mint("tenant-b", scopes=READ)
     assert (
         provisioning_host.request(
@@ -70,7 +75,7 @@ def test_receipts_verify_and_an_altered_receipt_and_a_broken_link_are_reported(p
 
     # 1. Someone edits the second apply receipt: its digest no longer matches what its run recorded.
     blob = BlobServiceClient.from_connection_string(azurite.connection_string()).get_blob_client(
-        "receipts", f"tenant-a/{environment}/{second}/apply.json"
+        "receipts", f"{tenant}/{environment}/{second}/apply.json"
     )
     original = blob.download_blob().readall()
     edited = json.loads(original)
@@ -84,7 +89,7 @@ def test_receipts_verify_and_an_altered_receipt_and_a_broken_link_are_reported(p
         "apply",
         "digest",
     )
-    code, printed = verify_from_the_command_line(azurite, environment)
+    code, printed = verify_from_the_command_line(azurite, tenant, environment)
     assert code == 1 and printed["first_broken"] == broken["first_broken"]
     blob.upload_blob(original, overwrite=True)
     assert verify(provisioning_host, token, environment)["verified"] is True
@@ -95,7 +100,7 @@ def test_receipts_verify_and_an_altered_receipt_and_a_broken_link_are_reported(p
     relinked["previous_receipt_digest"] = "0" * 64
     data = json.dumps(relinked, sort_keys=True, separators=(",", ":")).encode()
     blob.upload_blob(data, overwrite=True)
-    _record_digest(azurite, environment, second, hashlib.sha256(data).hexdigest())
+    _record_digest(azurite, tenant, environment, second, hashlib.sha256(data).hexdigest())
 
     unlinked = verify(provisioning_host, token, environment)
     assert unlinked["verified"] is False
@@ -106,10 +111,10 @@ def test_receipts_verify_and_an_altered_receipt_and_a_broken_link_are_reported(p
     assert first not in {p["run_id"] for p in unlinked["problems"]}
 
 
-def _record_digest(azurite, environment: str, run_id: str, digest: str) -> None:
+def _record_digest(azurite, tenant: str, environment: str, run_id: str, digest: str) -> None:
     """Change the apply receipt digest a run row records (what a forger with table access could do)."""
     table = TableClient.from_connection_string(azurite.connection_string(), "ProvisioningRuns")
-    row = table.get_entity(f"tenant-a|{environment}", f"run|{run_id}")
+    row = table.get_entity(f"{tenant}|{environment}", f"run|{run_id}")
     document = json.loads(row["Document"])
     document["apply_receipt_digest"] = digest
     table.update_entity(
