@@ -99,6 +99,9 @@ def test_a_receipt_the_backup_lacks_is_restored_from_the_mirror_and_the_chain_ve
 def test_the_mirror_writes_back_only_the_receipt_its_run_recorded(azurite, knowledge_host):
     """In process, against Azurite and the stand-in: a receipt the mirror holds altered under its digest, or
     with another digest than its run recorded, or not at all, is reported and never written back."""
+    # Its run rows are not whole run documents: a tenant of its own keeps them out of every other test's
+    # listing of its tenant's runs on the worker's Azurite (such a row is a 500 there).
+    tenant = unique("mirror-refuse")
     store = clients_from_connection_string(azurite.connection_string())
     ensure_resources(store)
     environment = unique("mirror-refuse")
@@ -107,30 +110,30 @@ def test_the_mirror_writes_back_only_the_receipt_its_run_recorded(azurite, knowl
     for run_id, text in recorded.items():
         store.tables.get_table_client("ProvisioningRuns").upsert_entity(
             {
-                "PartitionKey": f"{TENANT}|{environment}",
+                "PartitionKey": f"{tenant}|{environment}",
                 "RowKey": f"run|{run_id}",
                 "Document": json.dumps(
-                    {"tenant": TENANT, "environment": environment, "id": run_id, "plan_digest": sha256_of(text)}
+                    {"tenant": tenant, "environment": environment, "id": run_id, "plan_digest": sha256_of(text)}
                 ),
             }
         )
     for run_id, text in (("run-altered", recorded["run-altered"]), ("run-other", '{"run":"not this one"}')):
-        artifact = receipt_artifact_id(TENANT, environment, run_id, "plan")
+        artifact = receipt_artifact_id(tenant, environment, run_id, "plan")
         client.put(
             Artifact.of_content(
                 artifact_id=artifact,
                 kind="plan-receipt",
-                tenant=TENANT,
+                tenant=tenant,
                 environment=environment,
                 run_id=run_id,
                 content=text,
             )
         )
-    knowledge_host.tamper(receipt_artifact_id(TENANT, environment, "run-altered", "plan"), '{"run":"forged"}')
+    knowledge_host.tamper(receipt_artifact_id(tenant, environment, "run-altered", "plan"), '{"run":"forged"}')
 
     report = restore_receipts_from_mirror(store, client)
 
-    names = {run_id: ReceiptStore.blob_name(TENANT, environment, run_id, "plan") for run_id in recorded}
+    names = {run_id: ReceiptStore.blob_name(tenant, environment, run_id, "plan") for run_id in recorded}
     assert {names["run-altered"], names["run-other"]} <= set(report["refused"])
     assert names["run-absent"] in report["absent"]
     assert not set(names.values()) & set(report["restored"])
