@@ -211,3 +211,12 @@ def test_input_a_handler_reads_itself_is_still_the_callers_422(token):
     assert status == 422 and answer["type"] == "urn:runtime-cloud:problem:validation-failed"
     assert [error["path"] for error in answer["errors"]] == ["/spec/name", "/spec/size"]  # type: ignore[union-attr]
     assert _call(put_widget_spec, _request(token, b'{"spec": {"name": "w"}}')) == (200, {"name": "w", "size": 1})
+
+
+def test_an_optional_body_left_out_that_the_model_cannot_default_is_the_callers_422(token):
+    @endpoint(scopes=["w.write"], body=Widget, body_required=False, responses={200: Widget})
+    def maybe_widget(req: func.HttpRequest, body: Widget) -> Widget:
+        return body
+
+    status, answer = _call(maybe_widget, _request(token))
+    assert status == 422 and [error["path"] for error in answer["errors"]] == ["/name"]  # type: ignore[union-attr]

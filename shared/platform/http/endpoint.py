@@ -23,6 +23,16 @@ the models:
     @endpoint(scopes=[Scope.RUNTIME_WRITE], body=PoolSpec, responses={200: PoolView})
     def put_pool(req: func.HttpRequest, caller: Caller, body: PoolSpec) -> PoolView: ...
 
+Only the request is the caller's 422. A pydantic ``ValidationError`` that reaches the
+pipeline from the handler is the server's: a stored document that no longer reads,
+an answer the server cannot build. It is the generic 500 (``internal-error`` with
+a reference), logged with the model, the failing fields and the kind of each
+failure, never pydantic's text (it quotes the input). A handler that reads more of
+the request itself (a document inside the body, a route value) does it inside
+:func:`shared.platform.http.validation.caller_input` (or ``validate_input``), which
+keeps the caller's 422 naming each field; a feature service says the same with
+:class:`shared.platform.errors.InvalidInput`.
+
 A token that verified is remembered, by its exact text, until the earlier of
 its own ``exp`` and five minutes (:class:`VerifiedTokens`): repeating the
 signature, issuer, audience and claim checks on the same bytes can only give
@@ -75,7 +85,7 @@ from shared.platform.http import problems
 from shared.platform.http.contract import CONTRACT_ATTRIBUTE, Contract, names
 from shared.platform.http.paging import parse_query
 from shared.platform.http.responses import to_http_response
-from shared.platform.http.validation import parse_model
+from shared.platform.http.validation import caller_input, parse_model
 from shared.platform.logs import app_logger
 from shared.platform.lru_cache import LruCache
 from shared.platform.storage.documents import failures_of
@@ -252,7 +262,8 @@ def endpoint(
 def read_body(request: func.HttpRequest, model: type[Model], *, required: bool = True) -> Model:
     """The request's JSON body as ``model``; an optional body that is absent is the model's defaults."""
     if not required and not request.get_body():
-        return model.model_validate({})
+        with caller_input({}):  # a model that cannot default everything: the caller left out what it needs
+            return model.model_validate({})
     return parse_model(request, model)
 
 
