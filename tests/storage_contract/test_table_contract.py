@@ -22,15 +22,18 @@ a message sent is peeked, received (then invisible) and deleted. Blobs: a name w
 ``overwrite=False`` keeps its first bytes; an overwrite on a moved ETag is refused; listing by prefix
 in name order; empty and larger blobs read back whole.
 
-Limits Azurite does not enforce (252 properties, 1 MiB per entity) are not pinned: the in-memory
-store does not enforce them either, and no code here relies on being refused for them.
+Limits Azurite does not enforce (more than 252 custom properties, more than 1 MiB per entity by the
+service's size formula) are pinned too: on Azurite the product's own clients refuse them before
+sending (:mod:`shared.platform.storage.entity_guard`, the transport every table write goes through),
+the in-memory store refuses them as Azure does, and both answer as Azure answers (400,
+``TooManyProperties`` / ``EntityTooLarge``; in a batch, the failing change's index).
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -62,12 +65,45 @@ from shared.platform.storage.conditional import (
     replace_if_unchanged,
     submit_batch,
 )
+from shared.platform.storage.limits import MAX_CUSTOM_PROPERTIES, MAX_ENTITY_BYTES
 from shared.platform.storage.optimistic import on_conflict
 from shared.platform.storage.paging import PageSeal, after, read_page
 from tests.support.memory_storage import MemoryStorage
 
 STALE = "W/\"datetime'2020-01-01T00%3A00%3A00.0000000Z'\""
+TOO_MANY, TOO_LARGE = "TooManyProperties", "EntityTooLarge"
 SEAL = PageSeal(b"contract-suite-seal-key-32-bytes")
+
+
+def _code(error: HttpResponseError) -> str:
+    """The service's error code as the SDK decoded it (a ``TableErrorCode`` or the bare string)."""
+    code = getattr(error, "error_code", None)
+    return str(getattr(code, "value", code))
+
+
+def _assert_refused(write: Callable[[], object], code: str) -> None:
+    with pytest.raises(HttpResponseError) as refused:
+        write()
+    assert (refused.value.status_code, _code(refused.value)) == (400, code)
+
+
+def _entity_of_size(row_key: str, size: int) -> dict[str, Any]:
+    """An entity of exactly ``size`` bytes by the service's formula: full 64 KiB strings, then a binary tail.
+
+    Each property costs 8 bytes, twice its name's length, and its value (a string: 4 + twice its
+    length; a binary: 4 + its length); the entity 4 bytes and twice its keys' length.
+    """
+    entity: dict[str, Any] = {"PartitionKey": "p", "RowKey": row_key}
+    left = size - 4 - 2 * (len("p") + len(row_key))
+    full_string = 8 + 2 * len("S00") + 4 + 2 * 32 * 1024
+    index = 0
+    while left - full_string > 8 + 2 * len("Tail") + 4:
+        entity[f"S{index:02d}"] = "x" * 32 * 1024
+        left -= full_string
+        index += 1
+    entity["Tail"] = b"\x02" * (left - 8 - 2 * len("Tail") - 4)
+    assert len(entity["Tail"]) <= 64 * 1024
+    return entity
 
 
 def _timestamp(table: TableClient, partition: str, row: str) -> datetime:
@@ -282,6 +318,45 @@ class TableContract:
                 "TableErrorCode.PROPERTY_VALUE_TOO_LARGE",
             )
         assert read_row(table, "p", "too-large") is None
+
+    def test_an_entity_holds_252_properties_and_no_more(self, table: TableClient) -> None:
+        most = {f"P{i:03d}": i for i in range(MAX_CUSTOM_PROPERTIES)}
+        insert_if_absent(table, {"PartitionKey": "p", "RowKey": "most", **most})
+        row = read_row(table, "p", "most")
+        assert row is not None and row["P251"] == 251
+        too_many = {**most, "P252": 252}
+        _assert_refused(lambda: insert_if_absent(table, {"PartitionKey": "p", "RowKey": "r", **too_many}), TOO_MANY)
+        _assert_refused(lambda: table.upsert_entity({"PartitionKey": "p", "RowKey": "r", **too_many}), TOO_MANY)
+        _assert_refused(  # a replace of the stored row is held to the same count
+            lambda: replace_if_unchanged(table, {"PartitionKey": "p", "RowKey": "most", **too_many}, row["etag"]),
+            TOO_MANY,
+        )
+        with pytest.raises(TableTransactionError) as in_batch:
+            submit_batch(
+                table,
+                [
+                    ("create", {"PartitionKey": "p", "RowKey": "ok"}),
+                    ("upsert", {"PartitionKey": "p", "RowKey": "r", **too_many}),
+                ],
+            )
+        assert (in_batch.value.status_code, in_batch.value.index, _code(in_batch.value)) == (400, 1, TOO_MANY)
+        assert [r["RowKey"] for r in query_rows(table, "PartitionKey eq 'p'")] == ["most"]
+
+    def test_an_entity_holds_1_mib_as_the_service_counts_it(self, table: TableClient) -> None:
+        largest = _entity_of_size("largest", MAX_ENTITY_BYTES)
+        insert_if_absent(table, largest)
+        stored = read_row(table, "p", "largest")
+        assert stored is not None and stored["Tail"] == largest["Tail"]
+        over = _entity_of_size("over", MAX_ENTITY_BYTES + 1)
+        _assert_refused(lambda: insert_if_absent(table, over), TOO_LARGE)
+        _assert_refused(lambda: table.upsert_entity(over, mode=UpdateMode.REPLACE), TOO_LARGE)
+        with pytest.raises(HttpResponseError) as refused:  # create_entity raises the SDK's undecoded error
+            table.create_entity(over)
+        assert refused.value.status_code == 400 and TOO_LARGE in str(refused.value)
+        with pytest.raises(TableTransactionError) as in_batch:
+            submit_batch(table, [("upsert", over), ("create", {"PartitionKey": "p", "RowKey": "ok"})])
+        assert (in_batch.value.status_code, in_batch.value.index, _code(in_batch.value)) == (400, 0, TOO_LARGE)
+        assert [r["RowKey"] for r in query_rows(table, "PartitionKey eq 'p'", select=["RowKey"])] == ["largest"]
 
     # -- batches -----------------------------------------------------------------------------------
 

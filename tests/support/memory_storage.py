@@ -17,8 +17,10 @@ atomic batches (one partition, at most 100 changes, one change per row, 4 MiB, a
 the failing change's index); a new ETag and ``Timestamp`` at every write, strictly increasing;
 the key and property limits Azurite enforces (keys of at most 512 UTF-16 units without
 ``/ \\ # ?`` or control characters, strings of at most 32 Ki UTF-16 units, binaries of at most
-64 KiB). Limits Azurite does not enforce (252 properties, 1 MiB per entity) are not enforced
-here either: the suite can only pin what both do.
+64 KiB); and the limits Azure enforces but Azurite does not (at most 252 custom properties, at
+most 1 MiB per entity by the service's size formula, a merge judged on the row it makes), which
+against Azurite the product's own transport guard enforces
+(:mod:`shared.platform.storage.entity_guard`), so the suite pins them on both.
 
 Queues: create, send, peek, receive and delete only, enough for the outbox to publish events.
 Blobs: containers, and block blobs written in one request (what ``upload_blob`` sends below 64 MiB),
@@ -63,6 +65,8 @@ TABLE_HOST, QUEUE_HOST, BLOB_HOST = (f"{service}.{HOST}" for service in ("table"
 MAX_KEY_UNITS = 512  # UTF-16 code units of a PartitionKey or RowKey (1 KiB)
 MAX_STRING_UNITS = 32 * 1024  # UTF-16 code units of a string property (64 KiB)
 MAX_BINARY_BYTES = 64 * 1024
+MAX_PROPERTIES = 252  # custom properties, besides PartitionKey, RowKey and Timestamp
+MAX_ENTITY_BYTES = 1024 * 1024  # by the service's size formula (see _entity_size)
 MAX_BATCH_CHANGES = 100
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 MAX_PAGE = 1000  # rows per query answer, with or without $top
@@ -84,6 +88,8 @@ _MESSAGES = {
     "only once in a batch request.",
     "CommandsInBatchActOnDifferentPartitions": "All commands in a batch must operate on same entity group.",
     "RequestBodyTooLarge": "The request body is too large and exceeds the maximum permissible limit.",
+    "TooManyProperties": "The entity has more than 252 properties besides PartitionKey, RowKey and Timestamp.",
+    "EntityTooLarge": "The entity is larger than the 1 MiB the service stores.",
     "QueueNotFound": "The specified queue does not exist.",
     "MessageNotFound": "The specified message does not exist.",
     "NotImplemented": "The in-memory storage does not serve this request.",
@@ -550,6 +556,7 @@ class MemoryStorage:
                 self._check_condition(table, pk, rk, if_match)
             if method != "PUT" and (pk, rk) in table.rows:
                 properties = {**table.rows[(pk, rk)].properties, **properties}
+                _check_entity(pk, rk, properties)  # a merge is judged on the row it makes
             row = self._write(table, pk, rk, properties)
             return 204, {"ETag": row.etag}, b""
         raise ServiceError(501, "NotImplemented")
@@ -956,7 +963,34 @@ def _properties(pk: str, rk: str, entity: dict[str, Any]) -> dict[str, Typed]:
         if typed[0] == "Edm.Binary" and len(typed[1]) > MAX_BINARY_BYTES:
             raise ServiceError(400, "PropertyValueTooLarge")
         properties[name] = typed
+    _check_entity(pk, rk, properties)
     return properties
+
+
+# A value's size by type in the service's formula; a String and a Binary add a 4-byte length.
+_EDM_SIZES = {"Edm.Boolean": 1, "Edm.Int32": 4, "Edm.Int64": 8, "Edm.Double": 8, "Edm.DateTime": 8, "Edm.Guid": 16}
+
+
+def _entity_size(pk: str, rk: str, properties: dict[str, Typed]) -> int:
+    """The service's documented size of an entity: 4 bytes, the keys as UTF-16, and per property
+    8 bytes, its name as UTF-16 and its value."""
+    size = 4 + 2 * (_utf16_units(pk) + _utf16_units(rk))
+    for name, (edm, value) in properties.items():
+        if edm == "Edm.String":
+            value_size = 4 + 2 * _utf16_units(value)
+        elif edm == "Edm.Binary":
+            value_size = 4 + len(value)
+        else:
+            value_size = _EDM_SIZES[edm]
+        size += 8 + 2 * _utf16_units(name) + value_size
+    return size
+
+
+def _check_entity(pk: str, rk: str, properties: dict[str, Typed]) -> None:
+    if len(properties) > MAX_PROPERTIES:
+        raise ServiceError(400, "TooManyProperties")
+    if _entity_size(pk, rk, properties) > MAX_ENTITY_BYTES:
+        raise ServiceError(400, "EntityTooLarge")
 
 
 def _filterable(key: tuple[str, str], row: _Row) -> dict[str, Typed]:

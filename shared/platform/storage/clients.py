@@ -12,12 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from azure.core.pipeline.transport import RequestsTransport
 from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient, QueueServiceClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
 from shared.platform.credentials import azure_credential
 from shared.platform.storage.connection import IdentityConnection, read_connection
+from shared.platform.storage.entity_guard import EntityGuard
 from storage_protocol.client_options import transport_options
 
 
@@ -54,7 +56,7 @@ QUEUE_CODEC: dict[str, Any] = {
 def clients_from_connection_string(connection_string: str, **options: Any) -> StorageClients:
     options = transport_options(options)
     return StorageClients(
-        tables=TableServiceClient.from_connection_string(connection_string, **options),
+        tables=TableServiceClient.from_connection_string(connection_string, **guarded(options)),
         blobs=BlobServiceClient.from_connection_string(connection_string, **options),
         queues=QueueServiceClient.from_connection_string(connection_string, **QUEUE_CODEC, **options),
     )
@@ -65,10 +67,22 @@ def clients_from_identity(identity: IdentityConnection, **options: Any) -> Stora
     credential = azure_credential(identity.client_id)
     options = transport_options(options)
     return StorageClients(
-        tables=TableServiceClient(identity.endpoint("table"), credential=credential, **options),
+        tables=TableServiceClient(identity.endpoint("table"), credential=credential, **guarded(options)),
         blobs=BlobServiceClient(identity.endpoint("blob"), credential=credential, **options),
         queues=QueueServiceClient(identity.endpoint("queue"), credential=credential, **QUEUE_CODEC, **options),
     )
+
+
+def guarded(options: dict[str, Any]) -> dict[str, Any]:
+    """Table client options whose transport refuses, before sending, an entity Azure refuses.
+
+    Azurite stores entities Azure refuses (over 252 properties, over 1 MiB): see
+    :mod:`shared.platform.storage.entity_guard`. The transport is the SDK's default one, made from
+    the same options the client would have made it from (time-outs, environment settings), or the
+    caller's own, wrapped.
+    """
+    transport = options.get("transport") or RequestsTransport(**options)
+    return {**options, "transport": EntityGuard(transport)}
 
 
 def host_storage(connection_setting: str = "AzureWebJobsStorage", **options: Any) -> StorageClients:
