@@ -73,7 +73,9 @@ class TokenCensus:
             return False
         if not self.held:
             return True
-        return max(h.granted_at for h in self.held) < min(h.seen_valid_at for h in self.held)
+        # All were valid together over [latest grant, earliest read]: one instant is enough (a lease is
+        # valid from the instant of its grant), so equal ends count, as they do under a frozen clock.
+        return max(h.granted_at for h in self.held) <= min(h.seen_valid_at for h in self.held)
 
     def waits(self, now: datetime, grace: timedelta) -> tuple[float, float]:
         """(seconds until the first held lease ends, until the last one does)."""

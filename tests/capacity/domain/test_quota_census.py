@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -151,3 +151,19 @@ def test_429_only_when_the_limit_is_held_in_valid_leases_at_one_instant(capacity
     service.release(tenant, taken.lease_id)  # ended: its token comes back and the next acquire is served
     third, _ = service.acquire(tenant, capacity.request(pool))
     assert third.state.value == "active"
+
+
+def test_leases_valid_together_at_one_instant_hold_the_limit_and_ones_never_together_do_not() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def held(lease_id: str, granted: float, seen: float) -> refusals.HeldLease:
+        return refusals.HeldLease(
+            lease_id, at + timedelta(seconds=granted), at + timedelta(seconds=60), at + timedelta(seconds=seen)
+        )
+
+    # Granted at the instant both were read (a frozen clock): valid together at that instant.
+    assert refusals.TokenCensus(held=[held("a", 0, 0), held("b", 0, 0)]).holds_limit(2)
+    assert refusals.TokenCensus(held=[held("a", 0, 5), held("b", 3, 4)]).holds_limit(2)
+    # "a" was last seen valid before "b" was granted: nothing shows them valid together.
+    assert not refusals.TokenCensus(held=[held("a", 0, 1), held("b", 2, 3)]).holds_limit(2)
+    assert not refusals.TokenCensus(held=[held("a", 0, 0)]).holds_limit(2)
