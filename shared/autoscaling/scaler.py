@@ -39,6 +39,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pydantic import ValidationError
+
 from shared.autoscaling import store as rows
 from shared.autoscaling.decide import (
     Decision,
@@ -71,6 +73,7 @@ from shared.platform import clock
 from shared.platform.auth.principal import Requester, SystemPrincipal
 from shared.platform.errors import ConcurrencyConflict, Conflict, InvalidInput, NotFound
 from shared.platform.events.cloudevents import NewEvent
+from shared.platform.field_errors import field_errors
 from shared.platform.logs import app_logger
 from shared.platform.targets import ProvisioningTarget, TargetKind, targets_for
 from shared.provisioning.api import ProvisioningApi, Run, RunState, SourceInfo
@@ -122,9 +125,12 @@ class PoolScaler:
             errors.append({"path": "/min_slots", "message": f"at least the pool's min ({pool.min})"})
         if policy.max_slots > pool.max:
             errors.append({"path": "/max_slots", "message": f"at most the pool's max ({pool.max})"})
-        if self._target(policy, pool) is None:
+        target = self._target(policy, pool)
+        if target is None:
             known = [t.id for t in targets_for(self._targets, owner_of(pool.tenant))]
             errors.append({"path": "/infrastructure/target", "message": f"a configured target, one of {known}"})
+        elif not errors:
+            errors = _undeclarable(pool, policy, target)
         if errors:
             raise InvalidInput(errors)
         created = rows.write_policy(self._capacity, owner_of(pool.tenant), pool.id, policy, by, stamp(self._clock()))
@@ -354,7 +360,10 @@ class PoolScaler:
         target = self._target(policy, pool)
         if target is None:
             raise InvalidInput([{"path": "/infrastructure/target", "message": "no configured target"}])
-        specification = specification_for(pool.id, pool.tenant, policy, record.to_size, target)
+        try:
+            specification = specification_for(pool.id, pool.tenant, policy, record.to_size, target)
+        except ValidationError as error:  # a policy stored before set_policy checked it: the decision fails
+            raise InvalidInput(_specification_errors(error, record.to_size)) from None
         source = SourceInfo(kind="autoscaling", path=f"pools/{pool.id}/autoscaling/decisions/{record.number}")
         created_or_found = self._provisioning.declare(
             specification,
@@ -418,3 +427,21 @@ def _event(event_type: str, pool: Pool, record: DecisionRecord, **data: Any) -> 
 
 def _said(record: DecisionRecord) -> tuple[str, int, int, str]:
     return record.direction.value, record.from_size, record.to_size, record.reason
+
+
+def _undeclarable(pool: Pool, policy: AutoscalingPolicy, target: str) -> list[dict[str, str]]:
+    """What keeps the caller's policy from declaring its runs: the largest specification they may declare (at
+    its max_slots, or at the pool's size for the baseline) is built before anything is written, so a policy
+    that cannot be declared is the caller's 422 rather than a decision that fails at every evaluation."""
+    slots = max(policy.max_slots, pool.size)
+    try:
+        specification_for(pool.id, pool.tenant, policy, slots, target)
+    except ValidationError as error:
+        return _specification_errors(error, slots)
+    return []
+
+
+def _specification_errors(error: ValidationError, slots: int) -> list[dict[str, str]]:
+    """The policy's fault in the specification it generates, said of the policy's infrastructure."""
+    said = "; ".join(issue["message"] for issue in field_errors(error))
+    return [{"path": "/infrastructure", "message": f"the pool's specification at {slots} slot(s) is not valid: {said}"}]

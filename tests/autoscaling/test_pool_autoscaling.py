@@ -199,6 +199,13 @@ def test_the_policy_is_checked_against_the_pool_and_only_an_administrator_sets_i
     assert {e["path"] for e in outside.json()["errors"]} == {"/min_slots", "/max_slots", "/infrastructure/target"}
     assert worker.status_code == 403
     assert missing.status_code == 404
+    # A policy whose generated specification cannot be declared (here over its 1 MiB) is the caller's 422,
+    # said of its infrastructure, and nothing is written.
+    program = {"project": "slots", "stack": "dev", "config": {"blob": "x" * (1024 * 1024)}}
+    unfit = api.put_policy(pool, min_slots=1, max_slots=8, infrastructure={"runner": "pulumi", "pulumi": program})
+    assert unfit.status_code == 422, unfit.text
+    assert [e["path"] for e in unfit.json()["errors"]] == ["/infrastructure"]
+    assert api.status(pool)["policy"] is None
     assert api.put_policy(pool, min_slots=1, max_slots=8).status_code == 201
     status = api.call("GET", f"runtime-cloud/pools/{pool.id}/autoscaling", api.worker("tenant-a")).json()
     assert status["policy"]["target_utilization"] == 0.7 and status["environment"] == f"pool-{pool.id}"
