@@ -22,7 +22,7 @@ from azure.storage.queue import QueueServiceClient
 from shared.platform.credentials import target_identity
 from shared.platform.errors import InvalidSettings
 from shared.platform.secret_settings import read_secret_setting
-from shared.platform.storage.clients import fail_fast_options
+from shared.platform.storage.clients import fail_fast_options, guarded
 from shared.platform.targets import CredentialKind, ProvisioningTarget, TargetKind
 
 
@@ -58,6 +58,8 @@ def target_queue_service(target: ProvisioningTarget, **options: Any) -> QueueSer
 
 
 def target_table_service(target: ProvisioningTarget, **options: Any) -> TableServiceClient:
+    """Table clients held to Azure's entity limits, like the host's own (a target is Azurite in tests)."""
+    options = guarded(options)
     connection_string = storage_connection_string(target)
     if connection_string:
         return TableServiceClient.from_connection_string(connection_string, **options)
