@@ -44,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("azure").setLevel(logging.WARNING)
 
-    from runner_job.job import parse_request, run_request
     from shared.platform.storage.clients import host_storage
     from shared.wiring.settings import Settings
 
@@ -59,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
         remake = tuple(Path(os.environ[name]) for name in _REMADE if os.environ.get(name))
         return serve(host_storage, iac, Scrub(tuple(args.wipe), remake, args.reap_user), args.runs)
+    from runner_job.job import parse_request, run_request  # the scaler imports them on its first request only
     from shared.platform import telemetry
 
     telemetry.configure()  # as the host's: Application Insights, or OTLP JSON lines locally

@@ -1,18 +1,20 @@
 """The local stand-in for the queue-scaled Container Apps job: one forked process per job request.
 
 The local host starts ``python -m runner_job scale`` beside itself. This
-process imports the runners once, then polls the job queue; each request it
-takes stays in the queue, hidden for :attr:`IaCSettings.take_seconds`, and it
-forks a child that claims the job's row, *then* deletes the request, runs the
-job and exits. Claim before delete: a scaler (or a child) killed before the
-claim leaves the request to show again and be taken by the next poll, so the
-job still starts well within ``JobStartSeconds``; once claimed, the row is
-the job's and a request seen again only finds it taken (the execution leaves).
-The Container Apps job's ``once`` does the same in one process. Forking a
-process that has everything imported costs milliseconds where a fresh
-interpreter costs over a second of imports, and each job is still a process
-of its own, with its own pid (on its heartbeat row), that can be killed like
-a Container Apps replica.
+process polls the job queue; each request it takes stays in the queue, hidden
+for :attr:`IaCSettings.take_seconds`, and it forks a child that claims the
+job's row, *then* deletes the request, runs the job and exits. Claim before
+delete: a scaler (or a child) killed before the claim leaves the request to
+show again and be taken by the next poll, so the job still starts well within
+``JobStartSeconds``; once claimed, the row is the job's and a request seen
+again only finds it taken (the execution leaves). The Container Apps job's
+``once`` does the same in one process. Forking a process that has everything
+imported costs milliseconds where a fresh interpreter costs over a second of
+imports, so the scaler imports the runners once, when it takes its first
+request, before its first fork; not at its start, since many hosts never ask
+for a job and each scaler would pay a few tenths of a second of CPU for
+nothing. Each job is still a process of its own, with its own pid (on its
+heartbeat row), that can be killed like a Container Apps replica.
 
 A message that is not a job request, or one taken :data:`MAX_TAKES` times
 without its job claiming it, is moved to ``<queue>-poison``. The scaler stops
@@ -31,15 +33,16 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from azure.core.exceptions import ResourceExistsError
 from azure.storage.queue import QueueClient, QueueMessage
 
-from runner_job.job import BadRequest, parse_request, run_request
-from shared.iac.api import IaCSettings, JobRequest
-from shared.platform import telemetry
 from shared.platform.logs import app_logger
 from shared.platform.storage.clients import StorageClients
+
+if TYPE_CHECKING:  # at run time they come with the runners, on the first request (see take)
+    from shared.iac.api import IaCSettings, JobRequest
 
 log = app_logger("runner_job")
 
@@ -116,6 +119,9 @@ class PollingDelay:
 def take(queue: QueueClient, poison: QueueClient, message: QueueMessage) -> Taken | None:
     """The request of a received message, left in the queue for its job to release; a bad one (or one
     taken too often) goes to the poison queue at once."""
+    # The runners, imported on the first request (see the module's doc): before the first fork, not at start.
+    from runner_job.job import BadRequest, parse_request
+
     content = str(message.content)
     try:
         request = parse_request(content)
@@ -141,6 +147,9 @@ def _hidden(iac: IaCSettings) -> int:
 
 
 def _fork(taken: Taken, storage: Callable[[], StorageClients]) -> int:
+    from runner_job.job import run_request  # imported by take() already: in this process, before the fork
+    from shared.platform import telemetry
+
     pid = os.fork()
     if pid:
         return pid
@@ -162,6 +171,8 @@ def _fork(taken: Taken, storage: Callable[[], StorageClients]) -> int:
 
 def _flush_telemetry() -> None:
     """``os._exit`` skips atexit: export the job's spans and logs before it."""
+    from shared.platform import telemetry  # the forked job's: imported before its fork (see _fork)
+
     try:
         telemetry.flush()
     except Exception as error:  # noqa: BLE001 - telemetry lost is reported, never the job's failure
