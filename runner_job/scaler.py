@@ -53,7 +53,7 @@ MIN_POLL_SECONDS = 0.05
 # ten. Azure's KEDA reads every runnerJobPollingIntervalSeconds (5 s by default), so both are quicker still.
 HOT_POLL_SECONDS = 0.1
 IDLE_POLL_SECONDS = 1.0
-HOT_SECONDS = 30.0
+HOT_SECONDS = 10.0
 MAX_TAKES = 5  # a request whose job never claims its row after this many takes is kept aside
 # The latency model (bench/provisioning.py) delays each forked job's start by this many seconds: what a
 # Container Apps execution pays before its process runs (KEDA's poll, the platform's start, the image).
