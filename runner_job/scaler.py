@@ -27,6 +27,7 @@ the fork is safe.
 
 from __future__ import annotations
 
+import importlib
 import os
 import select
 import sys
@@ -150,6 +151,9 @@ def _fork(taken: Taken, storage: Callable[[], StorageClients]) -> int:
     from runner_job.job import run_request  # imported by take() already: in this process, before the fork
     from shared.platform import telemetry
 
+    # And the Automation API a Pulumi job drives (the IaC contract imports it only where a run uses it):
+    # loaded once here, as the rest, rather than after each fork.
+    importlib.import_module("pulumi.automation")
     pid = os.fork()
     if pid:
         return pid
