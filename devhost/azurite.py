@@ -16,6 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from devhost.parent_death import signalled_on_parent_death
+
 REPO = Path(__file__).resolve().parents[1]
 AZURITE_BIN = REPO / "node_modules" / ".bin" / "azurite"
 
@@ -100,6 +102,8 @@ class Azurite:
             # Its own session: Ctrl-C in a terminal reaches the host, which stops cleanly
             # (releasing leases in storage) and only then stops Azurite.
             start_new_session=True,
+            # and it stops when whatever started it dies, even when it had no chance to stop it
+            preexec_fn=signalled_on_parent_death(signal.SIGTERM),
         )
         for port in (self.blob_port, self.queue_port, self.table_port):
             wait_for_port(port)

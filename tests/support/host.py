@@ -15,6 +15,7 @@ import requests
 
 from devhost.azurite import REPO, free_port
 from devhost.host_keys import KEY_HEADER, KEYS_FILE
+from devhost.parent_death import signalled_on_parent_death
 
 
 class HostProcess:
@@ -46,6 +47,8 @@ class HostProcess:
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            # A test worker killed mid-run takes its hosts with it (as a crash: they get no say).
+            preexec_fn=signalled_on_parent_death(signal.SIGKILL),
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
