@@ -151,9 +151,7 @@ def _fork(taken: Taken, storage: Callable[[], StorageClients]) -> int:
     from runner_job.job import run_request  # imported by take() already: in this process, before the fork
     from shared.platform import telemetry
 
-    # And the Automation API a Pulumi job drives (the IaC contract imports it only where a run uses it):
-    # loaded once here, as the rest, rather than after each fork.
-    importlib.import_module("pulumi.automation")
+    load_engines()
     pid = os.fork()
     if pid:
         return pid
@@ -171,6 +169,12 @@ def _fork(taken: Taken, storage: Callable[[], StorageClients]) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def load_engines() -> None:
+    """Import the Pulumi Automation API in a launcher, before it forks a job: the IaC contract imports it
+    only where a run uses it, so each forked Pulumi job would import it again (~0.15 s of CPU) otherwise."""
+    importlib.import_module("pulumi.automation")
 
 
 def _flush_telemetry() -> None:

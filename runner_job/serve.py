@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner_job.job import run_request
-from runner_job.scaler import Taken, take_one
+from runner_job.scaler import Taken, load_engines, take_one
 from shared.iac.api import IaCSettings
 from shared.platform import telemetry
 from shared.platform.logs import app_logger
@@ -63,6 +63,7 @@ def serve(storage: Callable[[], StorageClients], iac: IaCSettings, scrub: Scrub,
         log.error("serve refuses to run as root: its wipe would delete what the image holds")
         return 2
     clients = storage()
+    load_engines()  # once, before the first fork: each run's child starts with it loaded
     timeout = float(os.environ.get(TIMEOUT_VARIABLE) or DEFAULT_TIMEOUT_SECONDS)
     clear(scrub)  # whatever an earlier process of this replica left
     served = 0
