@@ -66,9 +66,15 @@ class ReceiptSettings(Section):
 def _longest_gap(schedule: str, most: int = 400) -> timedelta:
     """The longest time between two of the first ``most`` firings of ``schedule`` from a fixed start (a year
     of daily firings; a schedule firing more often is taken to repeat beyond them)."""
-    runs = croniter(schedule, datetime(2024, 1, 1, tzinfo=UTC), second_at_beginning=True)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    runs = croniter(schedule, start, second_at_beginning=True)
+    # A schedule that names no day, month or weekday fires alike every day: two days of it show every gap its
+    # first ``most`` firings do (read at every settings load: the daily default's 400 cost 0.02 s of CPU).
+    daily = schedule.split()[3:] == ["*", "*", "*"]
     previous, longest = runs.get_next(datetime), timedelta(0)
     for _ in range(most):
         following = runs.get_next(datetime)
         longest, previous = max(longest, following - previous), following
+        if daily and previous - start >= timedelta(days=2):
+            break
     return longest

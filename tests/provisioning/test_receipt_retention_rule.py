@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from croniter import croniter
 from pydantic import ValidationError
 
 from shared.provisioning.receipt_retention import (
@@ -18,7 +19,7 @@ from shared.provisioning.receipt_retention import (
     PolicyMode,
     RetentionRule,
 )
-from shared.provisioning.receipt_settings import ReceiptSettings
+from shared.provisioning.receipt_settings import ReceiptSettings, _longest_gap
 
 NOW = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 SECOND = timedelta(seconds=1)
@@ -128,3 +129,13 @@ def test_settings_refuse_a_schedule_that_leaves_more_than_the_lead() -> None:
         ReceiptSettings.model_validate({"ExtendLeadDays": 30, "ExtendStepDays": 30})
     with pytest.raises(ValidationError, match="RetentionDays"):
         ReceiptSettings.model_validate({"RetentionDays": 2556})
+
+
+@pytest.mark.parametrize(
+    "schedule", ["0 15 4 * * *", "0 0 0,1 * * *", "0 */5 * * * *", "* * * * * *", "0 0 12 * * 1-5"]
+)
+def test_a_schedule_s_longest_gap_is_the_one_its_first_400_firings_show(schedule: str) -> None:
+    # A daily schedule is read over two days only (at every settings load): the answer must not change.
+    runs = croniter(schedule, datetime(2024, 1, 1, tzinfo=UTC), second_at_beginning=True)
+    firings = [runs.get_next(datetime) for _ in range(401)]
+    assert _longest_gap(schedule) == max(later - earlier for earlier, later in zip(firings, firings[1:], strict=False))
