@@ -26,7 +26,7 @@ from shared.platform.events.cloudevents import CloudEvent, NewEvent
 from shared.platform.events.outbox import outbox_for
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import read_row, submit_batch
-from shared.platform.storage.documents import read_stored
+from shared.platform.storage.documents import read_stored, read_stored_blob
 from shared.platform.storage.optimistic import on_conflict
 from shared.platform.storage.paging import after, paging_seal, read_page, scope_of
 from shared.platform.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
@@ -65,7 +65,7 @@ class ProvisioningStore:
             data = self._blobs.download_blob(name).readall()
         except ResourceNotFoundError as error:
             raise NotFound(f"specification {digest}") from error
-        return EnvironmentSpecification.model_validate_json(data)
+        return read_stored_blob(EnvironmentSpecification, data, container=SPECIFICATIONS_CONTAINER, blob=name)
 
     # -- the tenant index -------------------------------------------------------------------
 

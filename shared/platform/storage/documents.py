@@ -1,10 +1,10 @@
 """Reading a model back from what the store holds: a document that no longer reads is the server's fault.
 
-A row's document was written by this service; when it no longer fits its model
+A row's (or a blob's) document was written by this service; when it no longer fits its model
 (a model changed without a migration, a row edited by hand), nothing the caller
-sent can fix it. :func:`read_stored` raises :class:`UnreadableDocument` then, not
-pydantic's ``ValidationError``: the request pipeline answers the caller the
-generic 500 and logs this error, which names the row (table and keys) and the
+sent can fix it. :func:`read_stored` (:func:`read_stored_blob`) raises :class:`UnreadableDocument` then,
+not pydantic's ``ValidationError``: the request pipeline answers the caller the
+generic 500 and logs this error, which names the row (table and keys; a blob: container and name) and the
 fields that did not read with the kind of each failure, but never a value (a
 pydantic message quotes the input, and a row may hold anything).
 """
@@ -41,7 +41,15 @@ def failures_of(error: ValidationError) -> list[str]:
 
 def read_stored(model: type[Model], text: str | bytes, *, table: str, partition: str, row: str) -> Model:
     """``text`` (a JSON document kept in ``table`` at ``partition``/``row``) as ``model``."""
-    where = f"table {table}, PartitionKey {partition!r}, RowKey {row!r}"
+    return _read(model, text, f"table {table}, PartitionKey {partition!r}, RowKey {row!r}")
+
+
+def read_stored_blob(model: type[Model], data: str | bytes, *, container: str, blob: str) -> Model:
+    """``data`` (a JSON document kept as ``blob`` in ``container``) as ``model``."""
+    return _read(model, data, f"container {container}, blob {blob!r}")
+
+
+def _read(model: type[Model], text: str | bytes, where: str) -> Model:
     try:
         document = json.loads(text)
     except ValueError:  # its message quotes the text around the fault
