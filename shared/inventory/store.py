@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import TableClient, UpdateMode
+from pydantic import BaseModel
 
 from shared.inventory.findings import Finding, FindingState
 from shared.inventory.ignore_rules import IgnoreRule
@@ -35,6 +36,7 @@ from shared.platform.events.cloudevents import CloudEvent, NewEvent
 from shared.platform.events.outbox import TransactionOperation, outbox_for
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import read_row, submit_batch
+from shared.platform.storage.documents import read_stored, read_stored_blob
 from shared.platform.storage.paging import after, paging_seal, read_page, scope_of
 from shared.platform.storage.streams import ENVIRONMENT_ROW, EnvironmentRow, if_unchanged, stream_key
 
@@ -58,6 +60,12 @@ def unpack(row: dict[str, Any]) -> str:
 
 
 T = TypeVar("T")
+Document = TypeVar("Document", bound=BaseModel)
+
+
+def read_document(model: type[Document], row: dict[str, Any]) -> Document:
+    """The row's document as ``model``; one that no longer reads names the row (never the caller's 422)."""
+    return read_stored(model, unpack(row), table=INVENTORY_TABLE, partition=row["PartitionKey"], row=row["RowKey"])
 
 
 @dataclass
@@ -98,11 +106,12 @@ class InventoryStore:
         )
 
     def load_observation(self, tenant: str, environment: str) -> Observation | None:
+        name = f"{tenant}/{environment}/observation.json"
         try:
-            data = self._blobs.download_blob(f"{tenant}/{environment}/observation.json").readall()
+            data = self._blobs.download_blob(name).readall()
         except ResourceNotFoundError:
             return None
-        return Observation.model_validate_json(data)
+        return read_stored_blob(Observation, data, container=INVENTORY_CONTAINER, blob=name)
 
     def save_blob(self, name: str, data: bytes) -> None:
         self._blobs.upload_blob(name, data, overwrite=True)
@@ -112,11 +121,11 @@ class InventoryStore:
     def findings(self, tenant: str, environment: str, state: FindingState | None = None) -> list[Finding]:
         extra = " and State eq @s" if state else ""
         rows = self._query(tenant, environment, "finding|", extra, {"s": state.value} if state else {})
-        return sorted((Finding.model_validate_json(unpack(row)) for row in rows), key=lambda f: f.first_seen)
+        return sorted((read_document(Finding, row) for row in rows), key=lambda f: f.first_seen)
 
     def finding(self, tenant: str, environment: str, finding_id: str) -> Finding | None:
         row = read_row(self.table, stream_key(tenant, environment), f"finding|{finding_id}")
-        return Finding.model_validate_json(unpack(row)) if row else None
+        return read_document(Finding, row) if row else None
 
     def finding_operation(self, finding: Finding) -> TransactionOperation:
         return (
@@ -136,7 +145,7 @@ class InventoryStore:
 
     def rules(self, tenant: str, environment: str) -> list[Versioned[IgnoreRule]]:
         rows = self._query(tenant, environment, "rule|", "", {})
-        return [Versioned(IgnoreRule.model_validate_json(unpack(row)), row.metadata["etag"]) for row in rows]
+        return [Versioned(read_document(IgnoreRule, row), row.metadata["etag"]) for row in rows]
 
     def rule_operation(self, rule: IgnoreRule) -> TransactionOperation:
         return (
@@ -158,11 +167,12 @@ class InventoryStore:
     def proposals(self, tenant: str, environment: str, state: ProposalState | None = None) -> list[Versioned[Proposal]]:
         extra = " and State eq @s" if state else ""
         rows = self._query(tenant, environment, "proposal|", extra, {"s": state.value} if state else {})
-        found = [Versioned(Proposal.model_validate_json(unpack(row)), row.metadata["etag"]) for row in rows]
+        found = [Versioned(read_document(Proposal, row), row.metadata["etag"]) for row in rows]
         return sorted(found, key=lambda v: v.value.created_at, reverse=True)
 
     def documents_page(
         self,
+        model: type[Document],
         prefix: str,
         tenant: str,
         environment: str | None,
@@ -170,9 +180,9 @@ class InventoryStore:
         state: str | None,
         limit: int,
         continuation: str | None,
-        keep: tuple[str, Callable[[str], bool]] | None = None,
-    ) -> tuple[list[str], str | None]:
-        """A page of the documents under ``prefix`` (``finding|``, ``rule|``, ``proposal|``) of one
+        keep: tuple[str, Callable[[Document], bool]] | None = None,
+    ) -> tuple[list[Document], str | None]:
+        """A page of the documents (as ``model``) under ``prefix`` (``finding|``, ``rule|``, ``proposal|``) of one
         environment, or of every environment of the tenant (its stream partitions), in key order: the
         rows read are the page's own, however many there are. ``keep`` (a name for the continuation's
         scope, a test of the document) filters what the store cannot."""
@@ -196,9 +206,9 @@ class InventoryStore:
             seal=paging_seal(self._tables),
             limit=limit,
             continuation=continuation,
-            keep=(lambda row: test(unpack(row))) if test else None,
+            keep=(lambda row: test(read_document(model, row))) if test else None,
         )
-        return [unpack(row) for row in page.rows], page.continuation
+        return [read_document(model, row) for row in page.rows], page.continuation
 
     def proposal(self, tenant: str, proposal_id: str) -> Versioned[Proposal] | None:
         index = read_row(self.table, tenant, f"proposal|{proposal_id}")
@@ -207,7 +217,7 @@ class InventoryStore:
         row = read_row(self.table, stream_key(tenant, index["Environment"]), f"proposal|{proposal_id}")
         if row is None:
             return None
-        return Versioned(Proposal.model_validate_json(unpack(row)), row["etag"])
+        return Versioned(read_document(Proposal, row), row["etag"])
 
     def index_proposal(self, proposal: Proposal) -> None:
         """The tenant's id -> environment row, written before the proposal itself (harmless if it stays alone)."""

@@ -62,11 +62,11 @@ class InventoryViews:
         keep = None
         if wanted in ("open", "suppressed"):  # both are stored open: whether a rule hides one is in its document
             suppressed = wanted == "suppressed"
-            keep = (wanted, lambda text: bool(Finding.model_validate_json(text).suppressed_by) == suppressed)
-        texts, following = self._store.documents_page(
-            "finding|", tenant, environment, state=stored, limit=limit, continuation=continuation, keep=keep
+            keep = (wanted, lambda finding: bool(finding.suppressed_by) == suppressed)
+        found, following = self._store.documents_page(
+            Finding, "finding|", tenant, environment, state=stored, limit=limit, continuation=continuation, keep=keep
         )
-        findings = [Finding.model_validate_json(text).public_view() for text in texts]
+        findings = [finding.public_view() for finding in found]
         return {"environment": environment, "findings": findings, "continuation": following}
 
     def finding(self, tenant: str, environment: str, finding_id: str) -> dict[str, Any]:
@@ -80,10 +80,10 @@ class InventoryViews:
         """A page of the environment's ignore rules, in rule id order."""
         self.require_environment(tenant, environment)
         now = clock.utcnow()
-        texts, following = self._store.documents_page(
-            "rule|", tenant, environment, state=None, limit=limit, continuation=continuation
+        found, following = self._store.documents_page(
+            IgnoreRule, "rule|", tenant, environment, state=None, limit=limit, continuation=continuation
         )
-        rules = [IgnoreRule.model_validate_json(text).public_view(now) for text in texts]
+        rules = [rule.public_view(now) for rule in found]
         return {"environment": environment, "ignore_rules": rules, "continuation": following}
 
     def proposals(
@@ -96,7 +96,8 @@ class InventoryViews:
             raise InvalidInput([{"path": "/state", "message": f"one of {[s.value for s in ProposalState]}"}]) from None
         if environment:
             self.require_environment(tenant, environment)
-        texts, following = self._store.documents_page(
+        found, following = self._store.documents_page(
+            Proposal,
             "proposal|",
             tenant,
             environment,
@@ -104,7 +105,7 @@ class InventoryViews:
             limit=limit,
             continuation=continuation,
         )
-        proposals = [Proposal.model_validate_json(text).public_view() for text in texts]
+        proposals = [proposal.public_view() for proposal in found]
         return {"proposals": proposals, "continuation": following}
 
     def proposal(self, tenant: str, proposal_id: str) -> dict[str, Any]:
