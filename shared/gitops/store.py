@@ -23,6 +23,7 @@ from shared.platform.storage.conditional import (
     read_row,
     replace_if_unchanged,
 )
+from shared.platform.storage.documents import read_stored
 
 BINDINGS_TABLE = "GitOpsBindings"
 
@@ -41,7 +42,8 @@ class BindingStore:
         row = read_row(self.table, tenant, environment)
         if row is None:
             return None
-        return Versioned(Binding.model_validate_json(row["Document"]), row["etag"])
+        binding = read_stored(Binding, row["Document"], table=BINDINGS_TABLE, partition=tenant, row=environment)
+        return Versioned(binding, row["etag"])
 
     def insert(self, binding: Binding) -> Versioned:
         """Create the row; :class:`shared.platform.errors.AlreadyExists` when the environment has one."""

@@ -38,6 +38,7 @@ from shared.platform.errors import AlreadyExists, Conflict, NotFound
 from shared.platform.json_types import JsonTyped
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import insert_if_absent, query_rows, read_row, replace_if_unchanged
+from shared.platform.storage.documents import read_stored
 from shared.platform.storage.optimistic import on_conflict
 from shared.platform.storage.paging import paging_seal, read_page, scope_of
 from shared.policy.bundle import RULE_ID_PATTERN
@@ -235,4 +236,4 @@ def _row(exception: PolicyException) -> dict[str, Any]:
 
 
 def _exception(row: dict[str, Any]) -> PolicyException:
-    return PolicyException.model_validate_json(row["Document"])
+    return read_stored(PolicyException, row["Document"], table=TABLE, partition=row["PartitionKey"], row=row["RowKey"])
