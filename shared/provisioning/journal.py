@@ -31,6 +31,7 @@ from shared.iac.api import STEPS_TABLE, StepResult, StoreOutage
 from shared.platform.errors import AlreadyExists
 from shared.platform.storage.clients import StorageClients
 from shared.platform.storage.conditional import submit_batch
+from shared.platform.storage.documents import read_stored
 
 BATCH = 50  # rows per transaction: well under Azure's 100 operations and 4 MiB, with long messages
 
@@ -82,7 +83,10 @@ class TableStepJournal:
 
     def _read_all(self) -> list[StepResult]:
         rows = self._table.query_entities("PartitionKey eq @p", parameters={"p": self._run_id})
-        return [StepResult.model_validate_json(row["Result"]) for row in rows]
+        return [
+            read_stored(StepResult, row["Result"], table=STEPS_TABLE, partition=row["PartitionKey"], row=row["RowKey"])
+            for row in rows
+        ]
 
     def _entity(self, step: StepResult) -> dict[str, Any]:
         return {
