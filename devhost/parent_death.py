@@ -7,8 +7,11 @@ teardown) leaves Azurites and hosts running, holding ports and CPU. Linux's
 parent-death signal (``prctl(PR_SET_PDEATHSIG)``) asks the kernel to signal the
 child when its parent goes; it survives ``exec``. Elsewhere it does nothing.
 
-The signal follows the parent *thread* that started the child: start such
-children from a thread that lives as long as they should (the main thread).
+The kernel follows the parent *thread* that started the child, not its
+process: a child started from a short-lived thread (a ``threading.Timer`` that
+brings a store back after an outage) would be signalled when that thread
+ends. So only a child started from the main thread is arranged; one started
+from any other thread is left as before.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import ctypes
 import ctypes.util
 import signal
 import sys
+import threading
 from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -34,8 +38,9 @@ _PRCTL = _prctl()
 
 
 def signalled_on_parent_death(signum: signal.Signals) -> Callable[[], None] | None:
-    """A ``preexec_fn`` for :class:`subprocess.Popen` that has the child sent ``signum`` when its parent dies."""
-    if _PRCTL is None:
+    """A ``preexec_fn`` for :class:`subprocess.Popen` that has the child sent ``signum`` when its parent dies
+    (None, nothing arranged, off Linux or outside the main thread)."""
+    if _PRCTL is None or threading.current_thread() is not threading.main_thread():
         return None
     prctl, number = _PRCTL, int(signum)
 

@@ -10,11 +10,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from devhost.azurite import REPO
+from devhost.azurite import REPO, Azurite
 from tests.support.host import wait_until
 
 # A stand-in for a test worker: it starts an Azurite the way the tests do, prints the child's pid, then
@@ -58,3 +60,18 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_an_azurite_started_from_a_thread_outlives_the_thread(tmp_path: Path) -> None:
+    """The kernel signals on the end of the starting *thread*: a store brought back by a timer thread must stay."""
+    started: list[Azurite] = []
+    starter = threading.Thread(target=lambda: started.append(Azurite(tmp_path / "azurite").start()))
+    starter.start()
+    starter.join()
+    [azurite] = started
+    try:
+        time.sleep(2.0)  # a signal sent when the thread ended would have landed by now
+        assert azurite._process is not None and azurite._process.poll() is None
+    finally:
+        azurite.stop(grace_seconds=0.5)
