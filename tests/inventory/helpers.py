@@ -9,7 +9,7 @@ from azure.storage.queue import QueueServiceClient
 from devhost.azurite import TARGET_ACCOUNT
 from shared.iac.tags import ManagementTags
 from tests.provisioning.helpers import WRITE, declare, specification, unique, wait_for_run_state
-from tests.support.host import HostProcess
+from tests.support.host import HostProcess, wait_until
 
 OPERATOR_SCOPES = WRITE
 
@@ -39,9 +39,17 @@ def tags_of(tenant: str, environment: str) -> dict[str, str]:
 
 
 def scan(host: HostProcess, token: str, environment: str) -> dict[str, Any]:
-    answer = host.request("POST", f"runtime-cloud/environments/{environment}/scan", token=token)
-    assert answer.status_code == 200, answer.text
-    return answer.json()
+    """Scan now, as a caller does: a 409 ``scan-in-progress`` (the scan the applied run's event started, say,
+    found by a queue trigger a moment later) is asked again once that scan has had time to end."""
+
+    def scanned() -> dict[str, Any] | None:
+        answer = host.request("POST", f"runtime-cloud/environments/{environment}/scan", token=token)
+        if answer.status_code == 409 and answer.json()["type"] == "urn:runtime-cloud:problem:scan-in-progress":
+            return None
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    return wait_until(scanned, timeout=60, interval=0.5, message=f"a scan of {environment} of its own")
 
 
 def findings(host: HostProcess, token: str, environment: str, state: str = "open") -> list[dict[str, Any]]:
