@@ -29,7 +29,7 @@ an answer the server cannot build. It is the generic 500 (``internal-error`` wit
 a reference), logged with the model, the failing fields and the kind of each
 failure, never pydantic's text (it quotes the input). A handler that reads more of
 the request itself (a document inside the body, a route value) does it inside
-:func:`shared.platform.http.validation.caller_input` (or ``validate_input``), which
+:func:`shared.platform.http.validation.caller_input`, which
 keeps the caller's 422 naming each field; a feature service says the same with
 :class:`shared.platform.errors.InvalidInput`.
 

@@ -66,9 +66,3 @@ def caller_input(document: Any = _UNKNOWN, *, prefix: str = "") -> Iterator[None
         if document is _UNKNOWN:
             raise problems.validation_failed(field_errors(error, prefix=prefix)) from None
         raise problems.validation_failed(field_errors(error, prefix=prefix, document=document)) from None
-
-
-def validate_input(model: type[Model], document: Any, *, prefix: str = "") -> Model:
-    """``document`` (part of the caller's request, at ``prefix``) as ``model``; the caller's 422 if it does not fit."""
-    with caller_input(document, prefix=prefix):
-        return model.model_validate(document)
