@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from azure.core.pipeline.transport import RequestsTransport
-from azure.data.tables import TableServiceClient
+from azure.core.pipeline import Pipeline
+from azure.core.pipeline.transport import HttpTransport, RequestsTransport
+from azure.data.tables import TableClient, TableServiceClient
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueClient, QueueServiceClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
@@ -21,6 +22,64 @@ from shared.platform.credentials import azure_credential
 from shared.platform.storage.connection import IdentityConnection, read_connection
 from shared.platform.storage.entity_guard import EntityGuard
 from storage_protocol.client_options import transport_options
+
+
+class SharedPipelineTableServiceClient(TableServiceClient):
+    """A table service client whose table clients all run on one pipeline, linked once, at construction.
+
+    Why: the SDK's ``get_table_client`` builds a new ``Pipeline`` from the service client's own policy
+    instances for every table client, and azure-core's ``Pipeline.__init__`` relinks each shared
+    ``HTTPPolicy``'s ``next`` (retry, redirect, credential) to SansIO runners it has only half built.
+    A request in flight on another table client then walked into a runner with no ``next`` yet and
+    failed (``'_SansIOHTTPPolicyRunner' object has no attribute 'next'``: a host's timer listing pools
+    in a worker thread while another thread made a table client). Here the one pipeline is built
+    before the client is handed out, so no link ever moves again; its policies, bearer-token cache
+    included, and transport (connection pool, :class:`EntityGuard`) are the service client's, as in
+    the SDK. Queue and blob clients are not affected: their ``get_*_client`` passes runners already
+    built, whose relinking always leaves a complete chain, so they stay the SDK's own.
+
+    Private SDK names relied on (those the SDK's own ``get_table_client`` uses): ``self._policies``,
+    ``self._location_mode`` and ``self._hosts``. (Its ``TransportWrapper`` is :class:`_LentTransport`.)
+    """
+
+    def __init__(self, endpoint: str, *, transport: HttpTransport[Any, Any], **kwargs: Any) -> None:
+        super().__init__(endpoint, transport=transport, **kwargs)
+        self._table_pipeline: Pipeline[Any, Any] = Pipeline(_LentTransport(transport), policies=self._policies)
+
+    def get_table_client(self, table_name: str, **kwargs: Any) -> TableClient:
+        return TableClient(
+            self.url,
+            table_name=table_name,
+            credential=self.credential,
+            api_version=self.api_version,
+            pipeline=self._table_pipeline,
+            location_mode=self._location_mode,
+            _hosts=self._hosts,
+            **kwargs,
+        )
+
+
+class _LentTransport(HttpTransport[Any, Any]):
+    """The service client's transport, lent to its table clients: closing (or leaving the ``with`` of)
+    a table client leaves the shared transport, and its connection pool, open."""
+
+    def __init__(self, transport: HttpTransport[Any, Any]) -> None:
+        self._transport = transport
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        return self._transport.send(request, **kwargs)
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> _LentTransport:
+        return self
+
+    def __exit__(self, *exc_details: object) -> None:
+        pass
 
 
 @dataclass(frozen=True)
@@ -56,7 +115,7 @@ QUEUE_CODEC: dict[str, Any] = {
 def clients_from_connection_string(connection_string: str, **options: Any) -> StorageClients:
     options = transport_options(options)
     return StorageClients(
-        tables=TableServiceClient.from_connection_string(connection_string, **guarded(options)),
+        tables=SharedPipelineTableServiceClient.from_connection_string(connection_string, **guarded(options)),
         blobs=BlobServiceClient.from_connection_string(connection_string, **options),
         queues=QueueServiceClient.from_connection_string(connection_string, **QUEUE_CODEC, **options),
     )
@@ -67,7 +126,7 @@ def clients_from_identity(identity: IdentityConnection, **options: Any) -> Stora
     credential = azure_credential(identity.client_id)
     options = transport_options(options)
     return StorageClients(
-        tables=TableServiceClient(identity.endpoint("table"), credential=credential, **guarded(options)),
+        tables=SharedPipelineTableServiceClient(identity.endpoint("table"), credential=credential, **guarded(options)),
         blobs=BlobServiceClient(identity.endpoint("blob"), credential=credential, **options),
         queues=QueueServiceClient(identity.endpoint("queue"), credential=credential, **QUEUE_CODEC, **options),
     )
