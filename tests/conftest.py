@@ -33,7 +33,7 @@ FIXTURE_APP = Path(__file__).resolve().parent / "fixture_app"
 
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
-    instance = Azurite(tmp_path_factory.mktemp("azurite")).start()
+    instance = Azurite(tmp_path_factory.mktemp("azurite"), persist=False).start()
     yield instance
     instance.stop(grace_seconds=0.5)  # its data is thrown away; clients of this process hold connections
 

@@ -74,7 +74,7 @@ SEED = 20260611  # fixed: the same requests on every run, so a CI failure can be
 
 @pytest.fixture(scope="module")
 def fuzz_azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
-    instance = Azurite(tmp_path_factory.mktemp("fuzz-azurite")).start()
+    instance = Azurite(tmp_path_factory.mktemp("fuzz-azurite"), persist=False).start()
     yield instance
     instance.stop(grace_seconds=0.5)  # its data is thrown away; clients of this process hold connections
 

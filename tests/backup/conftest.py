@@ -19,7 +19,7 @@ from shared.platform.storage.clients import StorageClients, clients_from_connect
 
 @pytest.fixture(scope="package")
 def backup_azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
-    instance = Azurite(tmp_path_factory.mktemp("backup-azurite")).start()
+    instance = Azurite(tmp_path_factory.mktemp("backup-azurite"), persist=False).start()
     yield instance
     instance.stop(grace_seconds=0.5)
 

@@ -35,7 +35,7 @@ def azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
     """An Azurite of this module's own: every host on an account shares its queues (by design, any host
     may take a sync), so on the session's account another test's host could take the sync this test
     holds behind its proxy, and the write it waits for would never pass the proxy."""
-    instance = Azurite(tmp_path_factory.mktemp("gitops-crash-azurite")).start()
+    instance = Azurite(tmp_path_factory.mktemp("gitops-crash-azurite"), persist=False).start()
     yield instance
     instance.stop(grace_seconds=0.5)
 

@@ -44,7 +44,7 @@ def healed(knowledge_host: KnowledgeHostStandIn) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def own_azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
-    azurite = Azurite(tmp_path_factory.mktemp("knowledge-host-azurite")).start()
+    azurite = Azurite(tmp_path_factory.mktemp("knowledge-host-azurite"), persist=False).start()
     yield azurite
     azurite.stop(grace_seconds=0.5)
 
@@ -165,7 +165,7 @@ def test_an_artifact_is_dead_lettered_with_its_record_after_its_attempts_and_the
 @pytest.fixture
 def kill_azurite(tmp_path: Path) -> Iterator[Azurite]:
     """An Azurite for this test alone: no other host may publish what the killed host was publishing."""
-    azurite = Azurite(tmp_path / "azurite").start()
+    azurite = Azurite(tmp_path / "azurite", persist=False).start()
     yield azurite
     azurite.stop(grace_seconds=0.5)
 

@@ -52,7 +52,7 @@ def control_plane() -> Iterator[ControlPlaneStandIn]:
 
 @pytest.fixture(scope="module")
 def own_azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
-    azurite = Azurite(tmp_path_factory.mktemp("control-plane-quotas-azurite")).start()
+    azurite = Azurite(tmp_path_factory.mktemp("control-plane-quotas-azurite"), persist=False).start()
     yield azurite
     azurite.stop(grace_seconds=0.5)
 

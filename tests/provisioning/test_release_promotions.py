@@ -45,7 +45,7 @@ def delivery_host() -> Iterator[DeliveryHostStandIn]:
 
 @pytest.fixture(scope="module")
 def own_azurite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Azurite]:
-    azurite = Azurite(tmp_path_factory.mktemp("delivery-host-azurite")).start()
+    azurite = Azurite(tmp_path_factory.mktemp("delivery-host-azurite"), persist=False).start()
     yield azurite
     azurite.stop(grace_seconds=0.5)
 

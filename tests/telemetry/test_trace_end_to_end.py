@@ -26,7 +26,7 @@ from tests.support.host import HostProcess, wait_until
 
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory: pytest.TempPathFactory, key_dir: Path) -> Iterator[tuple[HostProcess, Azurite, Path]]:
-    azurite = Azurite(tmp_path_factory.mktemp("azurite-telemetry")).start()
+    azurite = Azurite(tmp_path_factory.mktemp("azurite-telemetry"), persist=False).start()
     directory = tmp_path_factory.mktemp("telemetry")
     log = tmp_path_factory.mktemp("logs") / "telemetry-host.log"
     settings = app_settings(
