@@ -16,6 +16,7 @@ import requests
 from devhost.azurite import REPO, free_port
 from devhost.host_keys import KEY_HEADER, KEYS_FILE
 from devhost.parent_death import signalled_on_parent_death
+from tests.support.host_zygote import ForkedHost, zygote
 
 
 class HostProcess:
@@ -27,7 +28,7 @@ class HostProcess:
         self.env = {"DEVHOST_KEY_DIRECTORY": str(log_path.parent / "host-keys"), **env}
         self.port = port or free_port()
         self.log_path = log_path
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | ForkedHost | None = None
         self._log_start = 0
 
     @property
@@ -40,16 +41,7 @@ class HostProcess:
     def start(self, timeout: float = 60.0) -> HostProcess:
         env = {**os.environ, **self.env, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        log = open(self.log_path, "ab")
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "devhost", "start", "--app-dir", str(self.app_dir), "--port", str(self.port)],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            # A test worker killed mid-run takes its hosts with it (as a crash: they get no say).
-            preexec_fn=signalled_on_parent_death(signal.SIGKILL),
-        )
+        self._process = self._launch(["start", "--app-dir", str(self.app_dir), "--port", str(self.port)], env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
@@ -58,6 +50,23 @@ class HostProcess:
                 return self
             time.sleep(0.1)
         raise TimeoutError(f"host did not start in {timeout} s:\n{self.log()}")
+
+    def _launch(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes] | ForkedHost:
+        """``python -m devhost <argv>``: forked from the worker's zygote (:mod:`tests.support.host_zygote`),
+        or a fresh interpreter where there is none (a host started from a thread other than the main one)."""
+        forks = zygote()
+        if forks is not None:
+            return forks.spawn(argv, env, REPO, self.log_path)
+        with open(self.log_path, "ab") as log:
+            return subprocess.Popen(
+                [sys.executable, "-m", "devhost", *argv],
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                # A test worker killed mid-run takes its hosts with it (as a crash: they get no say).
+                preexec_fn=signalled_on_parent_death(signal.SIGKILL),
+            )
 
     @property
     def pid(self) -> int:

@@ -1,0 +1,280 @@
+"""Test hosts forked from one interpreter that has already imported what every host imports.
+
+The suite starts about a hundred local hosts (``python -m devhost start``), on a machine where CPU
+is what runs out; a fresh interpreter spends most of a host's start importing the same libraries and
+the same ``shared`` package each time. The zygote is one interpreter per test worker that imports
+them once, then forks a host on request: the child sets the host's environment, working folder and
+log, and runs ``devhost``'s own ``main`` with the host's arguments, as ``python -m devhost start``
+would. What the test drives is unchanged: the same process serving HTTP, queues and timers, killed,
+stopped and signalled by its pid.
+
+What the zygote imports is what reads no setting at import (tests/test_import_reads_no_settings.py):
+the local host, the worker library, the Azure SDKs and the whole ``shared`` package. The app itself
+(``function_app``, ``functions``, ``orchestrations``) is imported by each host, never here: its
+bindings are fixed by the settings it sees when it is imported.
+
+Protocol, one JSON document a line: the test worker writes ``{"argv", "env", "cwd", "log"}`` to the
+zygote's standard input; the zygote answers ``{"pid": n}`` on its standard output, and later
+``{"exit": n, "returncode": r}`` when that child ends (``r`` negative for a signal, as
+:class:`subprocess.Popen` says it). The zygote runs single-threaded (nothing it imports starts a
+thread, which it checks), so forking it is safe.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+import pkgutil
+import select
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+from devhost.parent_death import signalled_on_parent_death
+
+REPO = Path(__file__).resolve().parents[2]
+PRELOADED_PACKAGES = ("shared",)
+PRELOADED_MODULES = (
+    "devhost.__main__",
+    "devhost.extensions",
+    "devhost.host",
+    "devhost.worker_validation",
+    "azure.functions",
+    "azure.durable_functions",
+)
+
+
+# --- the zygote (its own process: ``python -m tests.support.host_zygote``) ---------------------------
+
+
+def preload() -> None:
+    for name in PRELOADED_MODULES:
+        importlib.import_module(name)
+    from devhost.worker_validation import _worker_modules
+
+    _worker_modules()  # the Functions worker library every host indexes its app with
+    for package in PRELOADED_PACKAGES:
+        top = importlib.import_module(package)
+        for info in pkgutil.walk_packages(top.__path__, package + "."):
+            importlib.import_module(info.name)
+    threads = threading.active_count()
+    if threads != 1 or len(os.listdir("/proc/self/task")) != 1:
+        raise RuntimeError(f"the zygote must stay single-threaded to fork safely; it has {threads} threads")
+
+
+def serve() -> None:
+    preload()
+    wake_read, wake_write = os.pipe()
+    for fd in (wake_read, wake_write):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that SIGCHLD writes to the wake-up pipe
+    pending = b""
+    while True:
+        readable, _, _ = select.select([0, wake_read], [], [])
+        if wake_read in readable:
+            _drain(wake_read)
+            _reap()
+        if 0 in readable:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                return  # the test worker has gone; the hosts get their parent-death signal
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                _emit({"pid": _fork(json.loads(line), (wake_read, wake_write))})
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _emit({"exit": pid, "returncode": os.waitstatus_to_exitcode(status)})
+
+
+def _emit(document: dict[str, Any]) -> None:
+    os.write(1, (json.dumps(document) + "\n").encode())
+
+
+def _fork(request: dict[str, Any], zygote_fds: tuple[int, int]) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        code = _run_host(request, zygote_fds)
+    except SystemExit as leaving:
+        code = leaving.code if isinstance(leaving.code, int) else 1
+    except BaseException:  # whatever ends the host is printed to its log, as Python would print it
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(code)
+
+
+def _run_host(request: dict[str, Any], zygote_fds: tuple[int, int]) -> int:
+    """In the child: become the host ``python -m devhost <argv>`` would have started."""
+    signal.set_wakeup_fd(-1)
+    for fd in zygote_fds:
+        os.close(fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    arrange = signalled_on_parent_death(signal.SIGKILL)  # the zygote's main thread is this child's parent
+    if arrange is not None:
+        arrange()
+    _redirect(request["log"])
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = ["devhost", *request["argv"]]
+    from devhost.__main__ import main
+
+    return main(request["argv"])
+
+
+def _redirect(log: str) -> None:
+    """Standard input from nowhere; standard output and error to the host's log, unbuffered."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True, line_buffering=True)
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), errors="backslashreplace", write_through=True, line_buffering=True
+    )
+
+
+# --- the test worker's side ---------------------------------------------------------------------------
+
+
+class ForkedHost:
+    """A host the zygote forked: what :class:`tests.support.host.HostProcess` needs of a ``Popen``."""
+
+    def __init__(self, zygote: Zygote, pid: int) -> None:
+        self._zygote = zygote
+        self.pid = pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._zygote.returncode(self.pid)
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._zygote.wait(self.pid, timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"host {self.pid}", timeout or 0)
+        return code
+
+    def send_signal(self, signum: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class Zygote:
+    """The test worker's zygote: started once (from the main thread, so that it ends with the worker)."""
+
+    def __init__(self) -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.host_zygote"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            preexec_fn=signalled_on_parent_death(signal.SIGKILL),
+        )
+        self._lock = threading.Lock()  # one fork request at a time: its answer is the next pid line
+        self._changed = threading.Condition()
+        self._started: list[int] = []
+        self._ended: dict[int, int] = {}
+        self._reader = threading.Thread(target=self._read, name="host-zygote", daemon=True)
+        self._reader.start()
+
+    def spawn(self, argv: list[str], env: dict[str, str], cwd: Path, log: Path, timeout: float = 60.0) -> ForkedHost:
+        request = {"argv": argv, "env": env, "cwd": str(cwd), "log": str(log)}
+        assert self._process.stdin is not None
+        with self._lock:
+            self._process.stdin.write((json.dumps(request) + "\n").encode())
+            self._process.stdin.flush()
+            with self._changed:
+                if not self._changed.wait_for(lambda: self._started or not self.alive, timeout):
+                    raise TimeoutError(f"the host zygote did not fork in {timeout} s")
+                if not self._started:
+                    raise RuntimeError(f"the host zygote ended with {self._process.poll()}")
+                return ForkedHost(self, self._started.pop(0))
+
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def returncode(self, pid: int) -> int | None:
+        with self._changed:
+            return self._ended.get(pid)
+
+    def wait(self, pid: int, timeout: float | None) -> int | None:
+        with self._changed:
+            self._changed.wait_for(lambda: pid in self._ended or not self.alive, timeout)
+            return self._ended.get(pid)
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            document = json.loads(line)
+            with self._changed:
+                if "pid" in document:
+                    self._started.append(int(document["pid"]))
+                else:
+                    self._ended[int(document["exit"])] = int(document["returncode"])
+                self._changed.notify_all()
+        self._process.wait()
+        with self._changed:
+            self._changed.notify_all()  # the zygote is gone: waiters stop waiting
+
+
+_zygote: Zygote | None = None
+_zygote_lock = threading.Lock()
+
+
+def zygote() -> Zygote | None:
+    """The worker's zygote, started on first use from the main thread; None elsewhere (a host started from
+    another thread first is started as a fresh interpreter, see :mod:`devhost.parent_death`)."""
+    global _zygote
+    with _zygote_lock:
+        if _zygote is not None and _zygote.alive:
+            return _zygote
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        _zygote = Zygote()
+        return _zygote
+
+
+if __name__ == "__main__":
+    serve()
