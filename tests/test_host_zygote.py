@@ -1,0 +1,81 @@
+"""Test hosts forked from the worker's zygote (tests/support/host_zygote.py) are hosts like any other.
+
+A forked host serves requests, stops cleanly on SIGINT with exit code 0 and reports a SIGKILL as
+``-9``, as a ``subprocess.Popen`` would; its parent is the zygote, whose parent is this test process.
+A host started from another thread before there is a zygote is a fresh interpreter instead.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from devhost.azurite import Azurite
+from tests.conftest import FIXTURE_APP, app_settings
+from tests.support import host_zygote
+from tests.support.host import HostProcess
+from tests.support.host_zygote import ForkedHost, zygote
+
+
+def _parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _fixture_host(azurite: Azurite, key_dir: Path, tmp_path: Path, name: str) -> HostProcess:
+    settings = app_settings(azurite, key_dir, FIXTURE_WORK_QUEUE=f"zygote-{name}")
+    return HostProcess(FIXTURE_APP, settings, tmp_path / f"{name}.log")
+
+
+def test_a_forked_host_serves_stops_cleanly_and_is_a_child_of_the_zygote(
+    azurite: Azurite, key_dir: Path, tmp_path: Path
+) -> None:
+    host = _fixture_host(azurite, key_dir, tmp_path, "forked").start()
+    forks = zygote()
+    try:
+        assert isinstance(host._process, ForkedHost)
+        assert forks is not None and _parent_of(host.pid) == forks._process.pid
+        assert _parent_of(forks._process.pid) == os.getpid()
+        answer = host.request("GET", "/echo/zygote")
+        assert answer.status_code == 200 and answer.json()["route_params"] == {"name": "zygote"}
+    finally:
+        code = host.stop()
+    assert code == 0, host.log()[-2000:]
+    assert "Host started" in host.log()
+
+
+def test_a_killed_forked_host_reports_the_signal_as_popen_does(azurite: Azurite, key_dir: Path, tmp_path: Path) -> None:
+    host = _fixture_host(azurite, key_dir, tmp_path, "killed").start()
+    host.kill()
+    assert host._process is not None and host._process.returncode == -signal.SIGKILL
+
+
+def test_a_host_started_first_from_another_thread_is_a_fresh_interpreter(
+    azurite: Azurite, key_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zygote is started from the main thread only (its parent-death signal follows the thread that
+    started it): a host started from another thread while there is none is a fresh interpreter."""
+    monkeypatch.setattr(host_zygote, "_zygote", None)
+    host = _fixture_host(azurite, key_dir, tmp_path, "threaded")
+    failures: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            host.start()
+        except BaseException as error:  # reported by the test below
+            failures.append(error)
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    starter.join(timeout=90)
+    try:
+        assert not failures, failures
+        assert host._process is not None and not isinstance(host._process, ForkedHost)
+        assert _parent_of(host.pid) == os.getpid()
+        assert b"devhost" in Path(f"/proc/{host.pid}/cmdline").read_bytes()
+        assert host_zygote._zygote is None
+    finally:
+        host.stop()
