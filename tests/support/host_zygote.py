@@ -265,12 +265,13 @@ _zygote_lock = threading.Lock()
 
 def zygote() -> Zygote | None:
     """The worker's zygote, started on first use from the main thread; None elsewhere (a host started from
-    another thread first is started as a fresh interpreter, see :mod:`devhost.parent_death`)."""
+    another thread first is started as a fresh interpreter, see :mod:`devhost.parent_death`) and off Linux
+    (where the zygote could not tell that it has no other thread, and forking is not what Python does)."""
     global _zygote
     with _zygote_lock:
         if _zygote is not None and _zygote.alive:
             return _zygote
-        if threading.current_thread() is not threading.main_thread():
+        if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
             return None
         _zygote = Zygote()
         return _zygote
