@@ -19,12 +19,15 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from devhost.azurite import BACKUP_ACCOUNT, TARGET_ACCOUNT, Azurite
 from devhost.tokens import mint_token
+from tests.durable.support import DurableApp
 from tests.support.host import HostProcess
+from tests.support.host_groups import HostGroup
 from tests.support.ports import closed_port
 
 REPO = Path(__file__).resolve().parents[1]
@@ -150,13 +153,73 @@ def runtime_host(azurite: Azurite, key_dir: Path, tmp_path_factory: pytest.TempP
     host.stop()
 
 
-@pytest.fixture(scope="session")
-def fixture_host(azurite: Azurite, key_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostProcess]:
-    """A small app of the tests' own, for the local host's own behaviour."""
-    log = tmp_path_factory.mktemp("logs") / "fixture-host.log"
-    host = HostProcess(FIXTURE_APP, app_settings(azurite, key_dir, FIXTURE_WORK_QUEUE="fixture-work"), log).start()
-    yield host
-    host.stop()
+# Hosts a few modules share, up only while a worker runs those modules (tests/support/host_groups.py).
+FIXTURE_HOST_GROUP: HostGroup[HostProcess] = HostGroup(
+    "fixture-host",
+    frozenset(
+        {
+            "tests/test_host_keys.py",
+            "tests/test_local_host_http.py",
+            "tests/test_local_host_triggers.py",
+            "tests/test_worker_validation.py",
+        }
+    ),
+)
+DURABLE_HOST_GROUP: HostGroup[DurableApp] = HostGroup(
+    "durable-host",
+    frozenset(
+        {
+            "tests/durable/test_failures.py",
+            "tests/durable/test_management.py",
+            "tests/durable/test_patterns.py",
+            "tests/durable/test_restart.py",
+            "tests/durable/test_webhook_keys.py",
+        }
+    ),
+)
+HOST_GROUPS: tuple[HostGroup[Any], ...] = (FIXTURE_HOST_GROUP, DURABLE_HOST_GROUP)
+GROUP_FIXTURES: dict[str, HostGroup[Any]] = {"fixture_host": FIXTURE_HOST_GROUP, "durable": DURABLE_HOST_GROUP}
+
+
+@pytest.fixture
+def fixture_host(azurite: Azurite, key_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> HostProcess:
+    """A small app of the tests' own, for the local host's own behaviour (one host for FIXTURE_HOST_GROUP)."""
+
+    def start() -> HostProcess:
+        log = tmp_path_factory.mktemp("logs") / "fixture-host.log"
+        settings = app_settings(azurite, key_dir, FIXTURE_WORK_QUEUE="fixture-work")
+        return HostProcess(FIXTURE_APP, settings, log).start()
+
+    return FIXTURE_HOST_GROUP.shared(start, HostProcess.stop)
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures are torn down
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    for group in HOST_GROUPS:
+        group.leave(nextitem)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's, under `make test`
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` with each host group's modules as one unit of work (one worker, one after another)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class ModulesAndHostGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            grouped = (group.name for group in HOST_GROUPS if module in group.modules)
+            return next(grouped, None) or str(super()._split_scope(nodeid))
+
+    return ModulesAndHostGroups(config, log)
+
+
+def _check_host_groups(item: pytest.Item) -> None:
+    """A module that uses a group's host is in the group (else its host would start and stop around it)."""
+    for name, group in GROUP_FIXTURES.items():
+        if name in getattr(item, "fixturenames", ()) and not group.holds(item):
+            raise pytest.UsageError(f"{item.nodeid} uses {name}: add its module to {group.name} in tests/conftest.py")
 
 
 Mint = Callable[..., str]
@@ -274,6 +337,7 @@ def _in_the_build_tier(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     own_world: set[str] = set()
     for item in items:
+        _check_host_groups(item)
         fixtures = _fixture_defs(item)
         if _in_the_build_tier(item):
             item.add_marker(BUILD)
