@@ -250,7 +250,11 @@ class Zygote:
             document = json.loads(line)
             with self._changed:
                 if "pid" in document:
-                    self._started.append(int(document["pid"]))
+                    pid = int(document["pid"])
+                    # Linux hands out pids again (pid_max is 32768 here, and threads take them too): an exit
+                    # recorded for an earlier host with this pid must not read as this host's.
+                    self._ended.pop(pid, None)
+                    self._started.append(pid)
                 else:
                     self._ended[int(document["exit"])] = int(document["returncode"])
                 self._changed.notify_all()
