@@ -155,7 +155,7 @@ def runtime_host(azurite: Azurite, key_dir: Path, tmp_path_factory: pytest.TempP
 
 # Hosts a few modules share, up only while a worker runs those modules (tests/support/host_groups.py).
 FIXTURE_HOST_GROUP: HostGroup[HostProcess] = HostGroup(
-    "fixture-host",
+    "fixture_host",
     frozenset(
         {
             "tests/test_host_keys.py",
@@ -166,7 +166,7 @@ FIXTURE_HOST_GROUP: HostGroup[HostProcess] = HostGroup(
     ),
 )
 DURABLE_HOST_GROUP: HostGroup[DurableApp] = HostGroup(
-    "durable-host",
+    "durable",
     frozenset(
         {
             "tests/durable/test_failures.py",
@@ -178,7 +178,6 @@ DURABLE_HOST_GROUP: HostGroup[DurableApp] = HostGroup(
     ),
 )
 HOST_GROUPS: tuple[HostGroup[Any], ...] = (FIXTURE_HOST_GROUP, DURABLE_HOST_GROUP)
-GROUP_FIXTURES: dict[str, HostGroup[Any]] = {"fixture_host": FIXTURE_HOST_GROUP, "durable": DURABLE_HOST_GROUP}
 
 
 @pytest.fixture
@@ -209,7 +208,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class ModulesAndHostGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            grouped = (group.name for group in HOST_GROUPS if module in group.modules)
+            grouped = (f"host group {group.fixture}" for group in HOST_GROUPS if module in group.modules)
             return next(grouped, None) or str(super()._split_scope(nodeid))
 
     return ModulesAndHostGroups(config, log)
@@ -217,9 +216,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 def _check_host_groups(item: pytest.Item) -> None:
     """A module that uses a group's host is in the group (else its host would start and stop around it)."""
-    for name, group in GROUP_FIXTURES.items():
-        if name in getattr(item, "fixturenames", ()) and not group.holds(item):
-            raise pytest.UsageError(f"{item.nodeid} uses {name}: add its module to {group.name} in tests/conftest.py")
+    for group in HOST_GROUPS:
+        if group.fixture in getattr(item, "fixturenames", ()) and not group.holds(item):
+            message = f"{item.nodeid} uses {group.fixture}: add its module to that fixture's group in tests/conftest.py"
+            raise pytest.UsageError(message)
 
 
 Mint = Callable[..., str]

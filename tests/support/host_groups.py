@@ -13,7 +13,7 @@ adjacent, the host may start more than once; every test still gets one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import pytest
@@ -23,23 +23,24 @@ Shared = TypeVar("Shared")
 
 @dataclass
 class HostGroup(Generic[Shared]):
-    """The modules (paths from the repository root) that share one host, and that host while it runs."""
+    """The fixture (by name) that gives a group's host, the modules (paths from the repository root) that
+    share it, and that host while it runs."""
 
-    name: str
+    fixture: str
     modules: frozenset[str]
-    _running: list[tuple[Shared, Callable[[Shared], object]]] = field(default_factory=list)
+    _running: tuple[Shared, Callable[[Shared], object]] | None = None
 
     def holds(self, item: pytest.Item | None) -> bool:
         return item is not None and item.nodeid.split("::", 1)[0] in self.modules
 
     def shared(self, start: Callable[[], Shared], stop: Callable[[Shared], object]) -> Shared:
         """The group's host (or what wraps it), started by ``start`` if it is not running."""
-        if not self._running:
-            self._running.append((start(), stop))
-        return self._running[0][0]
+        if self._running is None:
+            self._running = (start(), stop)
+        return self._running[0]
 
     def leave(self, nextitem: pytest.Item | None) -> None:
         """After a test: stop the host unless the next test is the group's too."""
-        if self._running and not self.holds(nextitem):
-            value, stop = self._running.pop()
+        if self._running is not None and not self.holds(nextitem):
+            (value, stop), self._running = self._running, None
             stop(value)
