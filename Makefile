@@ -54,7 +54,7 @@ test: setup bytecode
 # The project's byte code, compiled once before the suite: the suite starts about a hundred host processes,
 # their job scalers and the CLI, each importing the project anew. Python compiles a module whose byte code
 # it does not find, and where PYTHONDONTWRITEBYTECODE is set (on the machines here it is) it never keeps
-# what it compiled, so every process compiled every module again (about 0.25 s of CPU per host start).
+# what it compiled, so every process compiled every module again (about 0.25 s of CPU per fresh host).
 # compileall writes it whatever that variable says, and Python reads it either way; __pycache__/ is ignored
 # by git and by the package (.funcignore). Quick when nothing changed.
 BYTECODE_DIRS := function_app.py functions orchestrations shared devhost runner_job runtime_cloud_cli storage_protocol tools tests bench

@@ -72,9 +72,10 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
 
 
 # Azurite's own defaults that cost CPU on every request and that nothing here reads: the access log
-# (written to the console, which is discarded) and the telemetry it sends to Microsoft by default (which,
-# with no internet, it keeps trying to send). On two cores the suite's Azurites serve thousands of
-# requests a minute; these two were about a fifth of their CPU (measured in a bench of queue and table calls).
+# (written to the console, which is discarded) and the request telemetry it collects for Microsoft by
+# default (nothing of a developer's use should leave the machine anyway). On two cores the suite's Azurites
+# serve thousands of requests a minute; these two were about a fifth of their CPU (measured in a bench of
+# queue and table calls).
 QUIET = ("--silent", "--disableTelemetry")
 # With ``persist=False`` Azurite keeps its data in memory only (and writes nothing to disk, where it
 # otherwise saves its whole database every few seconds); at most this much of blob content.
