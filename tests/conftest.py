@@ -124,6 +124,10 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         # The autoscaler's timer too (tests/autoscaling/ evaluate through the API or the admin endpoint):
         # every host would evaluate every test's pools, between a test's own steps.
         "RuntimeCloud__Autoscaling__EvaluateSchedule": "0 0 0 1 1 *",
+        # The inventory scan too (tests scan through the API or the admin endpoint): at a quarter past, a timer's
+        # scan of every environment would resolve a finding between a test's own steps, and the test's scan
+        # would then report nothing resolved (tests/inventory/test_drift_end_to_end.py).
+        "RuntimeCloud__Inventory__ScanSchedule": "0 0 0 1 1 *",
         "RuntimeCloudGitOps__WebhookSecret": "test-webhook-secret-0123456789abcdef",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
         # Each host its own Durable task hub, so hosts sharing the test Azurite do not share work.
