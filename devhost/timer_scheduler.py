@@ -156,7 +156,7 @@ class TimerRunner:
             lock = ListenerLock(service, self._host_id, self.function.name, self._singleton)
             await lock.acquire()
             keeper = asyncio.create_task(lock.keep(), name=f"listener lock of {self.function.name}")
-            firing = asyncio.create_task(self._follow_schedule(), name=f"schedule of {self.function.name}")
+            firing = asyncio.create_task(self._follow_schedule(service), name=f"schedule of {self.function.name}")
             try:
                 done, _ = await asyncio.wait({keeper, firing}, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
@@ -167,8 +167,8 @@ class TimerRunner:
                 await asyncio.gather(keeper, firing, return_exceptions=True)
                 await asyncio.shield(lock.release())
 
-    async def _follow_schedule(self) -> None:
-        status = await self._read_status()
+    async def _follow_schedule(self, service: BlobServiceClient) -> None:
+        status = await self._read_status(service)
         now = _now()
         if (status.next and status.next < now) or self._run_on_startup:
             await self._fire(status, past_due=bool(status.next and status.next < now))
@@ -176,7 +176,7 @@ class TimerRunner:
             now = _now()
             due = self.schedule.next_after(now)
             status.next = due
-            await self._write_status(status)
+            await self._write_status(service, status)  # with the last occurrence fired, if any: one write each
             await asyncio.sleep(max(0.0, (due - _now()).total_seconds()))
             await self._fire(status, past_due=False)
 
@@ -191,26 +191,29 @@ class TimerRunner:
             await self._invoker.invoke(self.function, request)
         except Exception:
             log.exception("timer function %s failed", self.function.name)
-        await self._write_status(status)
 
-    async def _read_status(self) -> ScheduleStatus:
+    async def _read_status(self, service: BlobServiceClient) -> ScheduleStatus:
         try:
-            async with _blob_service() as service:
-                blob = service.get_blob_client(STATUS_CONTAINER, self._blob_name)
-                document = json.loads(await (await blob.download_blob()).readall())
+            blob = service.get_blob_client(STATUS_CONTAINER, self._blob_name)
+            document = json.loads(await (await blob.download_blob()).readall())
             return ScheduleStatus(_parse(document.get("Last")), _parse(document.get("Next")))
         except ResourceNotFoundError:
             return ScheduleStatus(None, None)
 
-    async def _write_status(self, status: ScheduleStatus) -> None:
+    async def _write_status(self, service: BlobServiceClient, status: ScheduleStatus) -> None:
+        """On the runner's client (one connection pool for its life); the container is created only when the
+        write finds it missing, not before every write (an idle host wrote a status every few seconds)."""
+        blob = service.get_blob_client(STATUS_CONTAINER, self._blob_name)
+        document = json.dumps(status.as_dict(_now()))
         try:
-            async with _blob_service() as service:
+            try:
+                await blob.upload_blob(document, overwrite=True)
+            except ResourceNotFoundError:  # the container (the blob itself need not exist to be written)
                 try:
                     await service.create_container(STATUS_CONTAINER)
                 except ResourceExistsError:
                     pass
-                blob = service.get_blob_client(STATUS_CONTAINER, self._blob_name)
-                await blob.upload_blob(json.dumps(status.as_dict(_now())), overwrite=True)
+                await blob.upload_blob(document, overwrite=True)
         except Exception as error:  # noqa: BLE001 - a missed status write only costs a past-due run later
             log.warning("could not record schedule status of %s: %s", self.function.name, error)
 
