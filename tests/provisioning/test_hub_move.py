@@ -19,7 +19,7 @@ from tests.provisioning.helpers import WRITE, declare, specification, target_que
 from tests.provisioning.test_runner_jobs import apply_receipt, job_settings, orchestration_history
 from tests.support.host import HostProcess, wait_until
 
-# The start's call, the checks of a minute's apply backing off to 30 s (eight), the one the job's notice
+# The start's call, the checks of a 100 s apply backing off to 60 s (eight), the one the job's notice
 # wakes, and one call in flight repeated by each of the two hub moves: a replay that looped would pass it.
 MAX_APPLY_CALLS = 12
 TAKEN_OVER = "taking over its lease"  # the local host's log line as it takes a dead holder's hub lease
@@ -30,14 +30,15 @@ def test_a_run_applies_once_and_its_orchestration_completes_while_the_task_hub_m
     azurite, key_dir, mint, tmp_path
 ):
     settings = provisioning_settings(
-        # 20 steps of 3 s: a minute of apply, so that a kill, a takeover and a new host's start (each slower
-        # on a loaded machine, e.g. under the parallel suite) all fit inside it before the hub moves back.
-        # Checks back off from 0.25 s to 30 s: seven in the first 32 s, one at 62 s, and the job's notice
-        # wakes the run when it ends (MAX_APPLY_CALLS).
+        # 20 steps of 5 s: 100 s of apply, so that a kill, a takeover and a new host's start (each slower on a
+        # loaded machine: the suite runs this module first, beside the other workers' starts) all fit inside
+        # it before the hub moves back; on a quiet machine they take about 15 s. Checks back off from 0.25 s
+        # to 60 s: seven in the first 32 s, one at 64 s, the next not before 124 s, and the job's notice wakes
+        # the run when it ends (MAX_APPLY_CALLS).
         azurite,
         key_dir,
         **job_settings(
-            unique("move"), RuntimeCloud__IaC__StepIntervalSeconds="3", RuntimeCloud__IaC__JobCheckSeconds="30"
+            unique("move"), RuntimeCloud__IaC__StepIntervalSeconds="5", RuntimeCloud__IaC__JobCheckSeconds="60"
         ),
     )
     hosts: list[HostProcess] = []
