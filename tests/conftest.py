@@ -124,7 +124,7 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         # The autoscaler's timer too (tests/autoscaling/ evaluate through the API or the admin endpoint):
         # every host would evaluate every test's pools, between a test's own steps.
         "RuntimeCloud__Autoscaling__EvaluateSchedule": "0 0 0 1 1 *",
-        # The inventory scan too (tests scan through the API or the admin endpoint): at a quarter past, a timer's
+        # The inventory scan too (tests scan through the API or the admin endpoint): every quarter hour, a timer's
         # scan of every environment would resolve a finding between a test's own steps, and the test's scan
         # would then report nothing resolved (tests/inventory/test_drift_end_to_end.py).
         "RuntimeCloud__Inventory__ScanSchedule": "0 0 0 1 1 *",

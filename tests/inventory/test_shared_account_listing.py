@@ -39,7 +39,7 @@ def test_one_timer_tick_lists_the_shared_account_once_and_finds_each_environment
     fired = inventory_host.request("POST", "admin/functions/inventory_scan", json={"input": ""})
 
     assert fired.status_code == 202, fired.text
-    # Wait for this tick's findings, then for its summary line (a scheduled tick may end in between).
+    # Wait for this tick's findings, then for its summary line.
     wait_until(
         lambda: findings(inventory_host, token, first) and findings(inventory_host, token, second),
         timeout=120,
