@@ -36,15 +36,32 @@ def ensure_signing_key(directory: Path) -> tuple[rsa.RSAPrivateKey, str]:
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
         _write_atomically(key_path, pem, exclusive=True)
-    key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
-    if not isinstance(key, rsa.RSAPrivateKey):
-        raise ValueError(f"{key_path} does not hold an RSA key (tokens are signed RS256)")
-    kid = _key_id(key)
+    key, kid = _load_key(key_path)
     jwks_path = directory / JWKS_FILE
     if not jwks_path.exists() or kid not in jwks_path.read_text():
         jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
         jwk.update({"kid": kid, "use": "sig", "alg": "RS256"})
         _write_atomically(jwks_path, json.dumps({"keys": [jwk]}).encode(), exclusive=False)
+    return key, kid
+
+
+# Keys already loaded, by file and the file's identity: loading a PEM RSA key checks the key (tens of
+# milliseconds of CPU), and a test session mints thousands of tokens with one key. A key file written
+# again (another inode, size or time) is loaded again.
+_loaded: dict[Path, tuple[tuple[int, int, int], rsa.RSAPrivateKey, str]] = {}
+
+
+def _load_key(key_path: Path) -> tuple[rsa.RSAPrivateKey, str]:
+    status = key_path.stat()
+    identity = (status.st_ino, status.st_size, status.st_mtime_ns)
+    cached = _loaded.get(key_path)
+    if cached is not None and cached[0] == identity:
+        return cached[1], cached[2]
+    key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise ValueError(f"{key_path} does not hold an RSA key (tokens are signed RS256)")
+    kid = _key_id(key)
+    _loaded[key_path] = (identity, key, kid)
     return key, kid
 
 

@@ -107,7 +107,10 @@ class PollingDelay:
 
     def __init__(self, started: float) -> None:
         self.delay = MIN_POLL_SECONDS
-        self._last_found = started  # a new scaler starts hot: its host has just started, work may follow
+        # A new scaler starts cold: it reads at once, then backs off to once a second. Hot for its first ten
+        # seconds it read the queue a hundred times for every host started, most of which ask for no job
+        # then (a test suite starts about a hundred hosts); the first job waits a second at most, KEDA's five.
+        self._last_found = started - HOT_SECONDS
 
     def after_poll(self, found: bool, now: float) -> None:
         if found:

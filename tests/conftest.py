@@ -140,6 +140,13 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         # keeps several hosts running (each polling six queues) while its tests use one, and on two cores
         # those reads cost the suite more than a message found up to 1.5 s later does.
         "AzureFunctionsJobHost__extensions__queues__maxPollingInterval": "00:00:02",
+        # One Durable control queue, not four: an idle host polls each of them, and on two cores those reads
+        # cost the suite more than anything a test hosts' partition count shows (a host serves every
+        # partition of its hub; tests/durable_app/host.json keeps two for the tests of partitions).
+        "AzureFunctionsJobHost__extensions__durableTask__storageProvider__partitionCount": "1",
+        # Each pool's expiry sweep every ten minutes, not every 30 s: no lease waits for a sweep (the next
+        # acquirer takes an expired slot), and tests/capacity/test_expiry.py runs its own host sweeping every second.
+        "RuntimeCloud__Capacity__SweepIntervalSeconds": "600",
         # A host a test kills hands its Durable messages back after 5 s instead of Azure's 5 min.
         "AzureFunctionsJobHost__extensions__durableTask__storageProvider__controlQueueVisibilityTimeout": "00:00:05",
         "AzureFunctionsJobHost__extensions__durableTask__storageProvider__workItemQueueVisibilityTimeout": "00:00:05",

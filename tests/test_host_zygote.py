@@ -1,6 +1,7 @@
 """Test hosts forked from the worker's zygote (tests/support/host_zygote.py) are hosts like any other.
 
-A forked host serves requests, stops cleanly on SIGINT with exit code 0 and reports a SIGKILL as
+A forked host serves requests, stops cleanly on SIGINT with exit code 0 (running the exit handlers
+the app registered, as an interpreter does at its end) and reports a SIGKILL as
 ``-9``, as a ``subprocess.Popen`` would; its parent is the zygote, whose parent is this test process.
 A host started from another thread before there is a zygote is a fresh interpreter instead.
 """
@@ -25,8 +26,8 @@ def _parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
-def _fixture_host(azurite: Azurite, key_dir: Path, tmp_path: Path, name: str) -> HostProcess:
-    settings = app_settings(azurite, key_dir, FIXTURE_WORK_QUEUE=f"zygote-{name}")
+def _fixture_host(azurite: Azurite, key_dir: Path, tmp_path: Path, name: str, **overrides: str) -> HostProcess:
+    settings = app_settings(azurite, key_dir, FIXTURE_WORK_QUEUE=f"zygote-{name}", **overrides)
     return HostProcess(FIXTURE_APP, settings, tmp_path / f"{name}.log")
 
 
@@ -45,6 +46,21 @@ def test_a_forked_host_serves_stops_cleanly_and_is_a_child_of_the_zygote(
         code = host.stop()
     assert code == 0, host.log()[-2000:]
     assert "Host started" in host.log()
+
+
+def test_a_forked_host_that_stops_runs_its_exit_handlers_as_an_interpreter_does(
+    azurite: Azurite, key_dir: Path, tmp_path: Path
+) -> None:
+    # The product flushes its telemetry's batches in an exit handler: a forked host that skipped them lost
+    # the spans of its last second (a job's parent span, in tests/provisioning/test_runner_jobs.py).
+    exit_file = tmp_path / "exit-handlers"
+    host = _fixture_host(azurite, key_dir, tmp_path, "exiting", FIXTURE_EXIT_FILE=str(exit_file)).start()
+    pid = host.pid
+    assert isinstance(host._process, ForkedHost)
+    assert host.request("GET", "/echo/exiting").status_code == 200  # the app is imported: its handler is set
+    assert not exit_file.exists()
+    assert host.stop() == 0, host.log()[-2000:]
+    assert exit_file.read_text(encoding="utf-8") == f"exit handlers ran in {pid}"
 
 
 def test_a_killed_forked_host_reports_the_signal_as_popen_does(azurite: Azurite, key_dir: Path, tmp_path: Path) -> None:

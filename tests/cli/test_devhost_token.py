@@ -53,3 +53,24 @@ def test_a_minted_token_is_accepted_by_the_host(runtime_host: HostProcess, key_d
     answer = runtime_host.request("GET", "runtime-cloud/health", token=done.stdout.strip())
 
     assert answer.status_code == 200, answer.text
+
+
+def test_a_signing_key_written_again_signs_the_next_token_not_the_loaded_one(tmp_path):
+    """The issuer keeps the key it loaded (loading checks it, tens of milliseconds), but only while the file is
+    the same: a key made again in the folder (a developer wiped ``.data/auth``) signs from the next token on."""
+    import jwt
+
+    from devhost.tokens import JWKS_FILE, PRIVATE_KEY_FILE, mint_token
+
+    def verified_kid(token: str) -> str:
+        jwks = jwt.PyJWKSet.from_json((tmp_path / JWKS_FILE).read_text())
+        kid = jwt.get_unverified_header(token)["kid"]
+        jwt.decode(token, jwks[kid].key, algorithms=["RS256"], audience="api://runtime-cloud")
+        return kid
+
+    first = verified_kid(mint_token(tmp_path, tenant="tenant-a"))
+    assert verified_kid(mint_token(tmp_path, tenant="tenant-a")) == first
+    (tmp_path / PRIVATE_KEY_FILE).unlink()
+    (tmp_path / JWKS_FILE).unlink()
+    second = verified_kid(mint_token(tmp_path, tenant="tenant-a"))
+    assert second != first

@@ -22,6 +22,7 @@ thread, which it checks), so forking it is safe.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import io
 import json
@@ -34,7 +35,7 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from devhost.parent_death import signalled_on_parent_death
 
@@ -126,9 +127,24 @@ def _fork(request: dict[str, Any], zygote_fds: tuple[int, int]) -> int:
     except BaseException:  # whatever ends the host is printed to its log, as Python would print it
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        os._exit(code)
+        _exit_as_an_interpreter_does(code)
+
+
+def _exit_as_an_interpreter_does(code: int) -> NoReturn:
+    """Run the exit handlers a fresh interpreter runs before it ends, then end the child without unwinding.
+
+    ``os._exit`` skips ``atexit``, and the host's app registers its telemetry's shutdown there (the
+    OpenTelemetry providers flush what their batch processors still hold): without it, a span or log
+    record made in the last second before a test stopped its host was lost, which ``python -m devhost
+    start`` never loses.
+    """
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # printed as the interpreter prints a failing exit handler
+        traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
 
 
 def _run_host(request: dict[str, Any], zygote_fds: tuple[int, int]) -> int:

@@ -1,4 +1,5 @@
-"""The local job scaler's reads of the job queue: quick while requests come, once a second when idle."""
+"""The local job scaler's reads of the job queue: quick while requests come, once a second when idle
+(and from its start: most hosts ask for no job)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,21 @@ def _delays(polling: PollingDelay, empty_polls_at: list[float]) -> list[float]:
     return waits
 
 
-def test_a_new_scaler_reads_ten_times_a_second_until_it_has_been_idle_for_the_hot_window() -> None:
+def test_a_new_scaler_reads_at_once_then_backs_off_to_once_a_second() -> None:
     polling = PollingDelay(started=0.0)
     assert polling.delay == MIN_POLL_SECONDS
-    assert _delays(polling, [0.05, 0.15, 1.0, HOT_SECONDS - 1]) == [0.1, 0.1, 0.1, 0.1]
-    # past the window it doubles its wait, up to once a second, and stays there
-    assert _delays(polling, [HOT_SECONDS + t for t in (0, 1, 2, 3, 4, 60)]) == [0.2, 0.4, 0.8, 1.0, 1.0, 1.0]
+    # no request found since it started: it doubles its wait, up to once a second, and stays there
+    assert _delays(polling, [0.05, 0.15, 0.4, 0.8, 1.6, 2.6, 60]) == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0]
     assert (HOT_POLL_SECONDS, IDLE_POLL_SECONDS) == (0.1, 1.0)
+
+
+def test_a_request_found_keeps_the_scaler_reading_ten_times_a_second_for_the_hot_window() -> None:
+    polling = PollingDelay(started=0.0)
+    polling.after_poll(found=True, now=5.0)
+    assert polling.delay == MIN_POLL_SECONDS
+    assert _delays(polling, [5.05, 5.15, 6.0, 5.0 + HOT_SECONDS - 1]) == [0.1, 0.1, 0.1, 0.1]
+    # past the window it doubles its wait, up to once a second, and stays there
+    assert _delays(polling, [5.0 + HOT_SECONDS + t for t in (0, 1, 2, 3, 4, 60)]) == [0.2, 0.4, 0.8, 1.0, 1.0, 1.0]
 
 
 def test_a_request_found_makes_the_next_read_quick_and_the_scaler_hot_again() -> None:
