@@ -128,6 +128,10 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         # scan of every environment would resolve a finding between a test's own steps, and the test's scan
         # would then report nothing resolved (tests/inventory/test_drift_end_to_end.py).
         "RuntimeCloud__Inventory__ScanSchedule": "0 0 0 1 1 *",
+        # The outbox dispatcher too (tests/test_outbox*.py call dispatch_pending themselves): every 15 s, every
+        # host on a worker's Azurite read the pending markers of every stream any host there touched in the
+        # last five minutes, one query a stream; py-spy put it at 15-18 % of a session host's CPU.
+        "RuntimeCloud__Outbox__DispatchSchedule": "0 0 0 1 1 *",
         "RuntimeCloudGitOps__WebhookSecret": "test-webhook-secret-0123456789abcdef",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
         # Each host its own Durable task hub, so hosts sharing the test Azurite do not share work.
