@@ -46,7 +46,7 @@ def ensure_signing_key(directory: Path) -> tuple[rsa.RSAPrivateKey, str]:
 
 
 # Keys already loaded, by file and the file's identity: loading a PEM RSA key checks the key (tens of
-# milliseconds of CPU), and a test session mints thousands of tokens with one key. A key file written
+# milliseconds of CPU), and a test session mints many tokens with one key. A key file written
 # again (another inode, size or time) is loaded again.
 _loaded: dict[Path, tuple[tuple[int, int, int], rsa.RSAPrivateKey, str]] = {}
 
