@@ -12,6 +12,7 @@ import json
 import os
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 import azure.functions as func
 from azure.data.tables import TableServiceClient
@@ -21,7 +22,7 @@ app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 # An exit handler, as the product's telemetry registers one to flush what it buffers
 # (tests/test_host_zygote.py: a forked host runs it as a fresh interpreter does).
 if exit_file := os.environ.get("FIXTURE_EXIT_FILE"):
-    atexit.register(lambda: open(exit_file, "w", encoding="utf-8").write(f"exit handlers ran in {os.getpid()}"))
+    atexit.register(lambda: Path(exit_file).write_text(f"exit handlers ran in {os.getpid()}", encoding="utf-8"))
 
 
 def record(kind: str, **fields: object) -> None:
