@@ -3,22 +3,26 @@
 A forked host serves requests, stops cleanly on SIGINT with exit code 0 (running the exit handlers
 the app registered, as an interpreter does at its end) and reports a SIGKILL as
 ``-9``, as a ``subprocess.Popen`` would; its parent is the zygote, whose parent is this test process.
-A host started from another thread before there is a zygote is a fresh interpreter instead.
+A host started from another thread before there is a zygote is a fresh interpreter instead. A forked
+host of the app gets a job scaler the zygote forks (through tests/support/scaler_shim.py), which stops
+with its host and dies with its shim, unless the host's settings name a scaler command of their own.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from devhost.azurite import Azurite
-from tests.conftest import FIXTURE_APP, app_settings
+from tests.conftest import FIXTURE_APP, REPO, app_settings
 from tests.support import host_zygote
-from tests.support.host import HostProcess
+from tests.support.host import HostProcess, wait_until
 from tests.support.host_zygote import ForkedHost, zygote
 
 
@@ -95,3 +99,78 @@ def test_a_host_started_first_from_another_thread_is_a_fresh_interpreter(
         assert host_zygote._zygote is None
     finally:
         host.stop()
+
+
+# --- the hosts' job scalers (tests/support/scaler_shim.py) --------------------------------------------
+
+
+def _scaler_pids(host: HostProcess) -> list[int]:
+    """The pids of the job scalers the host has started, in order (each logs its pid as it starts)."""
+    return [int(pid) for pid in re.findall(r"runner_job\[(\d+)\]: runner job scaler reading queue", host.log())]
+
+
+def _shims_of(host: HostProcess) -> list[int]:
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and _is_shim_of(int(entry.name), host.pid)
+    ]
+
+
+def _is_shim_of(pid: int, host_pid: int) -> bool:
+    try:
+        return _parent_of(pid) == host_pid and b"scaler_shim.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, IndexError):  # it ended while we looked
+        return False
+
+
+def _gone(pid: int) -> bool:
+    return not Path(f"/proc/{pid}").exists()
+
+
+def test_a_forked_host_s_job_scaler_is_forked_by_the_zygote_and_stops_with_its_host(
+    azurite: Azurite, key_dir: Path, tmp_path: Path
+) -> None:
+    host = HostProcess(REPO, app_settings(azurite, key_dir), tmp_path / "app.log").start()
+    forks = zygote()
+    assert forks is not None
+    try:
+        (scaler,) = wait_until(lambda: _scaler_pids(host), timeout=30, message="the host's job scaler")
+        assert _parent_of(scaler) == forks._process.pid
+        (shim,) = _shims_of(host)  # what the host started: its child, whose standard input is the host's pipe
+        assert os.readlink(f"/proc/{shim}/fd/0") == os.readlink(f"/proc/{scaler}/fd/0")
+    finally:
+        assert host.stop() == 0, host.log()[-2000:]
+    wait_until(lambda: _gone(scaler) and _gone(shim), timeout=30, message="the scaler and its shim to end")
+    assert "runner job scaler stopping (its host went away)" in host.log()
+
+
+def test_a_killed_scaler_shim_takes_its_scaler_with_it_and_the_host_starts_another(
+    azurite: Azurite, key_dir: Path, tmp_path: Path
+) -> None:
+    host = HostProcess(REPO, app_settings(azurite, key_dir), tmp_path / "app.log").start()
+    try:
+        (scaler,) = wait_until(lambda: _scaler_pids(host), timeout=30, message="the host's job scaler")
+        (shim,) = _shims_of(host)
+        os.kill(shim, signal.SIGKILL)  # what the host does to a scaler that does not stop in time
+        wait_until(lambda: _gone(scaler), timeout=30, message="the killed shim's scaler to end")
+        (again,) = wait_until(lambda: _scaler_pids(host)[1:], timeout=60, message="the host to start another")
+        assert again != scaler and not _gone(again)
+        assert len(_shims_of(host)) == 1
+    finally:
+        assert host.stop() == 0, host.log()[-2000:]
+
+
+def test_a_host_whose_settings_name_a_scaler_command_runs_that_command(
+    azurite: Azurite, key_dir: Path, tmp_path: Path
+) -> None:
+    command = f"{sys.executable} -m runner_job scale"
+    settings = app_settings(azurite, key_dir, DEVHOST_RUNNER_JOB_COMMAND=command)
+    host = HostProcess(REPO, settings, tmp_path / "app.log").start()
+    try:
+        (scaler,) = wait_until(lambda: _scaler_pids(host), timeout=30, message="the host's job scaler")
+        assert _parent_of(scaler) == host.pid  # a fresh interpreter, the host's own child
+        assert Path(f"/proc/{scaler}/cmdline").read_bytes().split(b"\0")[1:4] == [b"-m", b"runner_job", b"scale"]
+        assert not _shims_of(host)
+    finally:
+        assert host.stop() == 0, host.log()[-2000:]

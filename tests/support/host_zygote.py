@@ -18,6 +18,14 @@ zygote's standard input; the zygote answers ``{"pid": n}`` on its standard outpu
 ``{"exit": n, "returncode": r}`` when that child ends (``r`` negative for a signal, as
 :class:`subprocess.Popen` says it). The zygote runs single-threaded (nothing it imports starts a
 thread, which it checks), so forking it is safe.
+
+The zygote forks the hosts' job scalers too: each host of the app starts one beside itself, and a fresh
+``python -m runner_job scale`` spends about 0.6 s of CPU on imports the zygote has done. A forked host is
+given tests/support/scaler_shim.py as its ``DEVHOST_RUNNER_JOB_COMMAND`` (unless its settings name a
+command of their own); the shim connects to the zygote's Unix socket with its standard streams,
+environment and folder, the zygote forks a scaler that runs ``runner_job``'s ``main(["scale"])`` on
+them, and answers the shim ``{"returncode": r}`` when it ends. A shim that goes away (killed by its
+host) takes its scaler with it, as killing the real command would.
 """
 
 from __future__ import annotations
@@ -30,8 +38,10 @@ import os
 import pkgutil
 import select
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 from pathlib import Path
@@ -48,7 +58,13 @@ PRELOADED_MODULES = (
     "devhost.worker_validation",
     "azure.functions",
     "azure.durable_functions",
+    "runner_job.__main__",
+    "runner_job.scaler",
+    "pulumi.automation",  # what a scaler imports before its first job's fork (runner_job.scaler.load_engines)
 )
+SCALER_COMMAND_SETTING = "DEVHOST_RUNNER_JOB_COMMAND"  # devhost.runner_jobs.COMMAND_SETTING
+SCALER_SHIM = Path(__file__).with_name("scaler_shim.py")
+SHIM_SECONDS = 10.0  # a shim sends its request as soon as it connects
 
 
 # --- the zygote (its own process: ``python -m tests.support.host_zygote``) ---------------------------
@@ -76,12 +92,23 @@ def serve() -> None:
         os.set_blocking(fd, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that SIGCHLD writes to the wake-up pipe
+    # In a folder of its own that only this user may enter (mkdtemp makes it 0700): the shims are this
+    # user's processes, and nobody else's may ask the zygote for a scaler.
+    scalers = _Scalers(Path(tempfile.mkdtemp(prefix="zygote-")) / "scalers.sock")
+    try:
+        _serve(scalers, wake_read, wake_write)
+    finally:
+        scalers.close()
+
+
+def _serve(scalers: _Scalers, wake_read: int, wake_write: int) -> None:
     pending = b""
     while True:
-        readable, _, _ = select.select([0, wake_read], [], [])
+        readable, _, _ = select.select([0, wake_read, *scalers.sockets()], [], [])
         if wake_read in readable:
             _drain(wake_read)
-            _reap()
+            _reap(scalers)
+        scalers.serve(readable, inherited=(wake_read, wake_write))
         if 0 in readable:
             chunk = os.read(0, 65536)
             if not chunk:
@@ -89,7 +116,103 @@ def serve() -> None:
             pending += chunk
             while b"\n" in pending:
                 line, pending = pending.split(b"\n", 1)
-                _emit({"pid": _fork(json.loads(line), (wake_read, wake_write))})
+                request = json.loads(line)
+                _emit({"pid": _fork(request, (wake_read, wake_write, *scalers.sockets()), scalers.path)})
+
+
+class _Scalers:
+    """The zygote's Unix socket for the hosts' scaler shims, and the scalers it forked for them."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(path))
+        self._listener.listen(16)
+        self._shims: dict[int, socket.socket] = {}  # scaler pid -> its shim's connection
+
+    def close(self) -> None:
+        self._listener.close()
+        self.path.unlink(missing_ok=True)
+        self.path.parent.rmdir()
+
+    def sockets(self) -> list[int]:
+        """The listener and the shims' connections: what the zygote waits on, and what a child it forks must close."""
+        return [self._listener.fileno(), *(shim.fileno() for shim in self._shims.values())]
+
+    def serve(self, readable: list[int], inherited: tuple[int, ...]) -> None:
+        for pid, shim in list(self._shims.items()):
+            if shim.fileno() in readable:  # a shim says nothing after its request: this is its end (killed)
+                self._shims.pop(pid).close()
+                _kill(pid)
+        if self._listener.fileno() in readable:
+            shim, _ = self._listener.accept()
+            scaler = self._fork(shim, inherited)
+            if scaler is None:
+                shim.close()
+            else:
+                self._shims[scaler] = shim
+
+    def _fork(self, shim: socket.socket, inherited: tuple[int, ...]) -> int | None:
+        request, fds = _receive(shim)
+        if request is None:
+            return None
+        pid = os.fork()
+        if pid:
+            for fd in fds:
+                os.close(fd)
+            return pid
+        code = 1
+        try:
+            for fd in (*inherited, *self.sockets(), shim.fileno()):
+                os.close(fd)
+            code = _run_scaler(request, fds)
+        except SystemExit as leaving:
+            code = leaving.code if isinstance(leaving.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            _exit_as_an_interpreter_does(code)
+
+    def ended(self, pid: int, returncode: int) -> bool:
+        """Tell a scaler's shim its exit code; False when ``pid`` was not a scaler."""
+        shim = self._shims.pop(pid, None)
+        if shim is None:
+            return False
+        try:
+            shim.sendall((json.dumps({"returncode": returncode}) + "\n").encode())
+        except OSError:
+            pass  # the shim is gone already
+        shim.close()
+        return True
+
+
+def _receive(shim: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """The shim's request (one JSON line) and the three standard streams it sent with it; None for a
+    connection that sends no whole request in :data:`SHIM_SECONDS` (the zygote serves nothing meanwhile)."""
+    shim.settimeout(SHIM_SECONDS)
+    data, fds = b"", list[int]()
+    try:
+        data, fds, _, _ = socket.recv_fds(shim, 1 << 20, 3)
+        while data and not data.endswith(b"\n"):
+            more = shim.recv(1 << 20)
+            if not more:
+                break
+            data += more
+    except OSError:
+        pass
+    shim.settimeout(None)
+    if len(fds) != 3 or not data.endswith(b"\n"):
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return json.loads(data), fds
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _drain(fd: int) -> None:
@@ -100,7 +223,7 @@ def _drain(fd: int) -> None:
         pass
 
 
-def _reap() -> None:
+def _reap(scalers: _Scalers) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -108,20 +231,22 @@ def _reap() -> None:
             return
         if pid == 0:
             return
-        _emit({"exit": pid, "returncode": os.waitstatus_to_exitcode(status)})
+        code = os.waitstatus_to_exitcode(status)
+        if not scalers.ended(pid, code):
+            _emit({"exit": pid, "returncode": code})
 
 
 def _emit(document: dict[str, Any]) -> None:
     os.write(1, (json.dumps(document) + "\n").encode())
 
 
-def _fork(request: dict[str, Any], zygote_fds: tuple[int, int]) -> int:
+def _fork(request: dict[str, Any], zygote_fds: tuple[int, ...], scaler_socket: Path) -> int:
     pid = os.fork()
     if pid:
         return pid
     code = 1
     try:
-        code = _run_host(request, zygote_fds)
+        code = _run_host(request, zygote_fds, scaler_socket)
     except SystemExit as leaving:
         code = leaving.code if isinstance(leaving.code, int) else 1
     except BaseException:  # whatever ends the host is printed to its log, as Python would print it
@@ -147,8 +272,23 @@ def _exit_as_an_interpreter_does(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _run_host(request: dict[str, Any], zygote_fds: tuple[int, int]) -> int:
+def _run_host(request: dict[str, Any], zygote_fds: tuple[int, ...], scaler_socket: Path) -> int:
     """In the child: become the host ``python -m devhost <argv>`` would have started."""
+    _leave_the_zygote(zygote_fds)
+    _redirect(request["log"])
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    if _has_runner_jobs(request["argv"]) and SCALER_COMMAND_SETTING not in os.environ:
+        os.environ[SCALER_COMMAND_SETTING] = f"{sys.executable} -S -E {SCALER_SHIM} {scaler_socket}"
+    sys.argv = ["devhost", *request["argv"]]
+    from devhost.__main__ import main
+
+    return main(request["argv"])
+
+
+def _leave_the_zygote(zygote_fds: tuple[int, ...]) -> None:
+    """A forked child's first steps: the zygote's descriptors and signal handling are not its own."""
     signal.set_wakeup_fd(-1)
     for fd in zygote_fds:
         os.close(fd)
@@ -157,14 +297,28 @@ def _run_host(request: dict[str, Any], zygote_fds: tuple[int, int]) -> int:
     arrange = signalled_on_parent_death(signal.SIGKILL)  # the zygote's main thread is this child's parent
     if arrange is not None:
         arrange()
-    _redirect(request["log"])
+
+
+def _has_runner_jobs(argv: list[str]) -> bool:
+    """Whether the host's app ships runner jobs (devhost.runner_jobs.job_command's test)."""
+    app_dir = Path(argv[argv.index("--app-dir") + 1]) if "--app-dir" in argv else Path(".")
+    return (app_dir / "runner_job" / "__main__.py").is_file()
+
+
+def _run_scaler(request: dict[str, Any], streams: list[int]) -> int:
+    """In the child: become the ``python -m runner_job scale`` the host would have started."""
+    _leave_the_zygote(())
+    for target, fd in enumerate(streams):
+        os.dup2(fd, target)
+        os.close(fd)
+    _reopen_standard_streams()
     os.chdir(request["cwd"])
     os.environ.clear()
-    os.environ.update(request["env"])
-    sys.argv = ["devhost", *request["argv"]]
-    from devhost.__main__ import main
+    os.environ.update({name: value for name, value in request["env"].items() if name != SCALER_COMMAND_SETTING})
+    sys.argv = [str(REPO / "runner_job" / "__main__.py"), "scale"]
+    from runner_job.__main__ import main
 
-    return main(request["argv"])
+    return main(["scale"])
 
 
 def _redirect(log: str) -> None:
@@ -176,6 +330,11 @@ def _redirect(log: str) -> None:
     os.dup2(out, 1)
     os.dup2(out, 2)
     os.close(out)
+    _reopen_standard_streams()
+
+
+def _reopen_standard_streams() -> None:
+    """``sys.stdin``, ``sys.stdout`` and ``sys.stderr`` on descriptors 0-2 as they are now, unbuffered."""
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True, line_buffering=True)
     sys.stderr = io.TextIOWrapper(
