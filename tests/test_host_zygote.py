@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -174,3 +175,38 @@ def test_a_host_whose_settings_name_a_scaler_command_runs_that_command(
         assert not _shims_of(host)
     finally:
         assert host.stop() == 0, host.log()[-2000:]
+
+
+def test_a_connection_to_the_scaler_socket_that_is_no_shim_forks_nothing_and_the_zygote_serves_on(
+    azurite: Azurite, key_dir: Path, tmp_path: Path
+) -> None:
+    host = HostProcess(REPO, app_settings(azurite, key_dir), tmp_path / "app.log").start()
+    forks = zygote()
+    assert forks is not None
+    try:
+        wait_until(lambda: _scaler_pids(host), timeout=30, message="the host's job scaler")
+        (shim,) = _shims_of(host)
+        socket_path = Path(f"/proc/{shim}/cmdline").read_bytes().split(b"\0")[-2].decode()
+        children = _children_of(forks._process.pid)
+        for garbage in (b"not json\n", b'{"env": {}, "cwd": "/"}\n', b""):  # the last: connects and leaves
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stranger:
+                stranger.connect(socket_path)
+                stranger.sendall(garbage)
+        other = _fixture_host(azurite, key_dir, tmp_path, "after-strangers").start()  # the zygote still forks
+        try:
+            assert forks.alive and _children_of(forks._process.pid) == children | {other.pid}
+        finally:
+            assert other.stop() == 0
+    finally:
+        assert host.stop() == 0, host.log()[-2000:]
+
+
+def _children_of(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and _parent_of(int(entry.name)) == pid:
+                found.add(int(entry.name))
+        except (OSError, IndexError):  # it ended while we looked
+            continue
+    return found

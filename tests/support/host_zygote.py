@@ -187,8 +187,9 @@ class _Scalers:
 
 
 def _receive(shim: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
-    """The shim's request (one JSON line) and the three standard streams it sent with it; None for a
-    connection that sends no whole request in :data:`SHIM_SECONDS` (the zygote serves nothing meanwhile)."""
+    """The shim's request (one JSON line) and the three standard streams it sent with it; None, and nothing
+    forked, for a connection that sends something else or no whole request in :data:`SHIM_SECONDS` (the
+    zygote serves nothing meanwhile)."""
     shim.settimeout(SHIM_SECONDS)
     data, fds = b"", list[int]()
     try:
@@ -201,11 +202,15 @@ def _receive(shim: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
     except OSError:
         pass
     shim.settimeout(None)
-    if len(fds) != 3 or not data.endswith(b"\n"):
+    try:
+        request = json.loads(data) if len(fds) == 3 else None
+    except ValueError:
+        request = None
+    if not isinstance(request, dict):
         for fd in fds:
             os.close(fd)
         return None, []
-    return json.loads(data), fds
+    return request, fds
 
 
 def _kill(pid: int) -> None:

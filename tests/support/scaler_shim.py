@@ -1,8 +1,8 @@
 """A test host's job scaler, forked by the worker's zygote instead of started as a fresh interpreter.
 
 Every local host of the app starts ``python -m runner_job scale`` beside itself (devhost/runner_jobs.py),
-and a fresh interpreter spends about 0.6 s of CPU importing what the zygote has already imported: over
-a hundred hosts a run, on two cores. A test host (one the zygote forked) is given this script as its
+and a fresh interpreter spends about 0.6 s of CPU importing what the zygote has already imported: some
+seventy hosts a run, on two cores. A test host (one the zygote forked) is given this script as its
 ``DEVHOST_RUNNER_JOB_COMMAND`` instead; it runs without ``site`` (the standard library alone, a few
 milliseconds), hands the zygote its standard streams, environment and folder, and the zygote forks a
 scaler that runs ``runner_job``'s own ``main(["scale"])`` on them (tests/support/host_zygote.py).
@@ -26,8 +26,9 @@ import sys
 def main(socket_path: str) -> int:
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect(socket_path)
-    request = {"env": dict(os.environ), "cwd": os.getcwd()}
-    socket.send_fds(connection, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
+    request = json.dumps({"env": dict(os.environ), "cwd": os.getcwd()}).encode() + b"\n"
+    sent = socket.send_fds(connection, [request], [0, 1, 2])  # the descriptors travel with the first bytes
+    connection.sendall(request[sent:])
     answer = b""
     while True:  # one line: the scaler's exit code once it has ended (nothing if the zygote went first)
         chunk = connection.recv(4096)
