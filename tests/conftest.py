@@ -132,6 +132,14 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         # host on a worker's Azurite read the pending markers of every stream any host there touched in the
         # last five minutes, one query a stream; py-spy put it at 15-18 % of a session host's CPU.
         "RuntimeCloud__Outbox__DispatchSchedule": "0 0 0 1 1 *",
+        # And the timers that only tend in the background: the artifact publisher every 10 s (the neighbours
+        # tests that publish set a schedule of their own), the capacity maintenance every minute (the first
+        # capacity call of a host seeds pools and editions) and the expiry sweeps' starter every minute (tests
+        # that sweep start it through the admin endpoint). Each firing read storage on every test host, and
+        # did work there: an idle test host read 5.75 times a second with them, 5.28 without (Azurite --debug).
+        "RuntimeCloud__KnowledgeHost__PublishSchedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Capacity__MaintenanceSchedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Capacity__ExpiryStarterSchedule": "0 0 0 1 1 *",
         "RuntimeCloudGitOps__WebhookSecret": "test-webhook-secret-0123456789abcdef",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
         # Each host its own Durable task hub, so hosts sharing the test Azurite do not share work.
