@@ -31,6 +31,7 @@ host) takes its scaler with it, as killing the real command would.
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import io
 import json
@@ -80,6 +81,9 @@ def preload() -> None:
         top = importlib.import_module(package)
         for info in pkgutil.walk_packages(top.__path__, package + "."):
             importlib.import_module(info.name)
+    # What the zygote has imported lives as long as every host it forks: out of the collector's reach, a
+    # host's collections do not walk (and copy, page by page, from the zygote) those objects again.
+    gc.freeze()
     threads = threading.active_count()
     if threads != 1 or len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError(f"the zygote must stay single-threaded to fork safely; it has {threads} threads")
