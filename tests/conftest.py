@@ -140,6 +140,11 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         "RuntimeCloud__KnowledgeHost__PublishSchedule": "0 0 0 1 1 *",
         "RuntimeCloud__Capacity__MaintenanceSchedule": "0 0 0 1 1 *",
         "RuntimeCloud__Capacity__ExpiryStarterSchedule": "0 0 0 1 1 *",
+        # The backup export too (tests/backup/ run it themselves, with a location of their own): every 5 min each
+        # host's export to the unreachable location failed and logged a stack trace, which a test watching
+        # the session host's log for one (tests/test_security.py) could catch. A year's RPO, as the host demands.
+        "RuntimeCloud__Backup__Schedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Backup__RpoMinutes": str(366 * 24 * 60),
         "RuntimeCloudGitOps__WebhookSecret": "test-webhook-secret-0123456789abcdef",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",
         # Each host its own Durable task hub, so hosts sharing the test Azurite do not share work.

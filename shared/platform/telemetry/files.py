@@ -113,8 +113,10 @@ def read_spans(directory: Path) -> list[dict[str, Any]]:
     path = directory / TRACES
     if not path.exists():
         return []
+    text = path.read_text(encoding="utf-8")
+    complete = text[: text.rfind("\n") + 1]  # a line still being appended has no newline yet: read it next time
     spans = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in complete.splitlines():
         if not line.strip():
             continue
         for resource in json.loads(line).get("resourceSpans", []):
