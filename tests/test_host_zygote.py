@@ -110,19 +110,26 @@ def _scaler_pids(host: HostProcess) -> list[int]:
     return [int(pid) for pid in re.findall(r"runner_job\[(\d+)\]: runner job scaler reading queue", host.log())]
 
 
-def _shims_of(host: HostProcess) -> list[int]:
-    return [
-        int(entry.name)
-        for entry in Path("/proc").iterdir()
-        if entry.name.isdigit() and _is_shim_of(int(entry.name), host.pid)
-    ]
+def _shims_of(host: HostProcess) -> set[int]:
+    return {pid for pid in _children_of(host.pid) if _is_shim(pid)}
 
 
-def _is_shim_of(pid: int, host_pid: int) -> bool:
+def _is_shim(pid: int) -> bool:
     try:
-        return _parent_of(pid) == host_pid and b"scaler_shim.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, IndexError):  # it ended while we looked
+        return b"scaler_shim.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # it ended while we looked
         return False
+
+
+def _children_of(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and _parent_of(int(entry.name)) == pid:
+                found.add(int(entry.name))
+        except (OSError, IndexError):  # it ended while we looked
+            continue
+    return found
 
 
 def _gone(pid: int) -> bool:
@@ -199,14 +206,3 @@ def test_a_connection_to_the_scaler_socket_that_is_no_shim_forks_nothing_and_the
             assert other.stop() == 0
     finally:
         assert host.stop() == 0, host.log()[-2000:]
-
-
-def _children_of(pid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and _parent_of(int(entry.name)) == pid:
-                found.add(int(entry.name))
-        except (OSError, IndexError):  # it ended while we looked
-            continue
-    return found
