@@ -132,6 +132,18 @@ def _children_of(pid: int) -> set[int]:
     return found
 
 
+def _app_host_and_its_scaler(azurite: Azurite, key_dir: Path, tmp_path: Path) -> tuple[HostProcess, int, int]:
+    """A forked host of the app, its job scaler's pid (the zygote's child) and its shim's (the host's child)."""
+    host = HostProcess(REPO, app_settings(azurite, key_dir), tmp_path / "app.log").start()
+    try:
+        (scaler,) = wait_until(lambda: _scaler_pids(host), timeout=30, message="the host's job scaler")
+        (shim,) = _shims_of(host)
+    except BaseException:
+        host.stop()
+        raise
+    return host, scaler, shim
+
+
 def _gone(pid: int) -> bool:
     return not Path(f"/proc/{pid}").exists()
 
@@ -139,13 +151,12 @@ def _gone(pid: int) -> bool:
 def test_a_forked_host_s_job_scaler_is_forked_by_the_zygote_and_stops_with_its_host(
     azurite: Azurite, key_dir: Path, tmp_path: Path
 ) -> None:
-    host = HostProcess(REPO, app_settings(azurite, key_dir), tmp_path / "app.log").start()
+    host, scaler, shim = _app_host_and_its_scaler(azurite, key_dir, tmp_path)
     forks = zygote()
     assert forks is not None
     try:
-        (scaler,) = wait_until(lambda: _scaler_pids(host), timeout=30, message="the host's job scaler")
         assert _parent_of(scaler) == forks._process.pid
-        (shim,) = _shims_of(host)  # what the host started: its child, whose standard input is the host's pipe
+        assert shim in _children_of(host.pid)  # the host's child, whose standard input is the host's pipe
         assert os.readlink(f"/proc/{shim}/fd/0") == os.readlink(f"/proc/{scaler}/fd/0")
     finally:
         assert host.stop() == 0, host.log()[-2000:]
@@ -156,10 +167,8 @@ def test_a_forked_host_s_job_scaler_is_forked_by_the_zygote_and_stops_with_its_h
 def test_a_killed_scaler_shim_takes_its_scaler_with_it_and_the_host_starts_another(
     azurite: Azurite, key_dir: Path, tmp_path: Path
 ) -> None:
-    host = HostProcess(REPO, app_settings(azurite, key_dir), tmp_path / "app.log").start()
+    host, scaler, shim = _app_host_and_its_scaler(azurite, key_dir, tmp_path)
     try:
-        (scaler,) = wait_until(lambda: _scaler_pids(host), timeout=30, message="the host's job scaler")
-        (shim,) = _shims_of(host)
         os.kill(shim, signal.SIGKILL)  # what the host does to a scaler that does not stop in time
         wait_until(lambda: _gone(scaler), timeout=30, message="the killed shim's scaler to end")
         (again,) = wait_until(lambda: _scaler_pids(host)[1:], timeout=60, message="the host to start another")
@@ -187,12 +196,10 @@ def test_a_host_whose_settings_name_a_scaler_command_runs_that_command(
 def test_a_connection_to_the_scaler_socket_that_is_no_shim_forks_nothing_and_the_zygote_serves_on(
     azurite: Azurite, key_dir: Path, tmp_path: Path
 ) -> None:
-    host = HostProcess(REPO, app_settings(azurite, key_dir), tmp_path / "app.log").start()
+    host, _, shim = _app_host_and_its_scaler(azurite, key_dir, tmp_path)
     forks = zygote()
     assert forks is not None
     try:
-        wait_until(lambda: _scaler_pids(host), timeout=30, message="the host's job scaler")
-        (shim,) = _shims_of(host)
         socket_path = Path(f"/proc/{shim}/cmdline").read_bytes().split(b"\0")[-2].decode()
         children = _children_of(forks._process.pid)
         for garbage in (b"not json\n", b'{"env": {}, "cwd": "/"}\n', b""):  # the last: connects and leaves

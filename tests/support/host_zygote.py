@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from devhost.parent_death import signalled_on_parent_death
+from devhost.runner_jobs import COMMAND_SETTING as SCALER_COMMAND_SETTING
+from devhost.runner_jobs import job_command
 
 REPO = Path(__file__).resolve().parents[2]
 PRELOADED_PACKAGES = ("shared",)
@@ -63,7 +65,6 @@ PRELOADED_MODULES = (
     "runner_job.scaler",
     "pulumi.automation",  # what a scaler imports before its first job's fork (runner_job.scaler.load_engines)
 )
-SCALER_COMMAND_SETTING = "DEVHOST_RUNNER_JOB_COMMAND"  # devhost.runner_jobs.COMMAND_SETTING
 SCALER_SHIM = Path(__file__).with_name("scaler_shim.py")
 SHIM_SECONDS = 10.0  # a shim sends its request as soon as it connects
 
@@ -288,7 +289,8 @@ def _run_host(request: dict[str, Any], zygote_fds: tuple[int, ...], scaler_socke
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    if _has_runner_jobs(request["argv"]) and SCALER_COMMAND_SETTING not in os.environ:
+    # An app with runner jobs whose settings name no scaler command of their own (what the host would run).
+    if SCALER_COMMAND_SETTING not in os.environ and job_command(_app_dir(request["argv"]), os.environ):
         os.environ[SCALER_COMMAND_SETTING] = f"{sys.executable} -S -E {SCALER_SHIM} {scaler_socket}"
     sys.argv = ["devhost", *request["argv"]]
     from devhost.__main__ import main
@@ -308,10 +310,9 @@ def _leave_the_zygote(zygote_fds: tuple[int, ...]) -> None:
         arrange()
 
 
-def _has_runner_jobs(argv: list[str]) -> bool:
-    """Whether the host's app ships runner jobs (devhost.runner_jobs.job_command's test)."""
-    app_dir = Path(argv[argv.index("--app-dir") + 1]) if "--app-dir" in argv else Path(".")
-    return (app_dir / "runner_job" / "__main__.py").is_file()
+def _app_dir(argv: list[str]) -> Path:
+    """The ``--app-dir`` of ``python -m devhost start`` (the working folder when there is none)."""
+    return Path(argv[argv.index("--app-dir") + 1]) if "--app-dir" in argv else Path(".")
 
 
 def _run_scaler(request: dict[str, Any], streams: list[int]) -> int:
