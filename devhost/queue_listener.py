@@ -34,6 +34,7 @@ from azure.storage.queue.aio import QueueClient
 from devhost.catalog import FunctionInfo
 from devhost.config import ConfigError, QueueOptions, resolve_app_setting_references
 from devhost.invoker import Invoker
+from storage_protocol.client_options import client_options
 
 log = logging.getLogger("devhost.queues")
 
@@ -72,7 +73,7 @@ def queue_client(connection_setting: str, queue_name: str) -> QueueClient:
     connection = os.environ.get(connection_setting or "AzureWebJobsStorage")
     if not connection:
         raise KeyError(f"connection setting {connection_setting} is not set")
-    return QueueClient.from_connection_string(connection, queue_name)
+    return QueueClient.from_connection_string(connection, queue_name, **client_options())
 
 
 class QueueListener:

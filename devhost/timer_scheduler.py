@@ -38,6 +38,7 @@ from devhost.catalog import FunctionInfo
 from devhost.config import SingletonOptions
 from devhost.invoker import Invoker
 from devhost.timer_lock import ListenerLock
+from storage_protocol.client_options import client_options
 
 log = logging.getLogger("devhost.timers")
 
@@ -152,7 +153,7 @@ class TimerRunner:
     async def run(self) -> None:
         """Fire on schedule while this host holds the timer's listener lock (waiting for it first).
         A lost lock ends the run with :class:`ListenerLockLost`; the host starts it again, to wait."""
-        async with _blob_service() as service:
+        async with timer_blob_service() as service:
             lock = ListenerLock(service, self._host_id, self.function.name, self._singleton)
             await lock.acquire()
             keeper = asyncio.create_task(lock.keep(), name=f"listener lock of {self.function.name}")
@@ -222,8 +223,8 @@ def admin_timer_request() -> TimerRequest:
     return TimerRequest(past_due=False, schedule_status={}, schedule={"AdjustForDST": True})
 
 
-def _blob_service() -> BlobServiceClient:
-    return BlobServiceClient.from_connection_string(os.environ["AzureWebJobsStorage"])
+def timer_blob_service() -> BlobServiceClient:
+    return BlobServiceClient.from_connection_string(os.environ["AzureWebJobsStorage"], **client_options())
 
 
 def _now() -> datetime:
