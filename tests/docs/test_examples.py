@@ -72,7 +72,7 @@ def sample_settings(azurite: Azurite, workdir: Path, git_root: Path) -> dict[str
 
 @pytest.fixture(scope="module")
 def docs_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocsHost]:
-    azurite = Azurite(tmp_path_factory.mktemp("docs-azurite")).start()
+    azurite = Azurite(tmp_path_factory.mktemp("docs-azurite"), persist=False).start()
     workdir = tmp_path_factory.mktemp("docs-checkout")
     git_root = tmp_path_factory.mktemp("docs-git")
     for entry in CHECKOUT_ENTRIES:
