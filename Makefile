@@ -49,7 +49,7 @@ run: setup
 TEST_WORKERS ?= 4
 PARALLEL = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 test: setup bytecode
-	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
+	$(KEEP_BYTECODE) $(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
 # The project's byte code, compiled once before the suite: the suite starts about a hundred host processes,
 # their job scalers and the CLI, each importing the project anew. Python compiles a module whose byte code
@@ -61,10 +61,18 @@ BYTECODE_DIRS := function_app.py functions orchestrations shared devhost runner_
 bytecode: $(VENV)/.installed
 	$(PY) -m compileall -q -j 0 $(BYTECODE_DIRS)
 
+# The suite's processes keep the byte code they compile, above all pytest's: every worker rewrites the
+# asserts of each test module and of every module of its plugins' packages (schemathesis, hypothesis, anyio:
+# about 500 modules) and, where PYTHONDONTWRITEBYTECODE is set, did it again in every worker of every run
+# (12.5 s of CPU each, 4.2 s when read back). pytest writes its rewritten modules atomically beside the byte
+# code (`*-pytest-<version>.pyc`), so workers racing to write one are safe, and reads them back whatever
+# that variable says. An empty value is unset to Python.
+KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE=
+
 # The domain tier alone: the tests that need neither Azurite nor a host process (the `domain` mark,
 # which tests/conftest.py gives every such test), in under a minute. `make test` runs them too.
 test-domain: setup bytecode
-	$(PY) -m pytest -m domain $(PARALLEL) $(PYTEST_ARGS)
+	$(KEEP_BYTECODE) $(PY) -m pytest -m domain $(PARALLEL) $(PYTEST_ARGS)
 
 # The full-size capacity storm (pytest.ini deselects it from `make test`, which runs a smaller one).
 test-storm: setup
