@@ -45,8 +45,10 @@ run: setup
 # on hosts, timers and Azurite rather than on a CPU, hence more workers than cores. `--dist loadscope`:
 # a module's tests run on one worker, so a host or an Azurite of the module's own starts once; the
 # workers take modules in the order tests/conftest.py gives them (the longest first), not by test count.
-# TEST_WORKERS=0 runs the suite in one process.
-TEST_WORKERS ?= 4
+# Five on two cores: with four, the cores were idle a sixth of the first five minutes, while the long
+# modules that wait on hosts (outages, hub moves, crash recovery) held most workers (docs/development.md,
+# Test time). TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 5
 PARALLEL = -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 test: setup bytecode
 	$(KEEP_BYTECODE) $(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
