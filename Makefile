@@ -78,7 +78,7 @@ test-domain: setup bytecode
 
 # The full-size capacity storm (pytest.ini deselects it from `make test`, which runs a smaller one).
 test-storm: setup
-	$(PY) -m pytest -m storm tests/capacity/test_storm.py $(PYTEST_ARGS)
+	$(KEEP_BYTECODE) $(PY) -m pytest -m storm tests/capacity/test_storm.py $(PYTEST_ARGS)
 
 # The chaos run (docs/development.md, Chaos run): two local hosts on one Azurite under load and faults, then the
 # invariants; not part of `make test`. CHAOS_ARGS='--minutes 4 --seed 1234' replays a run.

@@ -32,6 +32,8 @@ from tests.support.ports import closed_port
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_APP = Path(__file__).resolve().parent / "fixture_app"
+# A timer schedule (NCRONTAB, valid on Azure) that fires on 1 January at midnight: a moment no test reaches.
+NEVER_IN_A_TEST = "0 0 0 1 1 *"
 
 
 @pytest.fixture(scope="session")
@@ -117,33 +119,33 @@ def app_settings(azurite: Azurite, key_dir: Path, **overrides: str) -> dict[str,
         "RuntimeCloud__Provisioning__GitAllowedSources": json.dumps([str(git_sources_root(key_dir))]),
         # Tests run the reconciler through the admin endpoint; on a timer it would reach
         # runs that other test hosts (with other task hubs) are running.
-        "RuntimeCloud__Provisioning__ReconcileSchedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Provisioning__ReconcileSchedule": NEVER_IN_A_TEST,
         # The GitOps poll too (tests/gitops/ run it through the admin endpoint); and the installation's
         # webhook secret, by reference (tests/gitops/helpers.py signs with the same value).
-        "RuntimeCloud__GitOps__PollSchedule": "0 0 0 1 1 *",
+        "RuntimeCloud__GitOps__PollSchedule": NEVER_IN_A_TEST,
         # The autoscaler's timer too (tests/autoscaling/ evaluate through the API or the admin endpoint):
         # every host would evaluate every test's pools, between a test's own steps.
-        "RuntimeCloud__Autoscaling__EvaluateSchedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Autoscaling__EvaluateSchedule": NEVER_IN_A_TEST,
         # The inventory scan too (tests scan through the API or the admin endpoint): every quarter hour, a timer's
         # scan of every environment would resolve a finding between a test's own steps, and the test's scan
         # would then report nothing resolved (tests/inventory/test_drift_end_to_end.py).
-        "RuntimeCloud__Inventory__ScanSchedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Inventory__ScanSchedule": NEVER_IN_A_TEST,
         # The outbox dispatcher too (tests/test_outbox*.py call dispatch_pending themselves): every 15 s, every
         # host on a worker's Azurite read the pending markers of every stream any host there touched in the
         # last five minutes, one query a stream; py-spy put it at 15-18 % of a session host's CPU.
-        "RuntimeCloud__Outbox__DispatchSchedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Outbox__DispatchSchedule": NEVER_IN_A_TEST,
         # And the timers that only tend in the background: the artifact publisher every 10 s (the neighbours
         # tests that publish set a schedule of their own), the capacity maintenance every minute (the first
         # capacity call of a host seeds pools and editions) and the expiry sweeps' starter every minute (tests
         # that sweep start it through the admin endpoint). Each firing read storage on every test host, and
         # did work there: an idle test host read 5.75 times a second with them, 5.28 without (Azurite --debug).
-        "RuntimeCloud__KnowledgeHost__PublishSchedule": "0 0 0 1 1 *",
-        "RuntimeCloud__Capacity__MaintenanceSchedule": "0 0 0 1 1 *",
-        "RuntimeCloud__Capacity__ExpiryStarterSchedule": "0 0 0 1 1 *",
+        "RuntimeCloud__KnowledgeHost__PublishSchedule": NEVER_IN_A_TEST,
+        "RuntimeCloud__Capacity__MaintenanceSchedule": NEVER_IN_A_TEST,
+        "RuntimeCloud__Capacity__ExpiryStarterSchedule": NEVER_IN_A_TEST,
         # The backup export too (tests/backup/ run it themselves, with a location of their own): every 5 min each
         # host's export to the unreachable location failed and logged a stack trace, which a test watching
         # the session host's log for one (tests/test_security.py) could catch. A year's RPO, as the host demands.
-        "RuntimeCloud__Backup__Schedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Backup__Schedule": NEVER_IN_A_TEST,
         "RuntimeCloud__Backup__RpoMinutes": str(366 * 24 * 60),
         "RuntimeCloudGitOps__WebhookSecret": "test-webhook-secret-0123456789abcdef",
         "AzureFunctionsWebHost__hostid": f"test-{uuid.uuid4().hex[:8]}",

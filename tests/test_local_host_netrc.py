@@ -17,6 +17,7 @@ import pytest
 from devhost.azurite import Azurite
 from devhost.queue_listener import queue_client
 from devhost.timer_scheduler import timer_blob_service
+from storage_protocol.client_options import PROXY_VARIABLES
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def netrc_naming_the_storage_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     netrc.chmod(0o600)
     monkeypatch.setenv("NETRC", str(netrc))
     monkeypatch.setenv("AzureWebJobsStorage", azurite.connection_string())
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+    for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
 

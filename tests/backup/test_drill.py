@@ -33,7 +33,7 @@ from shared.provisioning.store import ProvisioningStore
 from shared.provisioning.verification import verify_environment
 from tests.backup.conftest import consume
 from tests.capacity.conftest import CapacityApi
-from tests.conftest import REPO, app_settings
+from tests.conftest import NEVER_IN_A_TEST, REPO, app_settings
 from tests.inventory.helpers import applied_environment, findings, names, scan, target_queues
 from tests.provisioning.helpers import WRITE, declare, specification, unique, wait_for_run_state
 from tests.support.host import HostProcess, wait_until
@@ -46,7 +46,7 @@ def backup_settings(azurite: Azurite) -> dict[str, str]:
     return {
         "RuntimeCloud__Backup__Connection": "RuntimeCloudBackup",
         "RuntimeCloudBackup": azurite.connection_string(BACKUP_ACCOUNT),
-        "RuntimeCloud__Backup__Schedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Backup__Schedule": NEVER_IN_A_TEST,
         "RuntimeCloud__Backup__RpoMinutes": YEAR_MINUTES,
     }
 

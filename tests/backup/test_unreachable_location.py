@@ -18,7 +18,7 @@ from pathlib import Path
 from devhost.azurite import TARGET_ACCOUNT, Azurite
 from shared.backup.status import store_record
 from shared.platform.storage.clients import clients_from_connection_string
-from tests.conftest import REPO, app_settings
+from tests.conftest import NEVER_IN_A_TEST, REPO, app_settings
 from tests.support.host import HostProcess
 from tests.support.ports import closed_port
 
@@ -57,7 +57,7 @@ def test_a_refusing_backup_location_fails_the_export_in_one_line_and_health_show
         "RuntimeCloud__Backup__Connection": "RuntimeCloudBackup",
         "RuntimeCloudBackup": refusing(azurite),
         "RuntimeCloud__Backup__TimeoutSeconds": "6",
-        "RuntimeCloud__Backup__Schedule": "0 0 0 1 1 *",
+        "RuntimeCloud__Backup__Schedule": NEVER_IN_A_TEST,
         "RuntimeCloud__Backup__RpoMinutes": YEAR_MINUTES,
     }
     folder = tmp_path / "operator"

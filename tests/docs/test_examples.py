@@ -24,13 +24,13 @@ from pathlib import Path
 import pytest
 
 from devhost.azurite import Azurite
+from tests.conftest import NEVER_IN_A_TEST
 from tests.docs.examples import NEEDS, REPO, SAMPLE_GIT_ROOT, Example, examples, pages, run_page
 from tests.support.host import HostProcess
 
 SAMPLE = REPO / "local.settings.sample.json"
 # What the commands of the examples run from the checkout (linked into the examples' folder).
 CHECKOUT_ENTRIES = (".venv", "devhost", "shared", "tools", "runtime_cloud_cli", "storage_protocol", "bench")
-NEVER_IN_A_TEST = "0 0 0 1 1 *"  # 1 January, midnight
 TIMERS_THE_EXAMPLES_RUN_THEMSELVES = {
     "RuntimeCloud__GitOps__PollSchedule": NEVER_IN_A_TEST,
     "RuntimeCloud__Inventory__ScanSchedule": NEVER_IN_A_TEST,

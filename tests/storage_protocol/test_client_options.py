@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from storage_protocol.client_options import client_options, transport_options
+from storage_protocol.client_options import PROXY_VARIABLES, client_options, transport_options
 
 
 @pytest.fixture(autouse=True)
 def no_proxy_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+    for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
 
