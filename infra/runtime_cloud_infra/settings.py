@@ -28,6 +28,9 @@ Defaults of the rest:
   ``leaseDenialThreshold``: ``50`` (per 15 minutes)
 - ``runnerRoles``, ``targets``, ``secrets``: none
 - ``operatorPrincipalId``: none (the Entra group that may write Key Vault secrets)
+- ``deliveryPrincipalId``, ``controlPlanePrincipalId``: none (the Entra object ids of DeliveryHost's
+  and ControlPlaneApi's identities: each may send to its one queue of the host's store, see
+  neighbours.py; without one, nothing but the host writes that queue)
 - ``protect``: ``true`` (Pulumi refuses to delete the store and the vault)
 - ``runnerJobImage``: ``ghcr.io/connectsoft/runtime-cloud-runner-job:latest`` (build it from
   ``runner_job/Dockerfile``); ``runnerJobRegistry``: none (a registry the runner identity pulls
@@ -125,6 +128,8 @@ class StackSettings:
     secrets: tuple[SecretEntry, ...]
     host_settings: Mapping[str, str]
     operator_principal_id: str | None
+    delivery_principal_id: str | None
+    control_plane_principal_id: str | None
     protect: bool
     tags: Mapping[str, str]
     runner_job: RunnerJobSettings
@@ -177,7 +182,9 @@ def load(stack: str | None = None) -> StackSettings:
         targets=_targets(reader, {entry.name for entry in secrets}),
         secrets=secrets,
         host_settings=host,
-        operator_principal_id=_operator(reader),
+        operator_principal_id=_principal_id(reader, "operatorPrincipalId"),
+        delivery_principal_id=_principal_id(reader, "deliveryPrincipalId"),
+        control_plane_principal_id=_principal_id(reader, "controlPlanePrincipalId"),
         protect=reader.boolean("protect", True),
         tags=_tags(stack_name),
         runner_job=runner_job_settings(reader, host),
@@ -318,10 +325,10 @@ def _setting_text(value: Any) -> str:
     return str(value)
 
 
-def _operator(reader: Reader) -> str | None:
-    value = reader.optional_text("operatorPrincipalId")
+def _principal_id(reader: Reader, key: str) -> str | None:
+    value = reader.optional_text(key)
     if value is not None and not _GUID.fullmatch(value):
-        raise StackConfigError(f"{reader.key('operatorPrincipalId')} must be an Entra object id (a GUID)")
+        raise StackConfigError(f"{reader.key(key)} must be an Entra object id (a GUID)")
     return value
 
 

@@ -32,6 +32,7 @@ from runtime_cloud_infra import (
     identity,
     key_vault,
     monitoring,
+    neighbours,
     runner_job,
     storage,
 )
@@ -157,7 +158,8 @@ def _grants(
     sinks: monitoring.Monitoring,
     subscription: pulumi.Input[str],
 ) -> list[pulumi.Resource]:
-    """Every role assignment but the backup's; ``groups``: the stack's (runner jobs, monitoring), the host's."""
+    """Every role assignment but the backup's (and the queues the neighbours' grants need); ``groups``: the
+    stack's (runner jobs, monitoring), the host's."""
     group, host_group = groups
     grants: list[pulumi.Resource] = [
         *identity.grant_host_store(ids.host, store.account.id, subscription),
@@ -166,6 +168,7 @@ def _grants(
         *identity.grant_observer(settings, ids.observer, group.id, subscription),
         *identity.grant_runner(settings, ids, group.id, subscription),
         *identity.grant_operators(settings, vault.vault.id, store.pulumi_state.id, vault.state_key.id, subscription),
+        *neighbours.grant_neighbours(settings, host_group.name, store.account, subscription),
         *runner_job.grant_runner_job(
             ids.runner,
             store.account.id,

@@ -36,7 +36,14 @@ from dataclasses import dataclass
 from tests.infra.conftest import Deployment
 
 HOST, OBSERVER, RUNNER, OPERATORS = "host", "observer", "runner", "operators"
-IDENTITIES = (HOST, OBSERVER, RUNNER, OPERATORS)
+DELIVERY, CONTROL_PLANE = "delivery", "control-plane"  # neighbours' identities (runtime_cloud_infra/neighbours.py)
+IDENTITIES = (HOST, OBSERVER, RUNNER, OPERATORS, DELIVERY, CONTROL_PLANE)
+# Principals the stack names rather than creates: an identity the stack does not name gets no row's rights.
+NAMED_BY_THE_STACK = {
+    OPERATORS: "operatorPrincipalId",
+    DELIVERY: "deliveryPrincipalId",
+    CONTROL_PLANE: "controlPlanePrincipalId",
+}
 
 STORE = "host store account"
 BACKUP = "backup store account"
@@ -113,6 +120,13 @@ MATRIX: tuple[Row, ...] = (
     Row(OPERATORS, VAULT, ("Key Vault Secrets Officer",), "set the secrets' values"),
     Row(OPERATORS, "container:pulumi-state", ("Storage Blob Data Contributor",), "keep the stack's state"),
     Row(OPERATORS, STATE_KEY, ("Key Vault Crypto User",), "encrypt and decrypt the state's secrets"),
+    Row(DELIVERY, "queue:promotions", ("Storage Queue Data Message Sender",), "send promotions; nothing else"),
+    Row(
+        CONTROL_PLANE,
+        "queue:approvals",
+        ("Storage Queue Data Message Sender",),
+        "send production approvals (used while it is the environments' authority); nothing else",
+    ),
 )
 
 _DATA_FAMILIES = {
@@ -161,9 +175,16 @@ def scopes(deployment: Deployment, resource: str) -> list[str]:
     return [fixed[resource]()]
 
 
+def named_principal(deployment: Deployment, identity: str) -> str | None:
+    """The Entra object id the stack names for ``identity`` (operators, a neighbour), if it names one."""
+    return deployment.config.get(f"runtime-cloud-infra:{NAMED_BY_THE_STACK[identity]}") or None
+
+
 def expected(deployment: Deployment, identity: str) -> set[tuple[str, str]]:
     """(role, scope) pairs the matrix grants ``identity`` in this deployment."""
     grants: set[tuple[str, str]] = set()
+    if identity in NAMED_BY_THE_STACK and named_principal(deployment, identity) is None:
+        return grants
     for row in (row for row in MATRIX if row.identity == identity):
         if row.resource == RUNNER_ROLES:
             grants |= set(runner_roles(deployment))

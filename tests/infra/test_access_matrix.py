@@ -34,9 +34,10 @@ def _principals(deployment: Deployment) -> dict[str, str]:
         deployment.one("managedidentity:UserAssignedIdentity", f"{kind}-identity").outputs["principalId"]: kind
         for kind in (matrix.HOST, matrix.OBSERVER, matrix.RUNNER)
     }
-    operators = deployment.config.get("runtime-cloud-infra:operatorPrincipalId")
-    if operators:
-        found[operators] = matrix.OPERATORS
+    for named in matrix.NAMED_BY_THE_STACK:
+        principal = matrix.named_principal(deployment, named)
+        if principal:
+            found[principal] = named
     return found
 
 

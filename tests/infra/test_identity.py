@@ -7,6 +7,7 @@ import re
 
 from runtime_cloud_infra.roles import BUILT_IN_ROLES, PRIVILEGED_ROLES, READ_ONLY_ROLES
 
+from tests.infra import access_matrix as matrix
 from tests.infra.conftest import Declared, Deployment
 
 HOST_STORE_ROLES = {"Storage Blob Data Owner", "Storage Queue Data Contributor", "Storage Table Data Contributor"}
@@ -98,5 +99,7 @@ def test_operators_set_secret_values_and_keep_the_state_and_nobody_else_is_grant
 
     assert all(a.inputs["principalType"] == "Group" for a in grants)
     identities = {_identity(deployment, kind).outputs["principalId"] for kind in ("host", "observer", "runner")}
+    named = {matrix.named_principal(deployment, who) for who in matrix.NAMED_BY_THE_STACK} - {None}
     principals = {a.inputs["principalId"] for a in deployment.of_type("authorization:RoleAssignment")}
-    assert principals == identities | {operator}
+    assert operator in named
+    assert principals == identities | named, "only the program's identities and the principals the stack names"
