@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from azure.core.exceptions import ResourceExistsError
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.queue import QueueClient, QueueMessage
 
 from shared.platform.logs import app_logger
@@ -85,14 +85,17 @@ def scale(storage: Callable[[], StorageClients], iac: IaCSettings) -> int:
         _ensure(each)
     children: set[int] = set()
     polling = PollingDelay(started=time.monotonic())
+    failing = StoreFailures(iac.job_queue)
     log.info("runner job scaler reading queue %s", iac.job_queue)
     while not _input_closed(polling.delay):
         _reap(children)
         try:
-            messages = list(queue.receive_messages(max_messages=16, visibility_timeout=_hidden(iac)))
+            messages = _poll(queue, poison, iac)
         except Exception as error:  # noqa: BLE001 - the store may be down: poll again later
-            log.warning("polling %s failed: %s", iac.job_queue, type(error).__name__)
+            failing.failed(error)
             messages = []
+        else:
+            failing.answered()
         for message in messages:
             taken = take(queue, poison, message)
             if taken is not None:
@@ -100,6 +103,36 @@ def scale(storage: Callable[[], StorageClients], iac: IaCSettings) -> int:
         polling.after_poll(found=bool(messages), now=time.monotonic())
     log.info("runner job scaler stopping (its host went away); %d job(s) still running finish alone", len(children))
     return 0
+
+
+def _poll(queue: QueueClient, poison: QueueClient, iac: IaCSettings) -> list[QueueMessage]:
+    """The requests waiting, taken hidden. No retries within a poll: the loop is the retry. The SDK's own retries wait
+    15 s and more between tries (a minute a poll with the store gone), all of it time in which the scaler
+    would not see its host go away."""
+    try:
+        return list(queue.receive_messages(max_messages=16, visibility_timeout=_hidden(iac), retry_total=0))
+    except ResourceNotFoundError:  # the store lost the queue (an Azurite started afresh): make it again
+        for each in (queue, poison):
+            _ensure(each)
+        raise
+
+
+class StoreFailures:
+    """Says when polling starts failing and when it works again, not once a poll while the store is down."""
+
+    def __init__(self, queue: str) -> None:
+        self._queue = queue
+        self._since: float | None = None
+
+    def failed(self, error: Exception) -> None:
+        if self._since is None:
+            self._since = time.monotonic()
+            log.warning("polling %s failed: %s; polling on", self._queue, type(error).__name__)
+
+    def answered(self) -> None:
+        if self._since is not None:
+            log.info("polling %s works again after %.0f s", self._queue, time.monotonic() - self._since)
+            self._since = None
 
 
 class PollingDelay:
