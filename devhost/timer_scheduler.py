@@ -202,21 +202,26 @@ class TimerRunner:
             return ScheduleStatus(None, None)
 
     async def _write_status(self, service: BlobServiceClient, status: ScheduleStatus) -> None:
-        """On the runner's client (one connection pool for its life); the container is created only when the
-        write finds it missing, not before every write (an idle host wrote a status every few seconds)."""
-        blob = service.get_blob_client(STATUS_CONTAINER, self._blob_name)
-        document = json.dumps(status.as_dict(_now()))
+        """On the runner's client (one connection pool for its life)."""
         try:
-            try:
-                await blob.upload_blob(document, overwrite=True)
-            except ResourceNotFoundError:  # the container (the blob itself need not exist to be written)
-                try:
-                    await service.create_container(STATUS_CONTAINER)
-                except ResourceExistsError:
-                    pass
-                await blob.upload_blob(document, overwrite=True)
+            await write_status_blob(service, self._blob_name, json.dumps(status.as_dict(_now())))
         except Exception as error:  # noqa: BLE001 - a missed status write only costs a past-due run later
             log.warning("could not record schedule status of %s: %s", self.function.name, error)
+
+
+async def write_status_blob(service: BlobServiceClient, blob_name: str, document: str) -> None:
+    """Write a schedule status blob, creating its container only when the write finds it missing, not before
+    every write (an idle host wrote a status every few seconds). The listener lock's blob usually made the
+    container first; this is for one deleted while the host runs."""
+    blob = service.get_blob_client(STATUS_CONTAINER, blob_name)
+    try:
+        await blob.upload_blob(document, overwrite=True)
+    except ResourceNotFoundError:  # the container (the blob itself need not exist to be written)
+        try:
+            await service.create_container(STATUS_CONTAINER)
+        except ResourceExistsError:
+            pass
+        await blob.upload_blob(document, overwrite=True)
 
 
 def admin_timer_request() -> TimerRequest:
