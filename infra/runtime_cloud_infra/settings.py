@@ -30,7 +30,9 @@ Defaults of the rest:
 - ``operatorPrincipalId``: none (the Entra group that may write Key Vault secrets)
 - ``deliveryPrincipalId``, ``controlPlanePrincipalId``: none (the Entra object ids of DeliveryHost's
   and ControlPlaneApi's identities: each may send to its one queue of the host's store, see
-  neighbours.py; without one, nothing but the host writes that queue)
+  neighbours.py; without one, nothing but the host writes that queue). ``controlPlanePrincipalId``
+  only with ``hostSettings``' ``RuntimeCloud__Environments__Source`` ``control-plane``: a host that
+  keeps its own environments refuses every approval on the queue
 - ``protect``: ``true`` (Pulumi refuses to delete the store and the vault)
 - ``runnerJobImage``: ``ghcr.io/connectsoft/runtime-cloud-runner-job:latest`` (build it from
   ``runner_job/Dockerfile``); ``runnerJobRegistry``: none (a registry the runner identity pulls
@@ -76,6 +78,8 @@ _RESOURCE_GROUP = re.compile(r"[-\w._()]{0,89}[-\w_()]")
 _FUNCTION_APP = re.compile(r"[a-z0-9][a-z0-9-]{0,58}[a-z0-9]")
 _PREFIX = re.compile(r"[a-z][a-z0-9-]{1,14}")
 _SECRET_NAME = re.compile(r"[A-Za-z0-9-]{1,127}")
+# The host setting that makes ControlPlaneApi the environments' authority, and its value (docs/settings.md).
+CONTROL_PLANE_AUTHORITY = ("RuntimeCloud__Environments__Source", "control-plane")
 _GUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
@@ -184,7 +188,7 @@ def load(stack: str | None = None) -> StackSettings:
         host_settings=host,
         operator_principal_id=_principal_id(reader, "operatorPrincipalId"),
         delivery_principal_id=_principal_id(reader, "deliveryPrincipalId"),
-        control_plane_principal_id=_principal_id(reader, "controlPlanePrincipalId"),
+        control_plane_principal_id=_control_plane_principal(reader, host),
         protect=reader.boolean("protect", True),
         tags=_tags(stack_name),
         runner_job=runner_job_settings(reader, host),
@@ -330,6 +334,19 @@ def _principal_id(reader: Reader, key: str) -> str | None:
     if value is not None and not _GUID.fullmatch(value):
         raise StackConfigError(f"{reader.key(key)} must be an Entra object id (a GUID)")
     return value
+
+
+def _control_plane_principal(reader: Reader, host: Mapping[str, str]) -> str | None:
+    """ControlPlaneApi's identity, named only for a host that takes its approvals: one that keeps its own
+    environments refuses every approval on the queue, so the right to send them would serve nothing."""
+    principal = _principal_id(reader, "controlPlanePrincipalId")
+    setting, authority = CONTROL_PLANE_AUTHORITY
+    if principal is not None and host.get(setting, "local").strip().lower() != authority:
+        raise StackConfigError(
+            f"{reader.key('controlPlanePrincipalId')} lets ControlPlaneApi send approvals, which the host refuses "
+            f"unless hostSettings' {setting} is {authority}: leave it out, or make ControlPlaneApi the authority"
+        )
+    return principal
 
 
 def _tags(stack: str) -> dict[str, str]:

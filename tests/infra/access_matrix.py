@@ -125,7 +125,7 @@ MATRIX: tuple[Row, ...] = (
         CONTROL_PLANE,
         "queue:approvals",
         ("Storage Queue Data Message Sender",),
-        "send production approvals (used while it is the environments' authority); nothing else",
+        "send production approvals (named only where it owns the host's environments); nothing else",
     ),
 )
 
